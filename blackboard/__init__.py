@@ -1,0 +1,55 @@
+"""The blackboard substrate: scopes of entries on Redis, events, consumer groups."""
+
+from __future__ import annotations
+
+from .board import Blackboard, SweepReport, TrimReport
+from .consumer import Batch, ConsumeOptions
+from .entry import Entry, Event, EventType, ScopePolicy
+from .errors import (
+    AccessDenied,
+    BlackboardError,
+    ConfigMismatch,
+    EntryTooLarge,
+    InvalidArgument,
+    InvalidKey,
+    InvalidMetadata,
+    InvalidScope,
+    InvalidTag,
+    InvalidValue,
+    NotFound,
+    ScopeFull,
+    ServerUnavailable,
+    VersionConflict,
+)
+from .request import WriteRequest
+from .scope import Scope
+from .settings import ClientSettings
+
+__all__ = [
+    "AccessDenied",
+    "Batch",
+    "Blackboard",
+    "BlackboardError",
+    "ClientSettings",
+    "ConfigMismatch",
+    "ConsumeOptions",
+    "Entry",
+    "EntryTooLarge",
+    "Event",
+    "EventType",
+    "InvalidArgument",
+    "InvalidKey",
+    "InvalidMetadata",
+    "InvalidScope",
+    "InvalidTag",
+    "InvalidValue",
+    "NotFound",
+    "Scope",
+    "ScopeFull",
+    "ScopePolicy",
+    "ServerUnavailable",
+    "SweepReport",
+    "TrimReport",
+    "VersionConflict",
+    "WriteRequest",
+]

@@ -1,0 +1,371 @@
+"""The blackboard: a connection to Redis (single or cluster) and the operations across scopes."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+import warnings
+from collections.abc import AsyncIterator, Generator, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import redis.asyncio as aredis
+from redis import exceptions as rexc
+from redis.asyncio.cluster import RedisCluster
+from redis.asyncio.retry import Retry
+from redis.backoff import ExponentialBackoff
+
+from . import keys as K
+from .consumer import Batch, ConsumeOptions, PartitionSource, consume, ensure_group
+from .errors import ConfigMismatch, InvalidArgument, ServerUnavailable
+from .keys import PartitionKeys, ScopeKeys
+from .scope import Scope
+from .scripts import SCRIPTS, run_script
+from .settings import ClientSettings
+from .validation import validate_scope
+
+__all__ = ["Blackboard", "SweepReport", "TrimReport"]
+
+log = logging.getLogger(__name__)
+SCHEMA_VERSION = "1"
+
+
+@dataclass(frozen=True, slots=True)
+class SweepReport:
+    """What a TTL sweep removed (or, in a dry run, would remove): scope -> count."""
+
+    expired: dict[str, int] = field(default_factory=dict)
+    dry_run: bool = False
+
+    @property
+    def total(self) -> int:
+        return sum(self.expired.values())
+
+
+@dataclass(frozen=True, slots=True)
+class TrimReport:
+    """Per partition: events trimmed from the bus (or trimmable, in a dry run)."""
+
+    trimmed: dict[int, int] = field(default_factory=dict)
+    dry_run: bool = False
+
+    @property
+    def total(self) -> int:
+        return sum(self.trimmed.values())
+
+
+def _client_kwargs(s: ClientSettings) -> dict[str, Any]:
+    return {
+        "decode_responses": False,
+        "socket_timeout": s.socket_timeout,
+        "socket_connect_timeout": s.connect_timeout,
+        "retry": Retry(ExponentialBackoff(cap=2.0, base=0.05), s.retries),
+        "retry_on_error": [rexc.ConnectionError, rexc.TimeoutError],
+    }
+
+
+class _Connect:
+    """Awaitable that also works as ``async with`` (closing the blackboard on exit)."""
+
+    def __init__(self, coro_factory: Any) -> None:
+        self._factory = coro_factory
+        self._bb: Blackboard | None = None
+
+    def __await__(self) -> Generator[Any, None, Blackboard]:
+        return self._factory().__await__()  # type: ignore[no-any-return]
+
+    async def __aenter__(self) -> Blackboard:
+        self._bb = await self._factory()
+        return self._bb
+
+    async def __aexit__(self, *exc: object) -> None:
+        if self._bb is not None:
+            await self._bb.close()
+
+
+class Blackboard:
+    """A connected blackboard. Create it with :meth:`connect`."""
+
+    def __init__(self, client: Any, settings: ClientSettings, cluster: bool) -> None:
+        self.client = client
+        self.settings = settings
+        self.partitions = settings.partitions
+        self.cluster = cluster
+        self._scopes: dict[str, Scope] = {}
+
+    @staticmethod
+    def connect(
+        url: str | None = None,
+        *,
+        partitions: int | None = None,
+        settings: ClientSettings | None = None,
+        cluster: bool | None = None,
+        username: str | None = None,
+        password: str | None = None,
+    ) -> _Connect:
+        """Connect to Redis at ``url`` (default ``BLACKBOARD_REDIS_URL``).
+
+        ``partitions`` is pinned in ``bb:config`` at first use; a later client configured
+        with another count raises :class:`ConfigMismatch`. Redis Cluster is detected.
+        """
+        base = settings or ClientSettings.from_env()
+        s = ClientSettings(
+            redis_url=url or base.redis_url,
+            partitions=partitions or base.partitions,
+            max_entry_bytes=base.max_entry_bytes,
+            socket_timeout=base.socket_timeout,
+            connect_timeout=base.connect_timeout,
+            retries=base.retries,
+            max_connections=base.max_connections,
+            health_check_interval=base.health_check_interval,
+            cluster=base.cluster if cluster is None else cluster,
+        )
+        explicit_partitions = partitions is not None or settings is not None
+
+        async def _open() -> Blackboard:
+            if not s.redis_url:
+                raise InvalidArgument(
+                    "no Redis URL: pass one or set BLACKBOARD_REDIS_URL "
+                    "(`blackboard server` starts an embedded one)"
+                )
+            auth: dict[str, Any] = {}
+            if username is not None:
+                auth["username"] = username
+            if password is not None:
+                auth["password"] = password
+            kw = _client_kwargs(s) | auth
+            is_cluster = s.cluster
+            client: Any
+            if is_cluster is None:
+                probe = aredis.Redis.from_url(s.redis_url, **kw)
+                try:
+                    info = await probe.info("cluster")
+                    is_cluster = bool(info.get("cluster_enabled"))
+                except rexc.NoPermissionError:
+                    is_cluster = False
+                except (rexc.ConnectionError, rexc.TimeoutError, OSError) as exc:
+                    raise ServerUnavailable(f"cannot reach Redis at {s.redis_url}: {exc}") from exc
+                finally:
+                    await probe.aclose()
+            if is_cluster:
+                client = RedisCluster.from_url(s.redis_url, **kw)
+            else:
+                client = aredis.Redis.from_url(
+                    s.redis_url, max_connections=s.max_connections,
+                    health_check_interval=s.health_check_interval, **kw,
+                )
+            bb = cls_(client, s, bool(is_cluster))
+            try:
+                await bb._pin_config(explicit_partitions)
+            except BaseException:
+                await bb.close()
+                raise
+            return bb
+
+        cls_ = Blackboard
+        return _Connect(_open)
+
+    async def _pin_config(self, explicit: bool) -> None:
+        try:
+            got = await self.client.hget(K.CONFIG, "partitions")
+            if got is None:
+                await self.client.hsetnx(K.CONFIG, "partitions", self.partitions)
+                await self.client.hsetnx(K.CONFIG, "schema", SCHEMA_VERSION)
+                got = await self.client.hget(K.CONFIG, "partitions")
+        except (rexc.ConnectionError, rexc.TimeoutError, OSError) as exc:
+            raise ServerUnavailable(f"cannot reach Redis: {exc}") from exc
+        pinned = int(got)
+        if pinned != self.partitions:
+            if explicit:
+                raise ConfigMismatch(
+                    f"this Redis is pinned to {pinned} partitions; the client asked for "
+                    f"{self.partitions}"
+                )
+            self.partitions = pinned  # follow the pinned value when the caller did not ask
+        await self._load_scripts()
+        await self._warn_on_unsafe_server()
+
+    async def _load_scripts(self) -> None:
+        for script in SCRIPTS.all():
+            try:
+                await self.client.script_load(script.source)
+            except rexc.NoPermissionError:
+                return  # a confined user may not SCRIPT LOAD; EVALSHA falls back lazily
+
+    async def _warn_on_unsafe_server(self) -> None:
+        """Warn (once per connect) when Redis could lose acknowledged writes or evict keys."""
+        try:
+            cfg = await self.client.config_get("appendonly")
+            pol = await self.client.config_get("maxmemory-policy")
+        except (rexc.NoPermissionError, rexc.ResponseError):
+            return  # confined users cannot read the config; the operator's check covers it
+        flat = {**_decode_map(cfg), **_decode_map(pol)}
+        if flat.get("appendonly", "yes") != "yes":
+            warnings.warn(
+                "Redis runs without AOF persistence (appendonly no): acknowledged writes can "
+                "be lost on a crash", RuntimeWarning, stacklevel=3,
+            )
+        policy = flat.get("maxmemory-policy", "noeviction")
+        if policy != "noeviction":
+            warnings.warn(
+                f"Redis maxmemory-policy is {policy!r}: Redis may evict entries and index keys "
+                "behind the blackboard's back; use noeviction", RuntimeWarning, stacklevel=3,
+            )
+
+    async def close(self) -> None:
+        await self.client.aclose()
+
+    async def __aenter__(self) -> Blackboard:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.close()
+
+    # -- scopes ---------------------------------------------------------------------------
+
+    def scope(self, scope_id: str) -> Scope:
+        """Handle on a scope (validated; nothing is sent)."""
+        s = self._scopes.get(scope_id)
+        if s is None:
+            s = self._scopes[scope_id] = Scope(self, scope_id)
+        return s
+
+    def scope_keys(self, scope_id: str) -> ScopeKeys:
+        validate_scope(scope_id)
+        return ScopeKeys(scope_id, K.partition_of(scope_id, self.partitions))
+
+    async def scope_ids(self, partition: int | None = None) -> list[str]:
+        """Scope ids that ever held an entry (from the per-partition sets, not a scan)."""
+        parts = range(self.partitions) if partition is None else [partition]
+        out: list[str] = []
+        for p in parts:
+            out += sorted(m.decode() for m in await self.client.smembers(PartitionKeys(p).scopes))
+        return out
+
+    async def pipeline_evalsha(
+        self, name: str, sha: str, keys: list[str], arg_lists: Sequence[Sequence[Any]]
+    ) -> list[Any]:
+        """Run one script many times in a pipeline; loads it and retries on NOSCRIPT."""
+        for attempt in (0, 1):
+            async with self.client.pipeline(transaction=False) as pipe:
+                for args in arg_lists:
+                    pipe.execute_command("EVALSHA", sha, len(keys), *keys, *args)
+                replies = await pipe.execute(raise_on_error=False)
+            if attempt == 0 and any(isinstance(r, rexc.NoScriptError) for r in replies):
+                await self.client.script_load(SCRIPTS[name].source)
+                continue  # writes are idempotent by id: re-running the batch is safe
+            return list(replies)
+        raise AssertionError("unreachable")
+
+    # -- maintenance ----------------------------------------------------------------------
+
+    async def sweep(
+        self, *, partitions: Sequence[int] | None = None, limit: int = 1000, dry_run: bool = False
+    ) -> SweepReport:
+        """Remove expired entries with their index members and emit ``expired`` events.
+
+        Finds due scopes through each partition's ttl zset, so the cost is O(expired).
+        """
+        out: dict[str, int] = {}
+        now = int(time.time() * 1000)
+        for p in partitions if partitions is not None else range(self.partitions):
+            due = await self.client.zrangebyscore(PartitionKeys(p).ttl, "-inf", now)
+            for raw in due:
+                scope_id = raw.decode()
+                sk = self.scope_keys(scope_id)
+                total = 0
+                while True:
+                    removed, pending = await run_script(
+                        self.client, "expire", sk.script_keys(),
+                        [scope_id, str(limit), "1" if dry_run else "0"],
+                    )
+                    total += int(pending) if dry_run else int(removed)
+                    if dry_run or int(removed) < limit:
+                        break
+                if total:
+                    out[scope_id] = total
+        return SweepReport(out, dry_run)
+
+    async def ensure_groups(self, roles: Sequence[str]) -> None:
+        """Create the consumer groups of ``roles`` on every bus (so trimming waits for them)."""
+        await asyncio.gather(
+            *(ensure_group(self, r, p) for r in roles for p in range(self.partitions))
+        )
+
+    async def trim(self, *, dry_run: bool = False) -> TrimReport:
+        """Trim each bus behind its slowest consumer group; a bus without groups is kept."""
+        out: dict[int, int] = {}
+        for p in range(self.partitions):
+            bus = PartitionKeys(p).bus
+            try:
+                groups = await self.client.xinfo_groups(bus)
+            except rexc.ResponseError:
+                continue  # no such stream yet
+            if not groups:
+                continue
+            floor: tuple[int, int] | None = None
+            for g in groups:
+                name = g["name"]
+                point = _sid(g["last-delivered-id"])
+                if int(g.get("pending", 0)):
+                    summary = await self.client.xpending(bus, name)
+                    point = min(point, _sid(summary["min"]))
+                floor = point if floor is None else min(floor, point)
+            if floor is None or floor == (0, 0):
+                continue
+            minid = f"{floor[0]}-{floor[1]}"
+            if dry_run:
+                out[p] = len(await self.client.xrange(bus, "-", f"({minid}"))
+            else:
+                out[p] = int(await self.client.xtrim(bus, minid=minid, approximate=False))
+        return TrimReport(out, dry_run)
+
+    # -- consumption ----------------------------------------------------------------------
+
+    def consume(
+        self,
+        role: str,
+        consumer: str,
+        *,
+        partitions: PartitionSource = None,
+        count: int = 100,
+        block_ms: int = 1000,
+        claim_idle_ms: int = 30_000,
+        max_deliveries: int = 5,
+        options: ConsumeOptions | None = None,
+    ) -> AsyncIterator[Batch]:
+        """Batches of bus events for ``role`` (a consumer group) as ``consumer``.
+
+        ``partitions``: the ones this consumer reads (a collection, or a callable returning
+        the current set, as partition leases do); all when None.
+        """
+        for name, v in (("role", role), ("consumer", consumer)):
+            if not v or not isinstance(v, str) or any(c.isspace() for c in v):
+                raise InvalidArgument(f"{name} must be a non-empty str without spaces")
+        opts = options or ConsumeOptions(
+            count=count, block_ms=block_ms, claim_idle_ms=claim_idle_ms,
+            max_deliveries=max_deliveries,
+        )
+        return consume(self, role, consumer, partitions, opts)
+
+    async def dlq(self, partition: int, count: int = 100) -> list[tuple[str, dict[str, str]]]:
+        """The newest dead-lettered events of a partition: (dlq id, fields)."""
+        items = await self.client.xrevrange(PartitionKeys(partition).dlq, count=count)
+        return [
+            (sid.decode(), {k.decode(): v.decode("utf-8", "replace") for k, v in f.items()})
+            for sid, f in items
+        ]
+
+
+def _sid(raw: bytes | str) -> tuple[int, int]:
+    s = raw.decode() if isinstance(raw, bytes) else raw
+    ms, _, seq = s.partition("-")
+    return int(ms), int(seq or 0)
+
+
+def _decode_map(m: Any) -> dict[str, str]:
+    return {
+        (k.decode() if isinstance(k, bytes) else k): (v.decode() if isinstance(v, bytes) else v)
+        for k, v in dict(m).items()
+    }

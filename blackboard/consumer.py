@@ -1,0 +1,279 @@
+"""Consumption of the partition buses through consumer groups (one group per role).
+
+Each owned partition gets a reader task that first re-delivers what this consumer left
+pending, then claims what dead consumers left pending for longer than ``claim_idle_ms``
+(``XAUTOCLAIM``), then blocks on new events (``XREADGROUP >``). A reader waits until its
+batch is acked or released before reading on, so events of a partition are handled in
+order by one consumer at a time. Events delivered more than ``max_deliveries`` times go to
+the partition's DLQ (and are acked) in one script.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import time
+from collections.abc import AsyncIterator, Callable, Iterable
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from redis import exceptions as rexc
+
+from .entry import Event, decode_event
+from .keys import PartitionKeys
+from .scripts import run_script
+
+if TYPE_CHECKING:
+    from .board import Blackboard
+
+__all__ = ["Batch", "ConsumeOptions", "PartitionSource", "consume"]
+
+log = logging.getLogger(__name__)
+
+PartitionSource = Iterable[int] | Callable[[], Iterable[int]] | None
+
+
+@dataclass(frozen=True, slots=True)
+class ConsumeOptions:
+    """Tuning of a consumer. Times are ms."""
+
+    count: int = 100
+    block_ms: int = 1000
+    claim_idle_ms: int = 30_000
+    claim_every_ms: int = 5_000
+    max_deliveries: int = 5
+    rebalance_every_ms: int = 1_000
+    dlq_maxlen: int = 100_000
+
+
+@dataclass(eq=False)
+class Batch:
+    """Events of one partition delivered to one consumer; ack them once their effect is durable."""
+
+    role: str
+    consumer: str
+    partition: int
+    events: list[Event]
+    _bb: Blackboard = field(repr=False)
+    _done: asyncio.Event = field(default_factory=asyncio.Event, repr=False)
+    acked: bool = False
+
+    def __len__(self) -> int:
+        return len(self.events)
+
+    async def ack(self, events: Iterable[Event] | None = None) -> int:
+        """Acknowledge the given events (default: all); the reader then moves on."""
+        ids = [e.id for e in (self.events if events is None else events)]
+        n = 0
+        if ids:
+            n = int(await self._bb.client.xack(PartitionKeys(self.partition).bus, self.role, *ids))
+        if events is None:
+            self.acked = True
+            self._done.set()
+        return n
+
+    def release(self) -> None:
+        """Leave un-acked events pending (they are re-delivered, counting a delivery)."""
+        self._done.set()
+
+    async def dead_letter(self, event: Event, reason: str) -> bool:
+        """Move one event to the DLQ now, with ``reason``, and ack it."""
+        return await _dead_letter(self._bb, self.role, self.partition, event, -1, reason)
+
+
+async def _dead_letter(
+    bb: Blackboard, role: str, partition: int, event: Event, deliveries: int, reason: str,
+    maxlen: int = 100_000,
+) -> bool:
+    pk = PartitionKeys(partition)
+    fields = [
+        "scope", event.scope, "type", str(event.type), "entry", event.entry_id,
+        "version", str(event.version), "at", str(event.at),
+    ]
+    r = await run_script(
+        bb.client, "dlq", [pk.bus, pk.dlq],
+        [role, event.id, str(deliveries), reason, str(maxlen), *fields],
+    )
+    return bool(r)
+
+
+async def ensure_group(bb: Blackboard, role: str, partition: int) -> None:
+    """Create the role's consumer group on a partition bus at id 0 (idempotent)."""
+    try:
+        await bb.client.xgroup_create(PartitionKeys(partition).bus, role, id="0", mkstream=True)
+    except rexc.ResponseError as exc:
+        if "BUSYGROUP" not in str(exc):
+            raise
+
+
+class _Reader:
+    def __init__(
+        self, bb: Blackboard, role: str, consumer: str, partition: int,
+        opts: ConsumeOptions, out: asyncio.Queue[Batch | BaseException],
+    ) -> None:
+        self.bb, self.role, self.consumer, self.partition = bb, role, consumer, partition
+        self.opts, self.out = opts, out
+        self.bus = PartitionKeys(partition).bus
+        self._last_claim = 0.0
+        self._bad: list[tuple[Any, dict[bytes, bytes]]] = []
+
+    def _events(self, items: Iterable[Any]) -> list[Event]:
+        evs = []
+        for sid, fields in items:
+            if not fields:  # entry trimmed or deleted while pending: nothing to deliver
+                continue
+            try:
+                evs.append(decode_event(sid, fields, self.partition))
+            except (ValueError, KeyError, TypeError):
+                self._bad.append((sid, fields))
+        return evs
+
+    async def _flush_bad(self) -> None:
+        """Undecodable events (forged or corrupt) go to the DLQ instead of looping forever."""
+        while self._bad:
+            sid, fields = self._bad.pop()
+            pk = PartitionKeys(self.partition)
+            flat: list[Any] = []
+            for k, v in fields.items():
+                flat += [b"orig_" + k, v]
+            await run_script(
+                self.bb.client, "dlq", [pk.bus, pk.dlq],
+                [self.role, sid, "1", "undecodable event", str(self.opts.dlq_maxlen), *flat],
+            )
+
+    async def _deliver(self, events: list[Event]) -> bool:
+        if not events:
+            return True
+        batch = Batch(self.role, self.consumer, self.partition, events, self.bb)
+        await self.out.put(batch)
+        await batch._done.wait()
+        return batch.acked
+
+    async def _pending_mine(self) -> list[Event]:
+        """Own pending events, re-claimed to count a delivery; over-delivered ones to the DLQ."""
+        client = self.bb.client
+        rows = await client.xpending_range(
+            self.bus, self.role, min="-", max="+", count=self.opts.count, consumername=self.consumer
+        )
+        if not rows:
+            return []
+        over = [r for r in rows if r["times_delivered"] >= self.opts.max_deliveries]
+        keep = [r["message_id"] for r in rows if r["times_delivered"] < self.opts.max_deliveries]
+        if over:
+            items = await client.xclaim(
+                self.bus, self.role, self.consumer, 0, [r["message_id"] for r in over]
+            )
+            for ev in self._events(items):
+                n = next(r["times_delivered"] for r in over if r["message_id"].decode() == ev.id)
+                await _dead_letter(
+                    self.bb, self.role, self.partition, ev, n, "max deliveries exceeded",
+                    self.opts.dlq_maxlen,
+                )
+        if not keep:
+            return []
+        items = await client.xclaim(self.bus, self.role, self.consumer, 0, keep)
+        return self._events(items)
+
+    async def _claim_dead(self) -> None:
+        """Take over events other consumers left pending for longer than claim_idle_ms."""
+        start = "0-0"
+        while True:
+            reply = await run_script(
+                self.bb.client, "claim", [self.bus],
+                [self.role, self.consumer, str(self.opts.claim_idle_ms), start,
+                 str(self.opts.count)],
+            )
+            start = reply[0].decode() if isinstance(reply[0], bytes) else str(reply[0])
+            if start == "0-0":
+                break
+
+    async def run(self) -> None:
+        try:
+            await ensure_group(self.bb, self.role, self.partition)
+            while True:
+                now = time.monotonic()
+                if now - self._last_claim >= self.opts.claim_every_ms / 1000:
+                    self._last_claim = now
+                    await self._claim_dead()
+                pending = await self._pending_mine()
+                await self._flush_bad()
+                if pending:
+                    await self._deliver(pending)
+                    continue
+                reply = await self.bb.client.xreadgroup(
+                    self.role, self.consumer, {self.bus: ">"},
+                    count=self.opts.count, block=self.opts.block_ms,
+                )
+                for _stream, items in reply or ():
+                    evs = self._events(items)
+                    await self._flush_bad()
+                    await self._deliver(evs)
+        except asyncio.CancelledError:
+            raise
+        except BaseException as exc:  # surfaced to the consumer loop, not swallowed
+            await self.out.put(exc)
+
+
+async def consume(
+    bb: Blackboard,
+    role: str,
+    consumer: str,
+    partitions: PartitionSource = None,
+    opts: ConsumeOptions | None = None,
+) -> AsyncIterator[Batch]:
+    """Yield batches for ``role`` as ``consumer`` from the partitions it owns.
+
+    ``partitions`` is a fixed collection, a callable returning the currently owned set
+    (re-evaluated every ``rebalance_every_ms``; this is where leases plug in), or None for
+    all partitions.
+    """
+    opts = opts or ConsumeOptions()
+    queue: asyncio.Queue[Batch | BaseException] = asyncio.Queue()
+    tasks: dict[int, asyncio.Task[None]] = {}
+
+    def owned() -> set[int]:
+        if partitions is None:
+            return set(range(bb.partitions))
+        src = partitions() if callable(partitions) else partitions
+        return {p for p in src if 0 <= p < bb.partitions}
+
+    def rebalance() -> None:
+        want = owned()
+        for p in list(tasks):
+            if p not in want or tasks[p].done():
+                tasks.pop(p).cancel()
+        for p in want - tasks.keys():
+            reader = _Reader(bb, role, consumer, p, opts, queue)
+            tasks[p] = asyncio.create_task(reader.run(), name=f"bb-consume-{role}-{p}")
+
+    rebalance()
+    last = time.monotonic()
+    try:
+        while True:
+            timeout = max(0.0, opts.rebalance_every_ms / 1000 - (time.monotonic() - last))
+            try:
+                item = await asyncio.wait_for(queue.get(), timeout)
+            except TimeoutError:
+                item = None
+            if time.monotonic() - last >= opts.rebalance_every_ms / 1000:
+                last = time.monotonic()
+                rebalance()
+            if item is None:
+                continue
+            if isinstance(item, BaseException):
+                raise item
+            if item.partition not in tasks:
+                item.release()  # partition given up meanwhile: its new owner re-delivers
+                continue
+            try:
+                yield item
+            finally:
+                if not item._done.is_set():
+                    item.release()
+    finally:
+        for t in tasks.values():
+            t.cancel()
+        for t in tasks.values():
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await t

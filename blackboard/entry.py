@@ -1,0 +1,186 @@
+"""The records that cross package boundaries: entries, events and scope policies."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from enum import StrEnum
+from typing import Any
+
+__all__ = ["Entry", "Event", "EventType", "ScopePolicy", "decode_entry", "decode_event"]
+
+
+class EventType(StrEnum):
+    WRITTEN = "written"
+    UPDATED = "updated"
+    DELETED = "deleted"
+    EXPIRED = "expired"
+    EVICTED = "evicted"
+    REINFORCED = "reinforced"
+
+
+@dataclass(frozen=True, slots=True)
+class Entry:
+    """One stored memory entry.
+
+    Times are integer milliseconds since the epoch (server clock); ``expires_at`` is 0 when
+    the entry does not expire. ``strength`` is the value stored at ``strength_at``; the
+    current, decayed strength is computed from it at read time (see :mod:`memory.decay`).
+    ``embedding`` is float32 bytes (``dim * 4``) produced by ``embedder`` when present.
+    """
+
+    id: str
+    scope: str
+    value: Any
+    tags: frozenset[str] = frozenset()
+    metadata: Mapping[str, Any] = field(default_factory=dict)
+    key: str | None = None
+    importance: float = 0.5
+    strength: float = 1.0
+    strength_at: int = 0
+    reinforcements: int = 0
+    reinforced_by: tuple[str, ...] = ()
+    created_at: int = 0
+    updated_at: int = 0
+    expires_at: int = 0
+    version: int = 1
+    source: tuple[str, ...] = ()
+    event_id: str = ""
+    embedding: bytes | None = None
+    embedder: str | None = None
+
+    def expired(self, now_ms: int) -> bool:
+        return 0 < self.expires_at <= now_ms
+
+
+@dataclass(frozen=True, slots=True)
+class Event:
+    """One event of a scope feed or partition bus.
+
+    ``id`` is the stream id in the stream it was read from (feed or bus); ``at`` is the
+    server time of the mutation in ms.
+    """
+
+    id: str
+    scope: str
+    type: EventType
+    entry_id: str
+    version: int
+    tags: frozenset[str]
+    at: int
+    partition: int | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class ScopePolicy:
+    """Limits a scope enforces inside the write script (stored in the scope's cfg hash).
+
+    ``ttl`` and ``decay_tick`` are seconds; ``max_entries`` 0 means unlimited;
+    ``on_full`` is ``"evict"`` (drop the weakest) or ``"reject"`` (raise ScopeFull).
+    ``decay_rate`` is per tick, in [0, 1); 0 disables decay.
+    """
+
+    max_entries: int = 0
+    on_full: str = "evict"
+    max_entry_bytes: int = 1 << 20
+    ttl: float | None = None
+    decay_rate: float = 0.0
+    decay_tick: float = 3600.0
+    evict_threshold: float = 0.1
+    feed_maxlen: int = 10_000
+
+    def __post_init__(self) -> None:
+        from .errors import InvalidArgument
+
+        if self.max_entries < 0:
+            raise InvalidArgument("max_entries must be >= 0")
+        if self.on_full not in ("evict", "reject"):
+            raise InvalidArgument("on_full must be 'evict' or 'reject'")
+        if not 1 <= self.max_entry_bytes <= 512 << 20:
+            raise InvalidArgument("max_entry_bytes must be between 1 and 512 MiB")
+        if self.ttl is not None and not self.ttl > 0:
+            raise InvalidArgument("ttl must be positive seconds or None")
+        if not 0.0 <= self.decay_rate < 1.0:
+            raise InvalidArgument("decay_rate must be in [0, 1)")
+        if not self.decay_tick > 0:
+            raise InvalidArgument("decay_tick must be positive seconds")
+        if not 0.0 <= self.evict_threshold < 1.0:
+            raise InvalidArgument("evict_threshold must be in [0, 1)")
+        if self.feed_maxlen < 1:
+            raise InvalidArgument("feed_maxlen must be >= 1")
+
+    def to_redis(self) -> dict[str, str]:
+        return {
+            "max_entries": str(self.max_entries),
+            "on_full": self.on_full,
+            "max_entry_bytes": str(self.max_entry_bytes),
+            "ttl_ms": str(int(self.ttl * 1000)) if self.ttl else "0",
+            "decay_rate": repr(self.decay_rate),
+            "decay_tick_ms": str(int(self.decay_tick * 1000)),
+            "evict_threshold": repr(self.evict_threshold),
+            "feed_maxlen": str(self.feed_maxlen),
+        }
+
+    @classmethod
+    def from_redis(cls, h: Mapping[bytes, bytes]) -> ScopePolicy:
+        if not h:
+            return cls()
+        g = {k.decode(): v.decode() for k, v in h.items()}
+        ttl_ms = int(g.get("ttl_ms", "0"))
+        return cls(
+            max_entries=int(g.get("max_entries", 0)),
+            on_full=g.get("on_full", "evict"),
+            max_entry_bytes=int(g.get("max_entry_bytes", 1 << 20)),
+            ttl=ttl_ms / 1000 if ttl_ms else None,
+            decay_rate=float(g.get("decay_rate", 0.0)),
+            decay_tick=int(g.get("decay_tick_ms", 3_600_000)) / 1000,
+            evict_threshold=float(g.get("evict_threshold", 0.1)),
+            feed_maxlen=int(g.get("feed_maxlen", 10_000)),
+        )
+
+
+def _s(v: bytes | None, default: str = "") -> str:
+    return v.decode("utf-8") if v is not None else default
+
+
+def decode_entry(scope: str, h: Mapping[bytes, bytes]) -> Entry:
+    """An :class:`Entry` from the fields of its Redis hash."""
+    key = _s(h.get(b"key"))
+    emb = h.get(b"embedding")
+    return Entry(
+        id=_s(h.get(b"id")),
+        scope=_s(h.get(b"scope"), scope),
+        value=json.loads(h[b"value"]),
+        tags=frozenset(json.loads(h.get(b"tags") or b"[]")),
+        metadata=json.loads(h.get(b"metadata") or b"{}"),
+        key=key or None,
+        importance=float(h.get(b"importance") or 0.5),
+        strength=float(h.get(b"strength") or 1.0),
+        strength_at=int(h.get(b"strength_at") or 0),
+        reinforcements=int(h.get(b"reinforcements") or 0),
+        reinforced_by=tuple(json.loads(h.get(b"reinforced_by") or b"[]")),
+        created_at=int(h.get(b"created_at") or 0),
+        updated_at=int(h.get(b"updated_at") or 0),
+        expires_at=int(h.get(b"expires_at") or 0),
+        version=int(h.get(b"version") or 1),
+        source=tuple(json.loads(h.get(b"source") or b"[]")),
+        event_id=_s(h.get(b"event_id")),
+        embedding=emb if emb else None,
+        embedder=_s(h.get(b"embedder")) or None,
+    )
+
+
+def decode_event(stream_id: bytes | str, f: Mapping[bytes, bytes], partition: int | None = None) -> Event:
+    """An :class:`Event` from a stream entry's fields."""
+    sid = stream_id.decode() if isinstance(stream_id, bytes) else stream_id
+    return Event(
+        id=sid,
+        scope=_s(f.get(b"scope")),
+        type=EventType(_s(f.get(b"type"))),
+        entry_id=_s(f.get(b"entry")),
+        version=int(f.get(b"version") or 0),
+        tags=frozenset(json.loads(f.get(b"tags") or b"[]")),
+        at=int(f.get(b"at") or 0),
+        partition=partition,
+    )

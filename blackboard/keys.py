@@ -1,0 +1,177 @@
+"""Every Redis key name of the project, built here and nowhere else.
+
+Keys of a scope and of its partition carry the hash tag ``{pN}``, so one Lua script can
+touch all of them atomically on a single Redis and on Redis Cluster alike. Lua scripts that
+must reach keys they learn only while running (the tag sets of an entry being deleted, the
+entries evicted for capacity) derive them from a scope prefix with the suffixes below; the
+suffix constants are the single definition both sides use.
+"""
+
+from __future__ import annotations
+
+import zlib
+from dataclasses import dataclass
+
+__all__ = [
+    "CONFIG",
+    "EDGES",
+    "SCOPES",
+    "WORKERS",
+    "PartitionKeys",
+    "ScopeKeys",
+    "lease",
+    "partition_of",
+]
+
+ROOT = "bb"
+
+# Global records (not in any partition's slot).
+CONFIG = f"{ROOT}:config"  # hash: partitions, schema version
+SCOPES = f"{ROOT}:scopes"  # registry of scope configs (prefix of the redis-om records)
+EDGES = f"{ROOT}:edges"  # registry of dataflow edges (prefix of the redis-om records)
+WORKERS = f"{ROOT}:workers"  # worker heartbeats (prefix of the redis-om records)
+
+# Suffixes of per-scope keys under ``bb:{pN}:s:<scope>:`` (mirrored in the Lua scripts).
+ENTRY = "e:"
+TAG = "tag:"
+
+
+def partition_of(scope_id: str, partitions: int) -> int:
+    """The partition a scope lives in: ``crc32(scope_id) % partitions``."""
+    return zlib.crc32(scope_id.encode("utf-8")) % partitions
+
+
+def lease(role: str, partition: int) -> str:
+    """Lease on one partition for one consumer role: ``bb:lease:<role>:<p>``."""
+    return f"{ROOT}:lease:{role}:{partition}"
+
+
+def job_lease(job: str, partition: int) -> str:
+    """Lease under which a periodic job runs on one partition: ``bb:lease:job:<job>:<p>``."""
+    return f"{ROOT}:lease:job:{job}:{partition}"
+
+
+@dataclass(frozen=True, slots=True)
+class PartitionKeys:
+    """Keys shared by all scopes of one partition."""
+
+    partition: int
+
+    @property
+    def tag(self) -> str:
+        """The hash tag, ``{pN}``."""
+        return f"{{p{self.partition}}}"
+
+    @property
+    def base(self) -> str:
+        return f"{ROOT}:{self.tag}"
+
+    @property
+    def bus(self) -> str:
+        """Stream of every event of the partition's scopes (consumer groups read it)."""
+        return f"{self.base}:bus"
+
+    @property
+    def dlq(self) -> str:
+        """Stream of events that consumers failed on too often."""
+        return f"{self.base}:dlq"
+
+    @property
+    def scopes(self) -> str:
+        """Set of the scope ids that live in this partition."""
+        return f"{self.base}:scopes"
+
+    @property
+    def ttl(self) -> str:
+        """Zset scope id -> earliest expires_at (ms) of its entries; the sweep starts here."""
+        return f"{self.base}:ttl"
+
+    @property
+    def prune(self) -> str:
+        """Zset scope id -> earliest evict time (ms) of its entries; pruning starts here."""
+        return f"{self.base}:prune"
+
+    def pending(self, edge: str, target: str) -> str:
+        """Durable ingestion buffer of a dataflow edge for one target scope."""
+        return f"{self.base}:pending:{edge}:{target}"
+
+    def cfg(self, scope_id: str) -> str:
+        """Hash with the enforced limits of a scope (read by the write script)."""
+        return f"{self.base}:cfg:{scope_id}"
+
+
+@dataclass(frozen=True, slots=True)
+class ScopeKeys:
+    """Keys of one scope: ``bb:{pN}:s:<scope>:...``."""
+
+    scope_id: str
+    partition: int
+
+    @property
+    def part(self) -> PartitionKeys:
+        return PartitionKeys(self.partition)
+
+    @property
+    def prefix(self) -> str:
+        """Common prefix of every key of the scope (ends with ``:``)."""
+        return f"{self.part.base}:s:{self.scope_id}:"
+
+    def entry(self, entry_id: str) -> str:
+        """Hash holding one entry."""
+        return f"{self.prefix}{ENTRY}{entry_id}"
+
+    def tag_set(self, tag: str) -> str:
+        """Set of the ids of the entries carrying ``tag``."""
+        return f"{self.prefix}{TAG}{tag}"
+
+    @property
+    def ix(self) -> str:
+        """Zset entry id -> created_at (ms)."""
+        return f"{self.prefix}ix"
+
+    @property
+    def tags(self) -> str:
+        """Hash tag -> number of live entries carrying it."""
+        return f"{self.prefix}tags"
+
+    @property
+    def keys(self) -> str:
+        """Hash logical key -> entry id."""
+        return f"{self.prefix}keys"
+
+    @property
+    def exp(self) -> str:
+        """Zset entry id -> expires_at (ms)."""
+        return f"{self.prefix}exp"
+
+    @property
+    def evict(self) -> str:
+        """Zset entry id -> time (ms) its decayed strength falls below the threshold."""
+        return f"{self.prefix}evict"
+
+    @property
+    def feed(self) -> str:
+        """Stream of the scope's events, for observers; capped ``MAXLEN ~``."""
+        return f"{self.prefix}feed"
+
+    @property
+    def cfg(self) -> str:
+        return self.part.cfg(self.scope_id)
+
+    def script_keys(self) -> list[str]:
+        """The fixed KEYS of every per-scope mutation script, in header order."""
+        p = self.part
+        return [
+            self.prefix,  # KEYS[1] is the prefix: entry and tag keys derive from it
+            self.ix,
+            self.tags,
+            self.keys,
+            self.exp,
+            self.evict,
+            self.feed,
+            p.bus,
+            self.cfg,
+            p.scopes,
+            p.ttl,
+            p.prune,
+        ]

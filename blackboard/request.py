@@ -1,0 +1,108 @@
+"""Write requests: validated and encoded before anything is sent to Redis."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from .errors import InvalidArgument
+from .ids import is_entry_id, new_ulid
+from .validation import (
+    check_importance,
+    check_size,
+    check_ttl,
+    encode_json,
+    encode_metadata,
+    validate_key,
+    validate_tags,
+)
+
+__all__ = ["EncodedWrite", "WriteRequest", "encode_write"]
+
+
+@dataclass(frozen=True, slots=True)
+class WriteRequest:
+    """One entry to write; ``ttl`` is seconds, ``importance`` and ``strength`` in [0, 1].
+
+    ``entry_id`` is normally left out (a ULID is made); a caller that retries must reuse
+    the id of its first attempt, which is what makes the retry harmless. ``embedding`` is
+    float32 bytes from the embedder named by ``embedder``.
+    """
+
+    value: Any
+    tags: Iterable[str] | None = None
+    metadata: Mapping[str, Any] | None = None
+    key: str | None = None
+    ttl: float | None = None
+    importance: float = 0.5
+    strength: float = 1.0
+    source: Sequence[str] = field(default_factory=tuple)
+    entry_id: str | None = None
+    embedding: bytes | None = None
+    embedder: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class EncodedWrite:
+    """The ARGV of ``write.lua`` for one request, and what the client keeps of it."""
+
+    entry_id: str
+    args: tuple[str | bytes, ...]
+    value: Any
+    tags: tuple[str, ...]
+    metadata: Mapping[str, Any]
+    key: str | None
+    importance: float
+    strength: float
+    source: tuple[str, ...]
+
+
+def encode_write(req: WriteRequest, scope_id: str, max_entry_bytes: int) -> EncodedWrite:
+    """Validate ``req`` and build its script arguments; raise before touching Redis."""
+    entry_id = req.entry_id if req.entry_id is not None else new_ulid()
+    if not isinstance(entry_id, str) or not is_entry_id(entry_id):
+        raise InvalidArgument(f"entry id must match [0-9A-Za-z_-]{{1,64}}: {entry_id!r:.80}")
+    tags = validate_tags(req.tags)
+    key = validate_key(req.key) if req.key is not None else None
+    value_json = encode_json(req.value, "value")
+    meta_json = encode_metadata(req.metadata)
+    check_size(value_json, meta_json, max_entry_bytes)
+    importance = check_importance(req.importance)
+    strength = check_importance(req.strength) if req.strength is not None else 1.0
+    ttl_ms = check_ttl(req.ttl)
+    source = tuple(req.source)
+    for s in source:
+        if not isinstance(s, str) or not is_entry_id(s):
+            raise InvalidArgument(f"source ids must be entry ids, got {s!r:.80}")
+    if req.embedding is not None:
+        if not isinstance(req.embedding, bytes) or len(req.embedding) % 4:
+            raise InvalidArgument("embedding must be float32 bytes (a multiple of 4 long)")
+        if not req.embedder:
+            raise InvalidArgument("an embedding needs the name of its embedder")
+    args: tuple[str | bytes, ...] = (
+        entry_id,
+        value_json,
+        json.dumps(list(tags), ensure_ascii=False),
+        meta_json,
+        key or "",
+        repr(importance),
+        repr(strength),
+        "" if ttl_ms is None else str(ttl_ms),
+        json.dumps(list(source)),
+        req.embedding or b"",
+        req.embedder or "",
+        scope_id,
+    )
+    return EncodedWrite(
+        entry_id=entry_id,
+        args=args,
+        value=json.loads(value_json),
+        tags=tags,
+        metadata=json.loads(meta_json),
+        key=key,
+        importance=importance,
+        strength=strength,
+        source=source,
+    )

@@ -1,0 +1,418 @@
+"""A scope: one keyspace of entries with its indexes, feed and enforced policy."""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import AsyncIterator, Iterable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any
+
+from redis import exceptions as rexc
+
+from .entry import Entry, Event, ScopePolicy, decode_entry, decode_event
+from .errors import InvalidArgument, NotFound
+from .ids import is_entry_id
+from .keys import ScopeKeys, partition_of
+from .request import EncodedWrite, WriteRequest, encode_write
+from .scripts import SCRIPTS, raise_for_script_error, run_script
+from .validation import (
+    check_importance,
+    check_size,
+    check_ttl,
+    encode_json,
+    encode_metadata,
+    validate_key,
+    validate_scope,
+    validate_tags,
+)
+
+if TYPE_CHECKING:
+    from .board import Blackboard
+
+__all__ = ["Scope"]
+
+_UNSET: Any = object()
+
+
+def _now_ms() -> int:
+    return int(time.time() * 1000)
+
+
+def _pairs(flat: Sequence[Any]) -> dict[bytes, bytes]:
+    out: dict[bytes, bytes] = {}
+    for i in range(0, len(flat) - 1, 2):
+        k, v = flat[i], flat[i + 1]
+        out[k if isinstance(k, bytes) else str(k).encode()] = (
+            v if isinstance(v, bytes) else str(v).encode()
+        )
+    return out
+
+
+def _check_id(entry_id: object) -> str:
+    if not isinstance(entry_id, str) or not is_entry_id(entry_id):
+        raise InvalidArgument(f"entry id must match [0-9A-Za-z_-]{{1,64}}: {entry_id!r:.80}")
+    return entry_id
+
+
+class Scope:
+    """Handle on one scope; cheap to create, holds no state but its name.
+
+    All times are integer milliseconds since the epoch; ``ttl`` arguments are seconds.
+    """
+
+    def __init__(self, bb: Blackboard, scope_id: str) -> None:
+        self.id = validate_scope(scope_id)
+        self.bb = bb
+        self.partition = partition_of(scope_id, bb.partitions)
+        self.keys = ScopeKeys(scope_id, self.partition)
+        self._script_keys = self.keys.script_keys()
+
+    def __repr__(self) -> str:
+        return f"Scope({self.id!r}, partition={self.partition})"
+
+    # -- writes ---------------------------------------------------------------------------
+
+    def _encode(self, req: WriteRequest) -> EncodedWrite:
+        return encode_write(req, self.id, self.bb.settings.max_entry_bytes)
+
+    def _entry_from_reply(self, enc: EncodedWrite, reply: Sequence[Any]) -> Entry:
+        status = reply[0].decode() if isinstance(reply[0], bytes) else str(reply[0])
+        f = _pairs(reply[2:])
+        if status != "created":
+            return decode_entry(self.id, f)
+        ts = int(f[b"created_at"])
+        return Entry(
+            id=enc.entry_id,
+            scope=self.id,
+            value=enc.value,
+            tags=frozenset(enc.tags),
+            metadata=enc.metadata,
+            key=enc.key,
+            importance=enc.importance,
+            strength=enc.strength,
+            strength_at=ts,
+            created_at=ts,
+            updated_at=ts,
+            expires_at=int(f[b"expires_at"]),
+            version=1,
+            source=enc.source,
+            event_id=f[b"event_id"].decode(),
+            embedding=None,
+            embedder=None,
+        )
+
+    async def write(
+        self,
+        value: Any,
+        *,
+        tags: Iterable[str] | None = None,
+        metadata: Mapping[str, Any] | None = None,
+        key: str | None = None,
+        ttl: float | None = None,
+        importance: float = 0.5,
+        strength: float = 1.0,
+        source: Sequence[str] = (),
+        entry_id: str | None = None,
+        embedding: bytes | None = None,
+        embedder: str | None = None,
+    ) -> Entry:
+        """Store one entry (or update the live entry holding ``key``) and publish its event.
+
+        Retrying with the same ``entry_id`` changes nothing and returns the stored entry.
+        """
+        req = WriteRequest(
+            value, tags, metadata, key, ttl, importance, strength, tuple(source),
+            entry_id, embedding, embedder,
+        )
+        enc = self._encode(req)
+        try:
+            reply = await run_script(self.bb.client, "write", self._script_keys, list(enc.args))
+        except rexc.ResponseError as exc:
+            raise_for_script_error(exc, enc.entry_id, self.id)
+            raise
+        return self._entry_from_reply(enc, reply)
+
+    async def write_many(self, items: Iterable[WriteRequest | Any]) -> list[Entry]:
+        """Write many entries in one pipeline; every item is validated before any is sent.
+
+        An item is a :class:`WriteRequest` or a bare value. Each entry is atomic on its own;
+        the batch is not a transaction, but a failed batch can be retried as a whole since
+        the ids are fixed before sending.
+        """
+        encoded = [
+            self._encode(it if isinstance(it, WriteRequest) else WriteRequest(it)) for it in items
+        ]
+        if not encoded:
+            return []
+        sha = SCRIPTS["write"].sha
+        keys = self._script_keys
+        replies = await self.bb.pipeline_evalsha("write", sha, keys, [e.args for e in encoded])
+        out: list[Entry] = []
+        for enc, reply in zip(encoded, replies, strict=True):
+            if isinstance(reply, Exception):
+                raise_for_script_error(reply, enc.entry_id, self.id)
+            out.append(self._entry_from_reply(enc, reply))
+        return out
+
+    async def update(
+        self,
+        entry_id: str,
+        *,
+        value: Any = _UNSET,
+        tags: Iterable[str] | None = _UNSET,
+        metadata: Mapping[str, Any] | None = _UNSET,
+        importance: float = _UNSET,
+        ttl: float | None = _UNSET,
+        source: Sequence[str] = _UNSET,
+        embedding: bytes | None = _UNSET,
+        embedder: str | None = _UNSET,
+        expected_version: int | None = None,
+        op_id: str | None = None,
+    ) -> Entry:
+        """Change the given fields; with ``expected_version`` raise VersionConflict on a race.
+
+        ``ttl=None`` removes the expiry. ``op_id`` makes a retried update a no-op.
+        """
+        _check_id(entry_id)
+        pairs: list[str | bytes] = []
+        if value is not _UNSET:
+            vj = encode_json(value, "value")
+            check_size(vj, "", self.bb.settings.max_entry_bytes)
+            pairs += ["value", vj]
+        if tags is not _UNSET:
+            pairs += ["tags", json.dumps(list(validate_tags(tags)), ensure_ascii=False)]
+        if metadata is not _UNSET:
+            pairs += ["metadata", encode_metadata(metadata)]
+        if importance is not _UNSET:
+            pairs += ["importance", repr(check_importance(importance))]
+        if ttl is not _UNSET:
+            ms = check_ttl(ttl)
+            pairs += ["ttl_ms", str(ms or 0)]
+        if source is not _UNSET:
+            src = [_check_id(s) for s in source]
+            pairs += ["source", json.dumps(src)]
+        if embedding is not _UNSET:
+            if embedding is not None and (not isinstance(embedding, bytes) or len(embedding) % 4):
+                raise InvalidArgument("embedding must be float32 bytes (a multiple of 4 long)")
+            pairs += ["embedding", embedding or b"", "embedder", embedder or ""]
+        if op_id is not None:
+            pairs += ["op_id", _check_id(op_id)]
+        if expected_version is not None and (
+            isinstance(expected_version, bool) or not isinstance(expected_version, int)
+        ):
+            raise InvalidArgument("expected_version must be an int")
+        args = [entry_id, "" if expected_version is None else str(expected_version), self.id]
+        try:
+            reply = await run_script(self.bb.client, "update", self._script_keys, args + pairs)
+        except rexc.ResponseError as exc:
+            raise_for_script_error(exc, entry_id, self.id)
+            raise
+        return decode_entry(self.id, _pairs(reply[2:]))
+
+    async def delete(self, entry_id: str, *, expected_version: int | None = None) -> bool:
+        """Delete an entry and its index members; False when there was nothing to delete."""
+        _check_id(entry_id)
+        args = [entry_id, self.id, "" if expected_version is None else str(expected_version)]
+        try:
+            ev = await run_script(self.bb.client, "delete", self._script_keys, args)
+        except rexc.ResponseError as exc:
+            raise_for_script_error(exc, entry_id, self.id)
+            raise
+        return bool(ev)
+
+    async def reinforce(
+        self, entry_id: str, *, by: str = "", boost: float = 0.2, max_strength: float = 1.0
+    ) -> tuple[float, int]:
+        """Boost strength (decayed to now, plus ``boost``, capped); -> (strength, count)."""
+        _check_id(entry_id)
+        check_importance(boost)
+        check_importance(max_strength)
+        try:
+            r = await run_script(
+                self.bb.client, "reinforce", self._script_keys,
+                [entry_id, self.id, by, repr(boost), repr(max_strength)],
+            )
+        except rexc.ResponseError as exc:
+            raise_for_script_error(exc, entry_id, self.id)
+            raise
+        return float(r[0]), int(r[1])
+
+    # -- policy ---------------------------------------------------------------------------
+
+    async def set_policy(self, policy: ScopePolicy) -> None:
+        """Store the limits the write script enforces for this scope."""
+        await self.bb.client.hset(self.keys.cfg, mapping=policy.to_redis())
+
+    async def policy(self) -> ScopePolicy:
+        return ScopePolicy.from_redis(await self.bb.client.hgetall(self.keys.cfg))
+
+    # -- reads ----------------------------------------------------------------------------
+
+    async def get(self, entry_id: str) -> Entry:
+        """The live entry ``entry_id``; NotFound if it does not exist or has expired."""
+        _check_id(entry_id)
+        h = await self.bb.client.hgetall(self.keys.entry(entry_id))
+        if not h:
+            raise NotFound(f"no entry {entry_id!r} in scope {self.id!r}")
+        e = decode_entry(self.id, h)
+        if e.expired(_now_ms()):
+            raise NotFound(f"entry {entry_id!r} in scope {self.id!r} has expired")
+        return e
+
+    async def get_many(self, entry_ids: Sequence[str]) -> list[Entry | None]:
+        """Entries in the order asked; None for a missing or expired one. One round trip."""
+        ids = [_check_id(i) for i in entry_ids]
+        if not ids:
+            return []
+        async with self.bb.client.pipeline(transaction=False) as pipe:
+            for i in ids:
+                pipe.hgetall(self.keys.entry(i))
+            hashes = await pipe.execute()
+        now = _now_ms()
+        out: list[Entry | None] = []
+        for h in hashes:
+            e = decode_entry(self.id, h) if h else None
+            out.append(None if e is None or e.expired(now) else e)
+        return out
+
+    async def get_by_key(self, key: str) -> Entry:
+        """The live entry holding logical ``key``; NotFound otherwise."""
+        validate_key(key)
+        entry_id = await self.bb.client.hget(self.keys.keys, key)
+        if entry_id is None:
+            raise NotFound(f"no entry with key {key!r} in scope {self.id!r}")
+        return await self.get(entry_id.decode())
+
+    async def count(self) -> int:
+        """Live entries (expired ones not yet swept are not counted). O(log n)."""
+        now = _now_ms()
+        async with self.bb.client.pipeline(transaction=False) as pipe:
+            pipe.zcard(self.keys.ix)
+            pipe.zcount(self.keys.exp, "-inf", now)
+            total, expired = await pipe.execute()
+        return int(total) - int(expired)
+
+    async def tags(self) -> dict[str, int]:
+        """``{tag: live entries carrying it}`` from the counter hash, never a scan.
+
+        Entries expired but not yet swept are subtracted (O(those entries)).
+        """
+        now = _now_ms()
+        async with self.bb.client.pipeline(transaction=False) as pipe:
+            pipe.hgetall(self.keys.tags)
+            pipe.zrangebyscore(self.keys.exp, "-inf", now)
+            counts, due = await pipe.execute()
+        out = {k.decode(): int(v) for k, v in counts.items()}
+        if due:
+            async with self.bb.client.pipeline(transaction=False) as pipe:
+                for i in due:
+                    pipe.hget(self.keys.entry(i.decode()), "tags")
+                for tj in await pipe.execute():
+                    for t in json.loads(tj or b"[]"):
+                        out[t] = out.get(t, 0) - 1
+        return {k: v for k, v in sorted(out.items()) if v > 0}
+
+    async def ids(self, *, start_ms: int | None = None, end_ms: int | None = None) -> list[str]:
+        """Ids of entries created in [start_ms, end_ms], oldest first (includes unswept expired)."""
+        lo = "-inf" if start_ms is None else start_ms
+        hi = "+inf" if end_ms is None else end_ms
+        return [i.decode() for i in await self.bb.client.zrangebyscore(self.keys.ix, lo, hi)]
+
+    async def entries(
+        self,
+        *,
+        all_of: Iterable[str] | None = None,
+        any_of: Iterable[str] | None = None,
+        none_of: Iterable[str] | None = None,
+        start_ms: int | None = None,
+        end_ms: int | None = None,
+        limit: int | None = 100,
+        newest_first: bool = True,
+    ) -> list[Entry]:
+        """Live entries matching the tag filter and time range (created_at, ms, inclusive).
+
+        Tag sets narrow the candidates on the server (SINTER/SUNION); the time order comes
+        from the ``ix`` zset. ``limit=None`` returns every match.
+        """
+        a, o, n = validate_tags(all_of), validate_tags(any_of), set(validate_tags(none_of))
+        if limit is not None and (isinstance(limit, bool) or not isinstance(limit, int) or limit < 0):
+            raise InvalidArgument(f"limit must be a non-negative int or None, got {limit!r}")
+        if set(a) & n:
+            return []
+        lo = "-inf" if start_ms is None else int(start_ms)
+        hi = "+inf" if end_ms is None else int(end_ms)
+        client = self.bb.client
+        if a or o:
+            candidates: set[bytes] = set()
+            if a:
+                candidates = set(await client.sinter([self.keys.tag_set(t) for t in a]))
+            if o:
+                union = set(await client.sunion([self.keys.tag_set(t) for t in o]))
+                candidates = candidates & union if a else union
+            ordered = sorted(candidates)
+            if not ordered:
+                return []
+            scores = await client.zmscore(self.keys.ix, ordered)
+            pairs = [
+                (s, i) for i, s in zip(ordered, scores, strict=True)
+                if s is not None and (lo == "-inf" or s >= lo) and (hi == "+inf" or s <= hi)
+            ]
+            pairs.sort(reverse=newest_first)
+            return await self._fetch_filtered([i.decode() for _, i in pairs], n, limit)
+        # No positive tag filter: walk the time index in pages.
+        out: list[Entry] = []
+        offset, page = 0, max(32, min(1000, (limit or 1000) * 2))
+        while limit is None or len(out) < limit:
+            if newest_first:
+                ids = await client.zrevrangebyscore(self.keys.ix, hi, lo, start=offset, num=page)
+            else:
+                ids = await client.zrangebyscore(self.keys.ix, lo, hi, start=offset, num=page)
+            if not ids:
+                break
+            offset += len(ids)
+            need = None if limit is None else limit - len(out)
+            out += await self._fetch_filtered([i.decode() for i in ids], n, need)
+            if len(ids) < page:
+                break
+        return out
+
+    async def _fetch_filtered(
+        self, ids: list[str], none_of: set[str], limit: int | None
+    ) -> list[Entry]:
+        out: list[Entry] = []
+        step = 256
+        for i in range(0, len(ids), step):
+            for e in await self.get_many(ids[i : i + step]):
+                if e is None or (none_of and e.tags & none_of):
+                    continue
+                out.append(e)
+                if limit is not None and len(out) >= limit:
+                    return out
+        return out
+
+    # -- events ---------------------------------------------------------------------------
+
+    async def last_event_id(self) -> str:
+        """Id of the newest event in the feed, ``0-0`` when it is empty."""
+        last = await self.bb.client.xrevrange(self.keys.feed, count=1)
+        return last[0][0].decode() if last else "0-0"
+
+    async def feed(
+        self, since: str | None = None, *, block_ms: int = 1000, count: int = 100
+    ) -> AsyncIterator[Event]:
+        """Events of this scope, forever: after ``since`` (a feed id, ``"0"`` for all
+        retained), or from now when ``since`` is None. Stop by breaking out of the loop.
+        """
+        last = since if since is not None else await self.last_event_id()
+        while True:
+            reply = await self.bb.client.xread({self.keys.feed: last}, count=count, block=block_ms)
+            for _stream, items in reply or ():
+                for sid, fields in items:
+                    ev = decode_event(sid, fields, self.partition)
+                    last = ev.id
+                    yield ev
+
+    async def events(self, since: str = "-", until: str = "+", count: int | None = None) -> list[Event]:
+        """Retained events of the feed between two ids (inclusive), oldest first."""
+        items = await self.bb.client.xrange(self.keys.feed, since, until, count=count)
+        return [decode_event(sid, f, self.partition) for sid, f in items]

@@ -1,0 +1,98 @@
+"""Lua scripts kept as files beside this module, loaded once and run by SHA.
+
+Each mutation script is sent as ``_lib.lua`` followed by the script file; the header of the
+file names its KEYS, ARGV and reply. :func:`raise_for_script_error` turns the error replies
+the scripts define into the matching :mod:`blackboard.errors` exception.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from dataclasses import dataclass
+from functools import cache
+from importlib import resources
+from typing import Any
+
+from redis import exceptions as rexc
+
+from .errors import (
+    AccessDenied,
+    BlackboardError,
+    EntryTooLarge,
+    NotFound,
+    ScopeFull,
+    VersionConflict,
+)
+
+__all__ = ["SCRIPTS", "Script", "raise_for_script_error", "run_script"]
+
+_LIB = "_lib.lua"
+_WITH_LIB = ("write", "update", "delete", "expire", "reinforce")
+_STANDALONE = ("dlq", "claim")
+
+
+@dataclass(frozen=True, slots=True)
+class Script:
+    """One Lua script: its name, full source and SHA1."""
+
+    name: str
+    source: str
+    sha: str
+
+
+def _read(name: str) -> str:
+    return resources.files("blackboard").joinpath("scripts", name).read_text("utf-8")
+
+
+@cache
+def _load_all() -> dict[str, Script]:
+    lib = _read(_LIB)
+    out: dict[str, Script] = {}
+    for name in _WITH_LIB + _STANDALONE:
+        body = _read(f"{name}.lua")
+        source = f"{lib}\n{body}" if name in _WITH_LIB else body
+        out[name] = Script(name, source, hashlib.sha1(source.encode()).hexdigest())
+    return out
+
+
+class _Scripts:
+    def __getitem__(self, name: str) -> Script:
+        return _load_all()[name]
+
+    def all(self) -> list[Script]:
+        return list(_load_all().values())
+
+
+SCRIPTS = _Scripts()
+
+_ERR = re.compile(r"(ENTRY_TOO_LARGE|SCOPE_FULL|VERSION_CONFLICT|NOT_FOUND)\s*(.*)")
+
+
+def raise_for_script_error(exc: BaseException, entry_id: str = "", scope: str = "") -> None:
+    """Raise the library error a script's error reply stands for (or re-raise ``exc``)."""
+    if isinstance(exc, rexc.NoPermissionError):
+        raise AccessDenied(f"Redis refused the operation: {exc}") from exc
+    m = _ERR.search(str(exc))
+    if not m:
+        if isinstance(exc, rexc.RedisError):
+            raise BlackboardError(f"Redis error: {exc}") from exc
+        raise exc
+    code, rest = m.group(1), m.group(2).split()
+    if code == "ENTRY_TOO_LARGE":
+        raise EntryTooLarge(int(rest[0]), int(rest[1])) from None
+    if code == "SCOPE_FULL":
+        raise ScopeFull(f"scope {scope!r} holds its maximum of {rest[0]} entries") from None
+    if code == "VERSION_CONFLICT":
+        raise VersionConflict(entry_id, int(rest[0]), int(rest[1])) from None
+    raise NotFound(f"no entry {entry_id or rest[0]!r} in scope {scope!r}") from None
+
+
+async def run_script(client: Any, name: str, keys: list[str], args: list[Any]) -> Any:
+    """Run a script by SHA, loading it on ``NOSCRIPT`` (after a restart or failover)."""
+    script = SCRIPTS[name]
+    try:
+        return await client.evalsha(script.sha, len(keys), *keys, *args)
+    except rexc.NoScriptError:
+        await client.script_load(script.source)
+        return await client.evalsha(script.sha, len(keys), *keys, *args)

@@ -1,0 +1,114 @@
+-- _lib.lua: helpers prepended to every mutation script (not a script of its own).
+--
+-- Per-scope keys are derived from the scope prefix KEYS[1] ('bb:{pN}:s:<scope>:'):
+--   prefix .. 'e:' .. id      entry hash
+--   prefix .. 'tag:' .. tag   tag set
+-- Every other key a script touches is passed in KEYS (see blackboard/keys.py, ScopeKeys.script_keys):
+--   KEYS[1] prefix  KEYS[2] ix  KEYS[3] tags  KEYS[4] keys  KEYS[5] exp  KEYS[6] evict
+--   KEYS[7] feed    KEYS[8] bus KEYS[9] cfg   KEYS[10] partition scopes
+--   KEYS[11] partition ttl      KEYS[12] partition prune
+
+local function now_ms()
+  local t = redis.call('TIME')
+  return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+end
+
+local function load_cfg(cfgkey)
+  local v = redis.call('HMGET', cfgkey, 'max_entries', 'on_full', 'max_entry_bytes', 'ttl_ms',
+    'decay_rate', 'decay_tick_ms', 'evict_threshold', 'feed_maxlen')
+  return {
+    max_entries = tonumber(v[1]) or 0,
+    on_full = v[2] or 'evict',
+    max_entry_bytes = tonumber(v[3]) or 1048576,
+    ttl_ms = tonumber(v[4]) or 0,
+    decay_rate = tonumber(v[5]) or 0,
+    decay_tick_ms = tonumber(v[6]) or 3600000,
+    evict_threshold = tonumber(v[7]) or 0.1,
+    feed_maxlen = tonumber(v[8]) or 10000,
+  }
+end
+
+-- Per-tick retention factor of the memory-pool formula:
+--   s(t+1) = s(t) * (1 - rate / (1 + ln(1 + reinforcements)))
+local function retention(cfg, reinforcements)
+  return 1 - cfg.decay_rate / (1 + math.log(1 + reinforcements))
+end
+
+-- Strength at time `now` in closed form, ticks counted continuously.
+local function strength_now(cfg, s, s_at, reinforcements, now)
+  if cfg.decay_rate <= 0 or now <= s_at then return s end
+  local q = retention(cfg, reinforcements)
+  if q <= 0 then return 0 end
+  return s * q ^ ((now - s_at) / cfg.decay_tick_ms)
+end
+
+-- Score in the evict zset. Decaying scopes: the time (ms) the strength crosses the threshold,
+-- so pruning reads only what is due. Non-decaying scopes: the strength itself, so capacity
+-- eviction still takes the weakest first (ties by id, i.e. oldest first).
+local function evict_score(cfg, s, s_at, reinforcements)
+  if cfg.decay_rate <= 0 then return s end
+  if s <= cfg.evict_threshold then return s_at end
+  local q = retention(cfg, reinforcements)
+  if q <= 0 then return s_at end
+  if q >= 1 then return 9007199254740991 end
+  return s_at + math.floor(cfg.decay_tick_ms * math.log(cfg.evict_threshold / s) / math.log(q) + 0.5)
+end
+
+local function emit(cfg, typ, id, version, tags_json, at, scope)
+  local ev = redis.call('XADD', KEYS[7], 'MAXLEN', '~', cfg.feed_maxlen, '*',
+    'scope', scope, 'type', typ, 'entry', id, 'version', version, 'tags', tags_json, 'at', at)
+  redis.call('XADD', KEYS[8], '*',
+    'scope', scope, 'type', typ, 'entry', id, 'version', version, 'tags', tags_json, 'at', at)
+  return ev
+end
+
+local function add_tags(id, tags)
+  for _, t in ipairs(tags) do
+    if redis.call('SADD', KEYS[1] .. 'tag:' .. t, id) == 1 then
+      redis.call('HINCRBY', KEYS[3], t, 1)
+    end
+  end
+end
+
+local function remove_tags(id, tags)
+  for _, t in ipairs(tags) do
+    if redis.call('SREM', KEYS[1] .. 'tag:' .. t, id) == 1 then
+      if redis.call('HINCRBY', KEYS[3], t, -1) <= 0 then redis.call('HDEL', KEYS[3], t) end
+    end
+  end
+end
+
+-- Schedule the scope in the partition-wide ttl / prune zsets (earliest time wins).
+local function schedule_ttl(scope, at)
+  redis.call('ZADD', KEYS[11], 'LT', at, scope)
+end
+
+local function reschedule_ttl(scope)
+  local first = redis.call('ZRANGE', KEYS[5], 0, 0, 'WITHSCORES')
+  if first[2] then redis.call('ZADD', KEYS[11], first[2], scope)
+  else redis.call('ZREM', KEYS[11], scope) end
+end
+
+-- Remove an entry with all its index members and emit `typ` (deleted/expired/evicted).
+-- Returns the feed event id, or false when the entry does not exist.
+local function remove_entry(cfg, id, typ, now, scope)
+  local ekey = KEYS[1] .. 'e:' .. id
+  local f = redis.call('HMGET', ekey, 'tags', 'key', 'version')
+  if not f[3] then return false end
+  remove_tags(id, cjson.decode(f[1]))
+  if f[2] and f[2] ~= '' and redis.call('HGET', KEYS[4], f[2]) == id then
+    redis.call('HDEL', KEYS[4], f[2])
+  end
+  redis.call('ZREM', KEYS[2], id)
+  redis.call('ZREM', KEYS[5], id)
+  redis.call('ZREM', KEYS[6], id)
+  redis.call('DEL', ekey)
+  return emit(cfg, typ, id, f[3], f[1], now, scope)
+end
+
+local function flat_entry(status, id)
+  local out = {status, id}
+  local h = redis.call('HGETALL', KEYS[1] .. 'e:' .. id)
+  for i = 1, #h do out[#out + 1] = h[i] end
+  return out
+end
