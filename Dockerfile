@@ -1,0 +1,10 @@
+FROM python:3.11-slim
+WORKDIR /app
+COPY pyproject.toml README.md ./
+COPY blackboard blackboard
+COPY memory memory
+COPY retrieval retrieval
+COPY consolidation consolidation
+COPY workers workers
+RUN pip install --no-cache-dir '.[semantic]'
+ENTRYPOINT ["blackboard"]
