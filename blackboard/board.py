@@ -73,7 +73,7 @@ class _Connect:
         self._bb: Blackboard | None = None
 
     def __await__(self) -> Generator[Any, None, Blackboard]:
-        return self._factory().__await__()  # type: ignore[no-any-return]
+        return self._factory().__await__()  # type: ignore[no-any-return,unused-ignore]
 
     async def __aenter__(self) -> Blackboard:
         self._bb = await self._factory()
@@ -138,7 +138,7 @@ class Blackboard:
             is_cluster = s.cluster
             client: Any
             if is_cluster is None:
-                probe = aredis.Redis.from_url(s.redis_url, **kw)
+                probe: Any = aredis.Redis.from_url(s.redis_url, **kw)
                 try:
                     info = await probe.info("cluster")
                     is_cluster = bool(info.get("cluster_enabled"))
@@ -151,10 +151,9 @@ class Blackboard:
             if is_cluster:
                 client = RedisCluster.from_url(s.redis_url, **kw)
             else:
-                client = aredis.Redis.from_url(
-                    s.redis_url, max_connections=s.max_connections,
-                    health_check_interval=s.health_check_interval, **kw,
-                )
+                pool = {"max_connections": s.max_connections,
+                        "health_check_interval": s.health_check_interval}
+                client = aredis.Redis.from_url(s.redis_url, **(kw | pool))
             bb = cls_(client, s, bool(is_cluster))
             try:
                 await bb._pin_config(explicit_partitions)
@@ -293,10 +292,12 @@ class Blackboard:
             *(ensure_group(self, r, p) for r in roles for p in range(self.partitions))
         )
 
-    async def trim(self, *, dry_run: bool = False) -> TrimReport:
+    async def trim(
+        self, *, dry_run: bool = False, partitions: Sequence[int] | None = None
+    ) -> TrimReport:
         """Trim each bus behind its slowest consumer group; a bus without groups is kept."""
         out: dict[int, int] = {}
-        for p in range(self.partitions):
+        for p in partitions if partitions is not None else range(self.partitions):
             bus = PartitionKeys(p).bus
             try:
                 groups = await self.client.xinfo_groups(bus)

@@ -191,16 +191,23 @@ class _Reader:
     async def run(self) -> None:
         try:
             await ensure_group(self.bb, self.role, self.partition)
+            # Own pending events exist only at start, after a claim and after a batch that
+            # was not fully acked; skipping XPENDING otherwise saves a round trip per batch
+            # (it sat between every ack and the next XREADGROUP, delaying delivery).
+            check_pending = True
             while True:
                 now = time.monotonic()
                 if now - self._last_claim >= self.opts.claim_every_ms / 1000:
                     self._last_claim = now
                     await self._claim_dead()
-                pending = await self._pending_mine()
-                await self._flush_bad()
-                if pending:
-                    await self._deliver(pending)
-                    continue
+                    check_pending = True
+                if check_pending:
+                    pending = await self._pending_mine()
+                    await self._flush_bad()
+                    if pending:
+                        await self._deliver(pending)
+                        continue
+                    check_pending = False
                 reply = await self.bb.client.xreadgroup(
                     self.role, self.consumer, {self.bus: ">"},
                     count=self.opts.count, block=self.opts.block_ms,
@@ -208,7 +215,8 @@ class _Reader:
                 for _stream, items in reply or ():
                     evs = self._events(items)
                     await self._flush_bad()
-                    await self._deliver(evs)
+                    if not await self._deliver(evs):
+                        check_pending = True
         except asyncio.CancelledError:
             raise
         except BaseException as exc:  # surfaced to the consumer loop, not swallowed
@@ -231,6 +239,7 @@ async def consume(
     opts = opts or ConsumeOptions()
     queue: asyncio.Queue[Batch | BaseException] = asyncio.Queue()
     tasks: dict[int, asyncio.Task[None]] = {}
+    retiring: set[asyncio.Task[None]] = set()  # readers of given-up partitions, until gone
 
     def owned() -> set[int]:
         if partitions is None:
@@ -240,9 +249,16 @@ async def consume(
 
     def rebalance() -> None:
         want = owned()
+        for t in list(retiring):
+            if t.done():
+                retiring.discard(t)
+            else:
+                t.cancel()  # again: a cancellation can be swallowed mid-read (see below)
         for p in list(tasks):
             if p not in want or tasks[p].done():
-                tasks.pop(p).cancel()
+                t = tasks.pop(p)
+                t.cancel()
+                retiring.add(t)
         for p in want - tasks.keys():
             reader = _Reader(bb, role, consumer, p, opts, queue)
             tasks[p] = asyncio.create_task(reader.run(), name=f"bb-consume-{role}-{p}")
@@ -272,8 +288,14 @@ async def consume(
                 if not item._done.is_set():
                     item.release()
     finally:
-        for t in tasks.values():
-            t.cancel()
+        # Cancel until every reader is gone: redis-py's cluster client can swallow a
+        # cancellation that lands mid-read (the reader then blocks on the next XREADGROUP),
+        # so a single cancel() followed by an unbounded await could hang here.
+        alive = set(tasks.values()) | retiring
+        while alive:
+            for t in alive:
+                t.cancel()
+            _, alive = await asyncio.wait(alive, timeout=0.2)
         for t in tasks.values():
             with contextlib.suppress(asyncio.CancelledError, Exception):
                 await t

@@ -171,7 +171,9 @@ def decode_entry(scope: str, h: Mapping[bytes, bytes]) -> Entry:
     )
 
 
-def decode_event(stream_id: bytes | str, f: Mapping[bytes, bytes], partition: int | None = None) -> Event:
+def decode_event(
+    stream_id: bytes | str, f: Mapping[bytes, bytes], partition: int | None = None
+) -> Event:
     """An :class:`Event` from a stream entry's fields."""
     sid = stream_id.decode() if isinstance(stream_id, bytes) else stream_id
     return Event(

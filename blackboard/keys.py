@@ -15,12 +15,16 @@ from dataclasses import dataclass
 __all__ = [
     "CONFIG",
     "EDGES",
+    "EDGE_RECORDS",
     "SCOPES",
+    "SCOPE_RECORDS",
     "WORKERS",
     "PartitionKeys",
     "ScopeKeys",
+    "edge_record",
     "lease",
     "partition_of",
+    "scope_record",
 ]
 
 ROOT = "bb"
@@ -30,6 +34,21 @@ CONFIG = f"{ROOT}:config"  # hash: partitions, schema version
 SCOPES = f"{ROOT}:scopes"  # registry of scope configs (prefix of the redis-om records)
 EDGES = f"{ROOT}:edges"  # registry of dataflow edges (prefix of the redis-om records)
 WORKERS = f"{ROOT}:workers"  # worker heartbeats (prefix of the redis-om records)
+# Plain sets of the pks of the registry records, so listing them never needs FT.SEARCH
+# (absent on Redis without the Query Engine) nor SCAN. Outside the record prefixes above,
+# so a Query Engine index ``ON HASH PREFIX bb:scopes:`` never sees them.
+SCOPE_RECORDS = f"{ROOT}:registry:scopes"  # set of scope ids with a config record
+EDGE_RECORDS = f"{ROOT}:registry:edges"  # set of dataflow edge ids
+
+
+def scope_record(scope_id: str) -> str:
+    """Hash of a scope's registry record (redis-om ``HashModel``): ``bb:scopes:<scope>``."""
+    return f"{SCOPES}:{scope_id}"
+
+
+def edge_record(edge_id: str) -> str:
+    """Hash of a dataflow edge's registry record (redis-om ``HashModel``): ``bb:edges:<id>``."""
+    return f"{EDGES}:{edge_id}"
 
 # Suffixes of per-scope keys under ``bb:{pN}:s:<scope>:`` (mirrored in the Lua scripts).
 ENTRY = "e:"
@@ -90,6 +109,16 @@ class PartitionKeys:
     def prune(self) -> str:
         """Zset scope id -> earliest evict time (ms) of its entries; pruning starts here."""
         return f"{self.base}:prune"
+
+    @property
+    def pendings(self) -> str:
+        """Set of the non-empty dataflow buffers of this partition (trigger checks read it)."""
+        return f"{self.base}:pendings"
+
+    @property
+    def inflight(self) -> str:
+        """Hash buffer key -> size of the batch being transformed (replays take the same)."""
+        return f"{self.base}:inflight"
 
     def pending(self, edge: str, target: str) -> str:
         """Durable ingestion buffer of a dataflow edge for one target scope."""
@@ -175,3 +204,18 @@ class ScopeKeys:
             p.ttl,
             p.prune,
         ]
+
+
+def worker(worker_id: str) -> str:
+    """Hash of one worker's heartbeat (role, partitions, lag, counters); expires if it dies."""
+    return f"{WORKERS}:{worker_id}"
+
+
+def workers_of(role: str) -> str:
+    """Zset worker id -> last heartbeat (ms) of the workers of one role."""
+    return f"{WORKERS}:role:{role}"
+
+
+def worker_roles() -> str:
+    """Set of the roles that have (had) workers, so stats can list them without a scan."""
+    return f"{WORKERS}:roles"

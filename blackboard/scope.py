@@ -335,7 +335,9 @@ class Scope:
         from the ``ix`` zset. ``limit=None`` returns every match.
         """
         a, o, n = validate_tags(all_of), validate_tags(any_of), set(validate_tags(none_of))
-        if limit is not None and (isinstance(limit, bool) or not isinstance(limit, int) or limit < 0):
+        if limit is not None and (
+            isinstance(limit, bool) or not isinstance(limit, int) or limit < 0
+        ):
             raise InvalidArgument(f"limit must be a non-negative int or None, got {limit!r}")
         if set(a) & n:
             return []
@@ -412,7 +414,9 @@ class Scope:
                     last = ev.id
                     yield ev
 
-    async def events(self, since: str = "-", until: str = "+", count: int | None = None) -> list[Event]:
+    async def events(
+        self, since: str = "-", until: str = "+", count: int | None = None
+    ) -> list[Event]:
         """Retained events of the feed between two ids (inclusive), oldest first."""
         items = await self.bb.client.xrange(self.keys.feed, since, until, count=count)
         return [decode_event(sid, f, self.partition) for sid, f in items]

@@ -28,8 +28,8 @@ from .errors import (
 __all__ = ["SCRIPTS", "Script", "raise_for_script_error", "run_script"]
 
 _LIB = "_lib.lua"
-_WITH_LIB = ("write", "update", "delete", "expire", "reinforce")
-_STANDALONE = ("dlq", "claim")
+_WITH_LIB = ("write", "update", "delete", "expire", "reinforce", "prune")
+_STANDALONE = ("dlq", "claim", "lease", "buffer", "pending_take")
 
 
 @dataclass(frozen=True, slots=True)

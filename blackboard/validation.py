@@ -172,7 +172,7 @@ def check_ttl(ttl: object) -> int | None:
         raise InvalidArgument(f"ttl must be seconds as a number, got {ttl!r:.40}")
     if not math.isfinite(ttl) or ttl <= 0:
         raise InvalidArgument(f"ttl must be a positive, finite number of seconds, got {ttl}")
-    ms = int(math.ceil(ttl * 1000))
+    ms = math.ceil(ttl * 1000)
     if ms > 10 * 365 * 86400 * 1000:
         raise InvalidArgument(f"ttl must be at most ten years, got {ttl} s")
     return ms

@@ -1,1 +1,79 @@
-"""(package under construction)"""
+"""Memory levels, agent memory, producers, observers and dataflow edges on the blackboard.
+
+``MemoryQuery``, ``TagFilter`` and ``ScoredEntry`` come from the retrieval layer; until it
+is wired in, :class:`BasicQuery` serves tag, time and key recall.
+"""
+
+from __future__ import annotations
+
+from .access import AccessPolicy
+from .agent import AgentMemory, Retriever
+from .config import DEFAULT_LEVEL_CONFIGS, LevelConfig, ScopeConfig, default_config
+from .errors import EdgeCycle, InvalidEdge, SemanticRecallUnavailable
+from .hierarchy import Hierarchy, default_edges, install_default_hierarchy
+from .levels import LONG_TERM, MemoryLevel
+from .memory_map import EdgeView, MemoryMap, ScopeView
+from .naming import (
+    COLLECTIVE,
+    OwnerKind,
+    ScopeName,
+    agent_scope,
+    agent_scopes,
+    parse_scope,
+    team_scope,
+)
+from .observers import ChangeHandle
+from .producers import CallRecord, Observation, default_extractor, json_safe
+from .recall_basic import BasicQuery, recall_basic
+from .registry import Registry
+from .stats import ScopeStats, StrengthHistogram
+from .subscriptions import (
+    KNOWN_TRANSFORMERS,
+    MemorySubscription,
+    TagMatch,
+    Trigger,
+    register_transformer_name,
+)
+
+__all__ = [
+    "COLLECTIVE",
+    "DEFAULT_LEVEL_CONFIGS",
+    "KNOWN_TRANSFORMERS",
+    "LONG_TERM",
+    "AccessPolicy",
+    "AgentMemory",
+    "BasicQuery",
+    "CallRecord",
+    "ChangeHandle",
+    "EdgeCycle",
+    "EdgeView",
+    "Hierarchy",
+    "InvalidEdge",
+    "LevelConfig",
+    "MemoryLevel",
+    "MemoryMap",
+    "MemorySubscription",
+    "Observation",
+    "OwnerKind",
+    "Registry",
+    "Retriever",
+    "ScopeConfig",
+    "ScopeName",
+    "ScopeStats",
+    "ScopeView",
+    "SemanticRecallUnavailable",
+    "StrengthHistogram",
+    "TagMatch",
+    "Trigger",
+    "agent_scope",
+    "agent_scopes",
+    "default_config",
+    "default_edges",
+    "default_extractor",
+    "install_default_hierarchy",
+    "json_safe",
+    "parse_scope",
+    "recall_basic",
+    "register_transformer_name",
+    "team_scope",
+]

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import asyncio
 import signal
-import sys
 from typing import Annotated
 
 import typer
@@ -70,13 +69,20 @@ def server(
     except BlackboardError as exc:
         err_console.print(f"[red]error:[/] {exc}")
         raise typer.Exit(1) from None
-    info = {"url": srv.url, "data_dir": str(srv.data_dir), "binary": srv.binary,
-            "version": ".".join(map(str, srv.version)), "pid": srv.proc.pid if srv.proc else None}
+    info = {
+        "url": srv.url,
+        "data_dir": str(srv.data_dir),
+        "binary": srv.binary,
+        "version": ".".join(map(str, srv.version)),
+        "pid": srv.proc.pid if srv.proc else None,
+    }
     if json_out:
         print_json(info)
     else:
-        console.print(f"redis-server {info['version']} on [bold]{srv.url}[/] "
-                      f"(AOF in {srv.data_dir}, appendfsync {appendfsync}); Ctrl-C to stop")
+        console.print(
+            f"redis-server {info['version']} on [bold]{srv.url}[/] "
+            f"(AOF in {srv.data_dir}, appendfsync {appendfsync}); Ctrl-C to stop"
+        )
 
     def _stop(signum: int, frame: object) -> None:
         srv.stop()
@@ -108,8 +114,10 @@ def tail(
                 if json_out:
                     print_json(ev)
                 else:
-                    console.print(f"[dim]{ev.id}[/] [bold]{ev.type}[/] {ev.entry_id} "
-                                  f"v{ev.version} {', '.join(sorted(ev.tags))}")
+                    console.print(
+                        f"[dim]{ev.id}[/] [bold]{ev.type}[/] {ev.entry_id} "
+                        f"v{ev.version} {', '.join(sorted(ev.tags))}"
+                    )
                 n += 1
                 if limit and n >= limit:
                     return
@@ -133,11 +141,22 @@ def stats(redis_url: RedisUrl = None, json_out: Json = False) -> None:
             t.add_column(col, justify="right" if col != "group" else "left")
         for b in st.buses:
             if not b.groups:
-                t.add_row(str(b.partition), str(b.length), str(b.dlq), str(b.scopes), "-", "", "", "")
+                t.add_row(
+                    str(b.partition), str(b.length), str(b.dlq), str(b.scopes), "-", "", "", ""
+                )
             for i, g in enumerate(b.groups):
-                head = (str(b.partition), str(b.length), str(b.dlq), str(b.scopes)) if i == 0 else ("",) * 4
-                t.add_row(*head, g.role, str(g.consumers), str(g.pending),
-                          "?" if g.lag is None else str(g.lag))
+                head = (
+                    (str(b.partition), str(b.length), str(b.dlq), str(b.scopes))
+                    if i == 0
+                    else ("",) * 4
+                )
+                t.add_row(
+                    *head,
+                    g.role,
+                    str(g.consumers),
+                    str(g.pending),
+                    "?" if g.lag is None else str(g.lag),
+                )
         console.print(t)
         console.print(st.totals())
 
@@ -186,6 +205,37 @@ def trim(
 
 
 @app.command()
+def worker(
+    role: Annotated[
+        str, typer.Option(help="summarize|episodic|semantic|procedural|team|index|maintenance|all")
+    ],
+    redis_url: RedisUrl = None,
+    concurrency: Annotated[int, typer.Option(help="Worker processes to run.")] = 1,
+    metrics_port: Annotated[
+        int | None, typer.Option(help="Serve Prometheus metrics on this port.")
+    ] = None,
+) -> None:
+    """Run consolidation / maintenance workers as OS processes until SIGTERM."""
+    from .settings import ROLES, WorkerSettings
+    from .supervisor import run_processes
+    from .worker import run_worker
+
+    url = _need_url(redis_url)
+    if role != "all" and role not in ROLES:
+        err_console.print(f"[red]unknown role {role!r}[/]; roles: {', '.join(ROLES)}, all")
+        raise typer.Exit(2)
+    settings = WorkerSettings.from_env(metrics_port=metrics_port)
+    if concurrency > 1:
+        raise typer.Exit(run_processes(url, role, concurrency, metrics_port))
+    try:
+        code = run_worker(url, role, settings)
+    except BlackboardError as exc:
+        err_console.print(f"[red]error:[/] {exc}")
+        raise typer.Exit(1) from None
+    raise typer.Exit(code)
+
+
+@app.command()
 def demo(
     redis_url: RedisUrl = None,
     agents: Annotated[int, typer.Option(help="Simulated agents.")] = 3,
@@ -205,7 +255,3 @@ def demo(
 
 def main() -> None:  # pragma: no cover - console entry
     app(prog_name="blackboard")
-
-
-if __name__ == "__main__":  # pragma: no cover
-    sys.exit(main())

@@ -35,8 +35,15 @@ class DemoReport:
     seconds: float = 0.0
 
 
-async def _agent(bb: Blackboard, name: str, team: str, steps: int, rnd: random.Random,
-                 report: DemoReport, tick: object) -> None:
+async def _agent(
+    bb: Blackboard,
+    name: str,
+    team: str,
+    steps: int,
+    rnd: random.Random,
+    report: DemoReport,
+    tick: object,
+) -> None:
     working = bb.scope(f"agent:{name}:working")
     shared = bb.scope(f"team:{team}")
     for step in range(steps):
@@ -44,8 +51,7 @@ async def _agent(bb: Blackboard, name: str, team: str, steps: int, rnd: random.R
         action = ACTIONS[step % len(ACTIONS)]
         ok = rnd.random() > 0.2
         await working.write(
-            {"text": f"{name} did {action} for {task}: {'ok' if ok else 'failed'}",
-             "step": step},
+            {"text": f"{name} did {action} for {task}: {'ok' if ok else 'failed'}", "step": step},
             tags={f"action_type:{action}", f"task:{task}", "success" if ok else "failure"},
             metadata={"agent": name},
         )
@@ -53,7 +59,8 @@ async def _agent(bb: Blackboard, name: str, team: str, steps: int, rnd: random.R
         if step % 10 == 9:
             await shared.write(
                 {"text": f"{name} finished a round of {task}"},
-                tags={"progress", f"task:{task}"}, metadata={"agent": name},
+                tags={"progress", f"task:{task}"},
+                metadata={"agent": name},
             )
             report.writes += 1
         tick()  # type: ignore[operator]
@@ -88,11 +95,20 @@ async def _main(url: str, agents: int, steps: int, json_out: bool) -> DemoReport
         watcher = asyncio.create_task(_watch(bb, "team:ops", team_events, stop))
         with Progress(console=console, transient=True, disable=json_out) as progress:
             bar = progress.add_task("agents working", total=agents * steps)
-            await asyncio.gather(*(
-                _agent(bb, n, "ops", steps, random.Random(rnd.random()), report,
-                       lambda: progress.advance(bar))
-                for n in names
-            ))
+            await asyncio.gather(
+                *(
+                    _agent(
+                        bb,
+                        n,
+                        "ops",
+                        steps,
+                        random.Random(rnd.random()),
+                        report,
+                        lambda: progress.advance(bar),
+                    )
+                    for n in names
+                )
+            )
         await asyncio.wait_for(_consume(bb, report.bus_events, report.writes), 30)
         stop.set()
         await bb.scope("team:ops").write({"text": "demo over"}, tags={"progress"})

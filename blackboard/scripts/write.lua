@@ -40,7 +40,8 @@ if key ~= '' then
     local tkey = KEYS[1] .. 'e:' .. target
     local t = redis.call('HMGET', tkey, 'op_id', 'expires_at', 'version', 'tags')
     if not t[3] then
-      redis.call('HDEL', KEYS[4], key)  -- dangling: repaired, then written as new
+      -- dangling: written as new below (HSET keys overwrites it); no write here, since the
+      -- capacity check may still refuse the call
     elseif t[1] == id then
       return flat_entry('exists', target)  -- retry of the upsert that already applied
     elseif tonumber(t[2]) > 0 and tonumber(t[2]) <= now then

@@ -1,0 +1,185 @@
+"""LoCoMo dev-split evidence recall@k (see shared/bench/locomo/README.md).
+
+Each conversation is one memory (a scope); every dialogue turn is an entry carrying its
+session date; for each question of categories 1-4 with evidence, recall@k is
+|evidence ∩ top-k turns| / |evidence|, averaged overall and per category.
+
+    .venv/bin/python -m bench.locomo --mode bm25|hybrid [--alpha A] [--json]
+
+``store_turns`` and ``ask`` are the only places that touch the memory; swap them to run
+the same benchmark through another store (e.g. AgentMemory on Redis).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import re
+import sys
+import time
+from collections import defaultdict
+from dataclasses import asdict, dataclass, replace
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+if __package__ in (None, ""):  # run as a script: make the repo importable
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from blackboard.entry import Entry
+from retrieval import MemoryQuery, ScoringConfig, SearchEngine
+from retrieval.embedders import MiniLMEmbedder
+
+DATA = Path(__file__).resolve().parents[2] / "shared" / "bench" / "locomo" / "locomo_dev.json"
+if not DATA.exists():
+    DATA = Path("/work/shared/bench/locomo/locomo_dev.json")
+CATEGORIES = {1: "multi-hop", 2: "temporal", 3: "open-domain", 4: "single-hop"}
+_DIA = re.compile(r"D\d+:\d+")
+
+
+@dataclass(frozen=True, slots=True)
+class Turn:
+    dia_id: str
+    speaker: str
+    text: str
+    date: str
+    at_ms: int
+
+
+@dataclass(frozen=True, slots=True)
+class Result:
+    mode: str
+    questions: int
+    r5: float
+    r10: float
+    per_category: dict[str, tuple[int, float, float]]
+    store_s: float
+    query_ms_mean: float
+
+
+def _parse_date(s: str) -> int:
+    return int(datetime.strptime(s.strip(), "%I:%M %p on %d %B, %Y").timestamp() * 1000)
+
+
+def turns_of(sample: dict[str, Any]) -> list[Turn]:
+    """Every turn of a conversation in order, with its session's date."""
+    conv = sample["conversation"]
+    out: list[Turn] = []
+    n = 1
+    while f"session_{n}" in conv:
+        date = conv.get(f"session_{n}_date_time", "")
+        base = _parse_date(date) if date else 0
+        for i, t in enumerate(conv[f"session_{n}"]):
+            text = t.get("text", "")
+            if t.get("blip_caption"):
+                text = f"{text} [shares a photo: {t['blip_caption']}]"
+            out.append(Turn(t["dia_id"], t["speaker"], text, date, base + i * 1000))
+        n += 1
+    return out
+
+
+def store_turns(engine: SearchEngine, scope: str, turns: list[Turn], context: int = 1) -> None:
+    """Write every turn as an entry of ``scope``; ``context`` previous turns join its text."""
+    entries = []
+    for i, t in enumerate(turns):
+        prev = turns[max(0, i - context) : i] if context else []
+        ctx = " ".join(f"{p.speaker}: {p.text}" for p in prev if p.date == t.date)
+        md = {"speaker": t.speaker, "date": t.date}
+        if ctx:
+            md["context"] = ctx
+        entries.append(
+            Entry(
+                id=f"{scope}/{t.dia_id}",
+                scope=scope,
+                value=t.text,
+                metadata=md,
+                created_at=t.at_ms,
+                strength_at=t.at_ms,
+            )
+        )
+    engine.add(entries)
+
+
+def ask(engine: SearchEngine, scope: str, question: str, k: int, alpha: float | None) -> list[str]:
+    """The dia_ids of the top-``k`` turns recalled for ``question``."""
+    hits = engine.search(MemoryQuery(query=question, max_results=k, alpha=alpha), [scope])
+    return [h.entry.id.rsplit("/", 1)[1] for h in hits]
+
+
+def run(
+    mode: str, alpha: float | None = None, context: int = 1, config: ScoringConfig | None = None
+) -> Result:
+    data = json.loads(DATA.read_text())
+    embedder = MiniLMEmbedder() if mode == "hybrid" else None
+    cfg = config or ScoringConfig()
+    if alpha is not None:
+        cfg = replace(cfg, alpha=alpha)
+    engine = SearchEngine(embedder, cfg)
+    t0 = time.perf_counter()
+    for s in data:
+        store_turns(engine, s["sample_id"], turns_of(s), context)
+    store_s = time.perf_counter() - t0
+    rec: dict[int, list[tuple[float, float]]] = defaultdict(list)
+    qt = 0.0
+    for s in data:
+        for qa in s["qa"]:
+            cat = int(qa.get("category", 0))
+            ev = set(_DIA.findall(" ".join(map(str, qa.get("evidence", [])))))
+            if cat not in CATEGORIES or not ev:
+                continue
+            t = time.perf_counter()
+            got = ask(engine, s["sample_id"], qa["question"], 10, alpha)
+            qt += time.perf_counter() - t
+            rec[cat].append((len(ev & set(got[:5])) / len(ev), len(ev & set(got[:10])) / len(ev)))
+    allr = [r for rs in rec.values() for r in rs]
+    per = {
+        CATEGORIES[c]: (len(rs), sum(r[0] for r in rs) / len(rs), sum(r[1] for r in rs) / len(rs))
+        for c, rs in sorted(rec.items())
+    }
+    return Result(
+        mode,
+        len(allr),
+        sum(r[0] for r in allr) / len(allr),
+        sum(r[1] for r in allr) / len(allr),
+        per,
+        store_s,
+        1000 * qt / max(1, len(allr)),
+    )
+
+
+def _print(results: list[Result]) -> None:
+    from rich.console import Console
+    from rich.table import Table
+
+    table = Table(title=f"LoCoMo dev evidence recall ({DATA.name})")
+    for col in ("mode", "category", "questions", "R@5", "R@10"):
+        table.add_column(col, justify="right" if col in ("questions", "R@5", "R@10") else "left")
+    for r in results:
+        table.add_row(r.mode, "overall", str(r.questions), f"{r.r5:.3f}", f"{r.r10:.3f}")
+        for name, (n, r5, r10) in r.per_category.items():
+            table.add_row("", name, str(n), f"{r5:.3f}", f"{r10:.3f}")
+    Console().print(table)
+    for r in results:
+        Console().print(
+            f"{r.mode}: store {r.store_s:.1f} s, {r.query_ms_mean:.1f} ms/query", style="dim"
+        )
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
+    ap.add_argument("--mode", choices=("bm25", "hybrid", "both"), default="both")
+    ap.add_argument("--alpha", type=float, default=None, help="dense weight (default: engine's)")
+    ap.add_argument("--context", type=int, default=1, help="previous turns joined to a turn")
+    ap.add_argument("--json", action="store_true", help="print JSON instead of a table")
+    a = ap.parse_args(argv)
+    modes = ("bm25", "hybrid") if a.mode == "both" else (a.mode,)
+    results = [run(m, a.alpha, a.context) for m in modes]
+    if a.json:
+        print(json.dumps([asdict(r) for r in results], indent=2))
+    else:
+        _print(results)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,282 @@
+"""Write path and event delivery of the blackboard against raw redis-py, same server, same run.
+
+    .venv/bin/python bench/write_path.py [--n N] [--batch B] [--json]
+
+Starts an embedded redis-server unless ``BLACKBOARD_REDIS_URL`` is set (choose the binary
+with ``BLACKBOARD_REDIS_SERVER``). Measures:
+
+* entries/s of ``scope.write_many`` (batches of B) and of sequential ``scope.write``,
+  against a raw asyncio pipeline sending the same commands per entry (HSET entry with the
+  same fields, ZADD ix, SADD and HINCRBY per tag, ZADD evict, XADD feed, XADD bus);
+* write -> consumer delivery latency p50/p99 through ``bb.consume`` at a steady rate,
+  against a raw XADD -> XREADGROUP BLOCK loop (send time carried in the event).
+
+Targets: write_many >= 0.6x raw pipeline; delivery p99 <= 2x raw.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import statistics
+import time
+from typing import Any
+
+import redis.asyncio as aredis
+from rich.console import Console
+from rich.table import Table
+
+from blackboard import Blackboard, WriteRequest
+from blackboard.ids import new_ulid
+from blackboard.server import RedisServer
+
+TAGS = ("action", "tool:search")
+
+
+def _value(i: int) -> dict[str, Any]:
+    return {"text": f"observation number {i} about the task at hand", "i": i}
+
+
+async def bench_write_many(bb: Blackboard, n: int, batch: int) -> float:
+    s = bb.scope("bench:write_many")
+    reqs = [WriteRequest(_value(i), tags=TAGS, metadata={"agent": "a1"}) for i in range(n)]
+    t = time.perf_counter()
+    for i in range(0, n, batch):
+        await s.write_many(reqs[i : i + batch])
+    return n / (time.perf_counter() - t)
+
+
+async def bench_write_single(bb: Blackboard, n: int) -> float:
+    s = bb.scope("bench:write_single")
+    t = time.perf_counter()
+    for i in range(n):
+        await s.write(_value(i), tags=TAGS, metadata={"agent": "a1"})
+    return n / (time.perf_counter() - t)
+
+
+def _raw_cmds(pipe: Any, prefix: str, bus: str, i: int) -> None:
+    eid = new_ulid()
+    now = int(time.time() * 1000)
+    tags_json = json.dumps(list(TAGS))
+    pipe.hset(
+        f"{prefix}e:{eid}",
+        mapping={
+            "id": eid,
+            "scope": "raw",
+            "value": json.dumps(_value(i), separators=(",", ":")),
+            "tags": tags_json,
+            "metadata": '{"agent":"a1"}',
+            "key": "",
+            "importance": "0.5",
+            "strength": "1.0",
+            "strength_at": now,
+            "reinforcements": 0,
+            "reinforced_by": "[]",
+            "created_at": now,
+            "updated_at": now,
+            "expires_at": 0,
+            "version": 1,
+            "source": "[]",
+            "op_id": eid,
+        },
+    )
+    pipe.zadd(f"{prefix}ix", {eid: now})
+    for tg in TAGS:
+        pipe.sadd(f"{prefix}tag:{tg}", eid)
+        pipe.hincrby(f"{prefix}tags", tg, 1)
+    pipe.zadd(f"{prefix}evict", {eid: 1.0})
+    fields = {
+        "scope": "raw",
+        "type": "written",
+        "entry": eid,
+        "version": 1,
+        "tags": tags_json,
+        "at": now,
+    }
+    pipe.xadd(f"{prefix}feed", fields, maxlen=10000, approximate=True)
+    pipe.xadd(bus, fields)
+
+
+async def bench_raw_pipeline(r: aredis.Redis, n: int, batch: int) -> float:
+    prefix, bus = "raw:{r1}:s:raw:", "raw:{r1}:bus"
+    t = time.perf_counter()
+    for i in range(0, n, batch):
+        async with r.pipeline(transaction=False) as pipe:
+            for j in range(i, min(n, i + batch)):
+                _raw_cmds(pipe, prefix, bus, j)
+            await pipe.execute()
+    return n / (time.perf_counter() - t)
+
+
+async def bench_raw_single(r: aredis.Redis, n: int) -> float:
+    """One entry's commands per round trip (the raw counterpart of sequential writes)."""
+    prefix, bus = "raw:{r2}:s:raw:", "raw:{r2}:bus"
+    t = time.perf_counter()
+    for i in range(n):
+        async with r.pipeline(transaction=False) as pipe:
+            _raw_cmds(pipe, prefix, bus, i)
+            await pipe.execute()
+    return n / (time.perf_counter() - t)
+
+
+def _pct(xs: list[float], q: float) -> float:
+    xs = sorted(xs)
+    return xs[min(len(xs) - 1, int(q * len(xs)))]
+
+
+async def latency_ours(bb: Blackboard, n: int, rate: float) -> list[float]:
+    s = bb.scope("bench:latency")
+    await bb.ensure_groups(["bench"])
+    lat: list[float] = []
+    sent: dict[str, float] = {}
+
+    async def consumer() -> None:
+        async for batch in bb.consume("bench", "c1", partitions=[s.partition], block_ms=1000):
+            now = time.perf_counter()
+            for ev in batch.events:
+                if ev.entry_id in sent:
+                    lat.append(now - sent[ev.entry_id])
+            await batch.ack()
+            if len(lat) >= n:
+                return
+
+    task = asyncio.create_task(consumer())
+    await asyncio.sleep(0.3)
+    for i in range(n):
+        eid = new_ulid()
+        sent[eid] = time.perf_counter()  # the send time, keyed by the id the event carries
+        await s.write(_value(i), tags=TAGS, entry_id=eid)
+        await asyncio.sleep(1 / rate)
+    await asyncio.wait_for(task, 30)
+    return lat
+
+
+async def latency_raw(r: aredis.Redis, n: int, rate: float) -> list[float]:
+    bus = "raw:{r3}:bus"
+    await r.xgroup_create(bus, "bench", id="0", mkstream=True)
+    lat: list[float] = []
+
+    async def consumer() -> None:
+        while len(lat) < n:
+            reply = await r.xreadgroup("bench", "c1", {bus: ">"}, count=100, block=1000)
+            now = time.perf_counter()
+            for _s, items in reply or ():
+                for _sid, f in items:
+                    lat.append(now - float(f[b"sent"]))
+                await r.xack(bus, "bench", *[sid for sid, _ in items])
+
+    task = asyncio.create_task(consumer())
+    await asyncio.sleep(0.3)
+    for i in range(n):
+        await r.xadd(bus, {"sent": repr(time.perf_counter()), "entry": str(i)})
+        await asyncio.sleep(1 / rate)
+    await asyncio.wait_for(task, 30)
+    return lat
+
+
+async def run(
+    url: str, n: int, batch: int, n_single: int, n_lat: int, rate: float
+) -> dict[str, Any]:
+    r = aredis.Redis.from_url(url)
+    await r.flushall()
+    async with Blackboard.connect(url, partitions=8) as bb:
+        # Warm up both sides (script load, connection pool, allocator).
+        await bench_write_many(bb, batch, batch)
+        await bench_raw_pipeline(r, batch, batch)
+        raw_many = await bench_raw_pipeline(r, n, batch)
+        ours_many = await bench_write_many(bb, n, batch)
+        raw_single = await bench_raw_single(r, n_single)
+        ours_single = await bench_write_single(bb, n_single)
+        raw_lat = await latency_raw(r, n_lat, rate)
+        ours_lat = await latency_ours(bb, n_lat, rate)
+    info = await r.info("server")
+    await r.aclose()
+    ms = 1000.0
+    out = {
+        "redis_version": info["redis_version"],
+        "n": n,
+        "batch": batch,
+        "n_single": n_single,
+        "n_latency": n_lat,
+        "rate_per_s": rate,
+        "write_many": {"raw": raw_many, "ours": ours_many, "ratio": ours_many / raw_many},
+        "write_single": {"raw": raw_single, "ours": ours_single, "ratio": ours_single / raw_single},
+        "latency_ms": {
+            "raw_p50": statistics.median(raw_lat) * ms,
+            "raw_p99": _pct(raw_lat, 0.99) * ms,
+            "ours_p50": statistics.median(ours_lat) * ms,
+            "ours_p99": _pct(ours_lat, 0.99) * ms,
+        },
+    }
+    lat = out["latency_ms"]
+    lat["p99_ratio"] = lat["ours_p99"] / lat["raw_p99"]
+    out["targets"] = {
+        "write_many >= 0.6x raw": out["write_many"]["ratio"] >= 0.6,
+        "delivery p99 <= 2x raw": lat["p99_ratio"] <= 2.0,
+    }
+    return out
+
+
+def _print(res: dict[str, Any]) -> None:
+    c = Console()
+    t = Table(title=f"blackboard write path vs raw redis-py (Redis {res['redis_version']})")
+    for col in ("measure", "raw", "ours", "ours / raw"):
+        t.add_column(col, justify="right" if col != "measure" else "left")
+    wm, ws, lat = res["write_many"], res["write_single"], res["latency_ms"]
+    t.add_row(
+        f"write_many entries/s (batch {res['batch']})",
+        f"{wm['raw']:,.0f}",
+        f"{wm['ours']:,.0f}",
+        f"{wm['ratio']:.2f}",
+    )
+    t.add_row(
+        "write entries/s (sequential)",
+        f"{ws['raw']:,.0f}",
+        f"{ws['ours']:,.0f}",
+        f"{ws['ratio']:.2f}",
+    )
+    t.add_row(
+        "delivery p50 ms",
+        f"{lat['raw_p50']:.2f}",
+        f"{lat['ours_p50']:.2f}",
+        f"{lat['ours_p50'] / lat['raw_p50']:.2f}",
+    )
+    t.add_row(
+        "delivery p99 ms",
+        f"{lat['raw_p99']:.2f}",
+        f"{lat['ours_p99']:.2f}",
+        f"{lat['p99_ratio']:.2f}",
+    )
+    c.print(t)
+    for name, ok in res["targets"].items():
+        c.print(f"{'[green]met' if ok else '[red]MISSED'}[/]  {name}")
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    ap.add_argument("--n", type=int, default=20_000, help="entries for the write_many runs")
+    ap.add_argument("--batch", type=int, default=500)
+    ap.add_argument("--single", type=int, default=3_000, help="entries for sequential writes")
+    ap.add_argument("--latency-n", type=int, default=1_000)
+    ap.add_argument("--rate", type=float, default=500.0, help="events/s for the latency runs")
+    ap.add_argument("--json", action="store_true")
+    a = ap.parse_args()
+    url = os.environ.get("BLACKBOARD_REDIS_URL")
+    server = None if url else RedisServer().start()
+    try:
+        res = asyncio.run(run(url or server.url, a.n, a.batch, a.single, a.latency_n, a.rate))  # type: ignore[union-attr]
+    finally:
+        if server is not None:
+            server.stop()
+    if a.json:
+        print(json.dumps(res, indent=2))
+    else:
+        _print(res)
+
+
+if __name__ == "__main__":
+    main()

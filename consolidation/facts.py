@@ -1,0 +1,219 @@
+"""Facts: subject-predicate-object triples read off entries, and their canonical keys.
+
+The LLM-free extractor is deliberately narrow and predictable. It reads
+
+1. explicit triples: metadata (or an object value) with ``subject``, ``predicate``,
+   ``object`` and optionally ``negated`` (bool);
+2. otherwise, each sentence of the entry's text that matches *exactly* one of
+   ``<subject> <verb> <object>`` with verb in: is/are, has/have, uses/use, prefers/prefer,
+   lives in/live in, and their negations (is not, isn't, does not have, doesn't use,
+   no longer uses, does not live in, ...). The subject is at most 6 words, the object at
+   most 8, questions are skipped, and a leading article (a/an/the) is dropped from both.
+
+It does not resolve pronouns, split conjunctions or understand tense; a sentence it cannot
+read is simply not a fact (it may still be *context* evidence, see :mod:`.semantic`).
+
+Canonical keys are made by code, never by a model: subject and object are slugs
+(:func:`text.slug`: lowercase ASCII, punctuation dropped, words joined by ``-``, no
+stemming); the predicate is one of the canonical names above (``is``, ``has``, ``uses``,
+``prefers``, ``lives_in``) or, for other explicit predicates, its slug with ``_``.
+A *functional* predicate (one value at a time; default ``lives_in``, ``prefers``) keys on
+``fact:<subject>:<predicate>`` so a different object contradicts; any other predicate keys
+on ``fact:<subject>:<predicate>:<object>`` so only a negation contradicts.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+from blackboard.entry import Entry
+
+from .signals import actors_of
+from .text import entry_text, slug, split_sentences
+
+__all__ = [
+    "DEFAULT_FUNCTIONAL",
+    "Fact",
+    "canonical_key",
+    "canonical_predicate",
+    "extract_facts",
+    "facts_from_text",
+    "statement",
+]
+
+DEFAULT_FUNCTIONAL = frozenset({"lives_in", "prefers"})
+
+# surface form -> (canonical predicate, negated); longest forms are tried first.
+_VERBS: dict[str, tuple[str, bool]] = {}
+for _canon, _pos, _neg in (
+    (
+        "is",
+        ("is", "are"),
+        ("is not", "isn't", "are not", "aren't", "is no longer", "are no longer"),
+    ),
+    (
+        "has",
+        ("has", "have"),
+        (
+            "does not have",
+            "doesn't have",
+            "do not have",
+            "don't have",
+            "no longer has",
+            "no longer have",
+        ),
+    ),
+    (
+        "uses",
+        ("uses", "use"),
+        (
+            "does not use",
+            "doesn't use",
+            "do not use",
+            "don't use",
+            "no longer uses",
+            "no longer use",
+        ),
+    ),
+    (
+        "prefers",
+        ("prefers", "prefer"),
+        (
+            "does not prefer",
+            "doesn't prefer",
+            "do not prefer",
+            "don't prefer",
+            "no longer prefers",
+            "no longer prefer",
+        ),
+    ),
+    (
+        "lives_in",
+        ("lives in", "live in"),
+        (
+            "does not live in",
+            "doesn't live in",
+            "do not live in",
+            "don't live in",
+            "no longer lives in",
+            "no longer live in",
+        ),
+    ),
+):
+    for _f in _pos:
+        _VERBS[_f] = (_canon, False)
+    for _f in _neg:
+        _VERBS[_f] = (_canon, True)
+
+_VERB_ALT = "|".join(re.escape(v) for v in sorted(_VERBS, key=lambda v: (-len(v), v)))
+_WORD = "[\\w'\u2019-]+"  # a word, apostrophes (straight or curly) included
+_PATTERN = re.compile(
+    rf"^(?P<s>{_WORD}(?:\s+{_WORD}){{0,5}}?)\s+(?P<v>{_VERB_ALT})\s+"
+    rf"(?P<o>{_WORD}(?:[\s,]+{_WORD}){{0,7}})\s*[.!]?$",
+    re.IGNORECASE,
+)
+_ARTICLE = re.compile(r"^(?:the|a|an)\s+", re.IGNORECASE)
+_SURFACE = {"is": "is", "has": "has", "uses": "uses", "prefers": "prefers", "lives_in": "lives in"}
+_NEG_SURFACE = {
+    "is": "is not",
+    "has": "does not have",
+    "uses": "does not use",
+    "prefers": "does not prefer",
+    "lives_in": "does not live in",
+}
+
+
+@dataclass(frozen=True, slots=True)
+class Fact:
+    """One asserted triple. ``source`` is the entry id, ``at`` its time (ms), ``agent`` the
+    first actor of the entry (None when unknown), ``weight`` its evidence weight."""
+
+    subject: str
+    predicate: str
+    object: str
+    negated: bool
+    source: str
+    at: int
+    agent: str | None = None
+    weight: float = 1.0
+
+    @property
+    def subject_key(self) -> str:
+        return slug(self.subject)
+
+    @property
+    def object_key(self) -> str:
+        return slug(self.object)
+
+
+def canonical_predicate(predicate: str) -> str:
+    """``"Lives in"`` -> ``"lives_in"``; a known surface form maps to its canonical name,
+    anything else to its slug joined by ``_``."""
+    p = " ".join(predicate.casefold().split())
+    if p in _VERBS and not _VERBS[p][1]:
+        return _VERBS[p][0]
+    return slug(p).replace("-", "_")
+
+
+def canonical_key(fact: Fact, functional: frozenset[str] = DEFAULT_FUNCTIONAL) -> str:
+    """``fact:<subject>:<predicate>`` for a functional predicate, else
+    ``fact:<subject>:<predicate>:<object>`` (all parts slugs)."""
+    base = f"fact:{fact.subject_key}:{fact.predicate}"
+    return base if fact.predicate in functional else f"{base}:{fact.object_key}"
+
+
+def statement(subject: str, predicate: str, obj: str, negated: bool) -> str:
+    """A readable sentence for a triple: ``Alice does not live in Paris``."""
+    table = _NEG_SURFACE if negated else _SURFACE
+    verb = table.get(predicate)
+    if verb is None:
+        verb = ("not " if negated else "") + predicate.replace("_", " ")
+    return f"{subject} {verb} {obj}"
+
+
+def _clean(part: str) -> str:
+    return _ARTICLE.sub("", " ".join(part.strip(" ,.!").split()))
+
+
+def facts_from_text(text: str) -> list[tuple[str, str, str, bool]]:
+    """``(subject, canonical predicate, object, negated)`` for each sentence of ``text``
+    matching the documented patterns, in order."""
+    out = []
+    for sent in split_sentences(text):
+        if sent.rstrip().endswith("?"):
+            continue
+        m = _PATTERN.match(sent.strip().replace("\u2019", "'"))
+        if m is None:
+            continue
+        subj, obj = _clean(m["s"]), _clean(m["o"])
+        if not slug(subj) or not slug(obj):
+            continue
+        pred, neg = _VERBS[m["v"].casefold()]
+        out.append((subj, pred, obj, neg))
+    return out
+
+
+def _explicit(entry: Entry) -> tuple[str, str, str, bool] | None:
+    for src in (entry.metadata, entry.value if isinstance(entry.value, dict) else {}):
+        s, p, o = src.get("subject"), src.get("predicate"), src.get("object")
+        if all(isinstance(x, str) and x.strip() for x in (s, p, o)):
+            assert isinstance(s, str) and isinstance(p, str) and isinstance(o, str)
+            return _clean(s), canonical_predicate(p), _clean(o), bool(src.get("negated", False))
+    return None
+
+
+def extract_facts(entries: Iterable[Entry]) -> list[Fact]:
+    """Facts of ``entries`` by the rules of the module doc (explicit triple first; text
+    patterns only for entries without one)."""
+    out = []
+    for e in entries:
+        actors = actors_of(e)
+        agent = actors[0] if actors else None
+        explicit = _explicit(e)
+        triples = [explicit] if explicit is not None else facts_from_text(entry_text(e))
+        for s, p, o, neg in triples:
+            if slug(s) and slug(o) and p:
+                out.append(Fact(s, p, o, neg, e.id, e.created_at, agent))
+    return out

@@ -1,0 +1,19 @@
+"""The LLM path of consolidation: a client protocol and an OpenAI-compatible client."""
+
+from __future__ import annotations
+
+from .client import LLMClient
+from .errors import BudgetExceeded, InvalidLLMOutput, LLMError, LLMUnavailable
+from .limits import RateLimiter, TokenBudget
+from .openai import OpenAIClient
+
+__all__ = [
+    "BudgetExceeded",
+    "InvalidLLMOutput",
+    "LLMClient",
+    "LLMError",
+    "LLMUnavailable",
+    "OpenAIClient",
+    "RateLimiter",
+    "TokenBudget",
+]

@@ -1,0 +1,147 @@
+"""Structured signals read off entries: task, session, task kind, actors, action, outcome.
+
+Every reader looks at tags first (``task:<id>``), then metadata keys, then (for objects)
+the value, so producers may use whichever is convenient. All readers are pure.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from enum import StrEnum
+from typing import Any
+
+from blackboard.entry import Entry
+
+__all__ = [
+    "Outcome",
+    "action_type_of",
+    "actors_of",
+    "chronological",
+    "final_outcome",
+    "outcome_of",
+    "session_of",
+    "tag_value",
+    "task_kind_of",
+    "task_of",
+]
+
+
+class Outcome(StrEnum):
+    SUCCESS = "success"
+    FAILURE = "failure"
+    UNKNOWN = "unknown"
+
+
+_SUCCESS_WORDS = frozenset({"success", "succeeded", "successful", "ok", "pass", "passed", "done"})
+_FAILURE_WORDS = frozenset({"failure", "failed", "fail", "error", "errored", "aborted"})
+
+
+def chronological(batch: Iterable[Entry]) -> list[Entry]:
+    """Entries ordered by ``(created_at, id)``: a total order, so a shuffled batch sorts
+    the same way."""
+    return sorted(batch, key=lambda e: (e.created_at, e.id))
+
+
+def tag_value(entry: Entry, prefix: str) -> str | None:
+    """The value of the ``<prefix>:<value>`` tag (smallest when several), else None."""
+    p = prefix + ":"
+    found = sorted(t[len(p) :] for t in entry.tags if t.startswith(p) and len(t) > len(p))
+    return found[0] if found else None
+
+
+def _field(entry: Entry, *names: str) -> Any:
+    for n in names:
+        v = entry.metadata.get(n)
+        if v not in (None, ""):
+            return v
+    if isinstance(entry.value, dict):
+        for n in names:
+            v = entry.value.get(n)
+            if v not in (None, ""):
+                return v
+    return None
+
+
+def _signal(entry: Entry, tag: str, *fields: str) -> str | None:
+    t = tag_value(entry, tag)
+    if t is not None:
+        return t
+    v = _field(entry, *fields)
+    return None if v is None else str(v)
+
+
+def task_of(entry: Entry) -> str | None:
+    """Task id: tag ``task:<id>``, else metadata/value ``task`` or ``task_id``."""
+    return _signal(entry, "task", "task", "task_id")
+
+
+def session_of(entry: Entry) -> str | None:
+    """Session id: tag ``session:<id>``, else metadata/value ``session`` or ``session_id``."""
+    return _signal(entry, "session", "session", "session_id")
+
+
+def task_kind_of(entry: Entry) -> str | None:
+    """Task kind: tag ``task_kind:<k>``, else metadata/value ``task_kind``."""
+    return _signal(entry, "task_kind", "task_kind")
+
+
+def action_type_of(entry: Entry) -> str | None:
+    """Action type: tag ``action_type:<name>``, else metadata ``action_type``."""
+    return _signal(entry, "action_type", "action_type")
+
+
+def actors_of(entry: Entry) -> list[str]:
+    """Actors of an entry, sorted: metadata ``agent``/``actor`` and tags ``agent:<a>``;
+    when none is given, the agent owning the scope (``agent:<a>:...``)."""
+    found: set[str] = set()
+    for k in ("agent", "actor"):
+        v = entry.metadata.get(k)
+        if isinstance(v, str) and v:
+            found.add(v)
+    found.update(t[6:] for t in entry.tags if t.startswith("agent:") and len(t) > 6)
+    if not found:
+        parts = entry.scope.split(":")
+        if len(parts) >= 2 and parts[0] == "agent" and parts[1]:
+            found.add(parts[1])
+    return sorted(found)
+
+
+def _word_outcome(word: object) -> Outcome | None:
+    if isinstance(word, bool):
+        return Outcome.SUCCESS if word else Outcome.FAILURE
+    if not isinstance(word, str):
+        return None
+    w = word.strip().casefold()
+    if w in _SUCCESS_WORDS:
+        return Outcome.SUCCESS
+    if w in _FAILURE_WORDS:
+        return Outcome.FAILURE
+    return None
+
+
+def outcome_of(entry: Entry) -> Outcome | None:
+    """The outcome an entry reports, or None when it reports none.
+
+    Tags ``success`` / ``failure`` (or ``outcome:<word>``), else an ``outcome`` field in
+    metadata or the value (a word such as ``succeeded``/``failed``, or a bool). When an
+    entry carries both success and failure tags it is ambiguous and reports UNKNOWN.
+    """
+    tagged = {o for t in entry.tags if (o := _word_outcome(t)) is not None}
+    ov = tag_value(entry, "outcome")
+    if ov is not None and (o := _word_outcome(ov)) is not None:
+        tagged.add(o)
+    if len(tagged) > 1:
+        return Outcome.UNKNOWN
+    if tagged:
+        return tagged.pop()
+    return _word_outcome(_field(entry, "outcome"))
+
+
+def final_outcome(entries: Sequence[Entry]) -> Outcome:
+    """Outcome of a chronological run of entries: the last reported outcome wins (a retry
+    that succeeds after a failure is a success); UNKNOWN when none reports one."""
+    for e in reversed(entries):
+        o = outcome_of(e)
+        if o is not None:
+            return o
+    return Outcome.UNKNOWN

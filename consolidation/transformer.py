@@ -1,0 +1,133 @@
+"""The transformer protocol, its context, the registry, and the ``identity`` transformer."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar, runtime_checkable
+
+import numpy as np
+
+from blackboard.entry import Entry
+
+from .draft import Draft, Provenance
+
+if TYPE_CHECKING:
+    from .llm.client import LLMClient
+
+__all__ = [
+    "Similarity",
+    "TransformContext",
+    "Transformer",
+    "UnknownTransformer",
+    "get_transformer",
+    "identity",
+    "register_transformer",
+    "transformer_names",
+]
+
+Similarity = Callable[[list[str]], np.ndarray]
+"""Embeds texts: ``n`` strings -> float array of shape ``(n, dim)`` (rows need not be unit)."""
+
+
+@dataclass(frozen=True, slots=True)
+class TransformContext:
+    """What a transformer knows besides its batch.
+
+    ``params`` are the edge's transformer parameters (JSON). ``existing`` maps canonical
+    keys to the live entries of the target scope holding them (semantic beliefs, procedures)
+    so a transformer can relate new evidence to them. ``now_ms`` is the reference time in
+    ms since the epoch (recency, staleness); fixing it makes a run reproducible.
+    """
+
+    edge: str
+    target_scope: str
+    params: Mapping[str, Any] = field(default_factory=dict)
+    llm: LLMClient | None = None
+    similarity: Similarity | None = None
+    existing: Mapping[str, Entry] = field(default_factory=dict)
+    now_ms: int = field(default_factory=lambda: int(time.time() * 1000))
+
+    def provenance(
+        self, t: Transformer, sources: Sequence[str], model: str | None = None
+    ) -> Provenance:
+        return Provenance.of(sources, t.name, t.version, self.edge, model)
+
+
+@runtime_checkable
+class Transformer(Protocol):
+    """``batch -> drafts``. ``version`` is part of every draft id: bump it when the output
+    for the same batch changes, so a new version does not collide with old outputs."""
+
+    @property
+    def name(self) -> str: ...
+
+    @property
+    def version(self) -> str: ...
+
+    async def __call__(self, batch: Sequence[Entry], ctx: TransformContext) -> list[Draft]: ...
+
+
+class UnknownTransformer(LookupError):
+    """No transformer is registered under the requested name."""
+
+
+_REGISTRY: dict[str, Transformer] = {}
+T = TypeVar("T", bound=Transformer)
+
+
+def register_transformer(t: T, *, replace: bool = False) -> T:
+    """Register ``t`` under ``t.name`` and return it (usable as a class-instance decorator).
+
+    Registering a different object under a taken name raises ValueError unless ``replace``.
+    """
+    cur = _REGISTRY.get(t.name)
+    if cur is not None and cur is not t and not replace:
+        raise ValueError(f"transformer {t.name!r} is already registered")
+    _REGISTRY[t.name] = t
+    return t
+
+
+def get_transformer(name: str) -> Transformer:
+    """The transformer registered as ``name``; UnknownTransformer lists the known names."""
+    try:
+        return _REGISTRY[name]
+    except KeyError:
+        known = ", ".join(transformer_names()) or "none"
+        raise UnknownTransformer(f"unknown transformer {name!r}; known: {known}") from None
+
+
+def transformer_names() -> list[str]:
+    """Registered names, sorted."""
+    return sorted(_REGISTRY)
+
+
+class _Identity:
+    """Copies each entry unchanged (value, tags, metadata, key, importance): sensory ->
+    working. One draft per entry, sourced from it alone."""
+
+    name = "identity"
+    version = "1"
+
+    async def __call__(self, batch: Sequence[Entry], ctx: TransformContext) -> list[Draft]:
+        seen: set[str] = set()
+        out = []
+        for e in sorted(batch, key=lambda e: (e.created_at, e.id)):
+            if e.id in seen:  # at-least-once delivery may repeat an entry within a batch
+                continue
+            seen.add(e.id)
+            out.append(
+                Draft(
+                    value=e.value,
+                    provenance=ctx.provenance(self, [e.id]),
+                    tags=e.tags,
+                    metadata=e.metadata,
+                    importance=e.importance,
+                    key=e.key,
+                )
+            )
+        return out
+
+
+identity: Transformer = register_transformer(_Identity())

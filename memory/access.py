@@ -1,0 +1,61 @@
+"""Access rules of an agent, checked in our code (Redis ACLs enforce the same rules).
+
+An agent reads and writes its own ``agent:<id>:*`` scopes and the scopes of its teams
+(``team:<t>`` and ``team:<t>:*``); it reads ``collective`` (only workers write there).
+Everything else is refused with :class:`blackboard.AccessDenied` naming the scope.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+from blackboard import AccessDenied
+
+from .levels import MemoryLevel
+from .naming import COLLECTIVE, agent_scopes, team_scope
+
+__all__ = ["AccessPolicy"]
+
+
+@dataclass(frozen=True, slots=True)
+class AccessPolicy:
+    """What one agent may read and write."""
+
+    agent_id: str
+    teams: frozenset[str] = frozenset()
+
+    def _own_or_team(self, scope_id: str) -> bool:
+        if scope_id.startswith(f"agent:{self.agent_id}:"):
+            return True
+        return any(scope_id == f"team:{t}" or scope_id.startswith(f"team:{t}:")
+                   for t in self.teams)
+
+    def can_read(self, scope_id: str) -> bool:
+        return scope_id == COLLECTIVE or self._own_or_team(scope_id)
+
+    def can_write(self, scope_id: str) -> bool:
+        return self._own_or_team(scope_id)
+
+    def check_read(self, scope_id: str) -> str:
+        if not self.can_read(scope_id):
+            raise AccessDenied(f"agent {self.agent_id!r} may not read scope {scope_id!r}")
+        return scope_id
+
+    def check_write(self, scope_id: str) -> str:
+        if not self.can_write(scope_id):
+            raise AccessDenied(f"agent {self.agent_id!r} may not write scope {scope_id!r}")
+        return scope_id
+
+    def known_readable(self, registered: Iterable[str] = ()) -> list[str]:
+        """The readable scopes by name (own levels, team roots and levels, collective)
+        plus the readable ones among ``registered``; sorted, no duplicates."""
+        names = set(agent_scopes(self.agent_id)) | {COLLECTIVE}
+        for t in self.teams:
+            names.add(team_scope(t))
+            names.update(team_scope(t, lvl) for lvl in MemoryLevel)
+        names.update(s for s in registered if self.can_read(s))
+        return sorted(names)
+
+    def writable(self, scope_ids: Iterable[str]) -> list[str]:
+        return [s for s in scope_ids if self.can_write(s)]

@@ -1,0 +1,368 @@
+"""``AgentMemory``: the capability an agent holds over its memory (its own scopes, its
+teams' scopes, and read access to ``collective``)."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Awaitable, Callable, Collection, Iterable, Mapping, Sequence
+from typing import Any, Protocol
+
+from blackboard import Blackboard, Entry, EventType, InvalidArgument, NotFound
+from blackboard.ids import deterministic_id
+
+from .access import AccessPolicy
+from .errors import SemanticRecallUnavailable
+from .hierarchy import Hierarchy, install_default_hierarchy
+from .levels import MemoryLevel
+from .memory_map import MemoryMap, build_memory_map
+from .naming import agent_scope, agent_scopes, team_scope
+from .observers import ChangeHandle, Handler
+from .producers import (
+    CallRecord,
+    Observation,
+    ProducerHost,
+    ProducerSpec,
+    SyncBridge,
+    action_tag,
+    default_extractor,
+    wrap,
+)
+from .recall_basic import BasicQuery, recall_basic, select_scopes
+from .registry import Registry
+from .stats import ScopeStats, scope_stats
+from .subscriptions import TagMatch, pattern_matches
+
+__all__ = ["AgentMemory", "Retriever"]
+
+log = logging.getLogger(__name__)
+
+
+class Retriever(Protocol):
+    """The retrieval layer's hook: ``(query, readable scopes) -> hits, best first``."""
+
+    def __call__(self, query: Any, scopes: Sequence[str]) -> Awaitable[list[Any]]: ...
+
+
+class AgentMemory(ProducerHost):
+    """Memory of agent ``agent_id`` (member of ``teams``) on ``bb``.
+
+    Every method checks access first (:mod:`memory.access`). Close with :meth:`aclose`
+    (or ``async with``): it stops observers, flushes producer writes, closes the registry.
+    """
+
+    def __init__(self, bb: Blackboard, agent_id: str, teams: Iterable[str] = (), *,
+                 retriever: Retriever | None = None, registry: Registry | None = None) -> None:
+        agent_scope(agent_id, MemoryLevel.WORKING)  # validates the id
+        self.bb = bb
+        self.agent_id = agent_id
+        self.teams = tuple(sorted(set(teams)))
+        for t in self.teams:
+            team_scope(t)
+        self.access = AccessPolicy(agent_id, frozenset(self.teams))
+        self.retriever = retriever
+        self.producer_errors = 0  # failed producer writes (logged, never raised)
+        self._registry = registry
+        self._owns_registry = registry is None
+        self._ensured: set[str] = set()
+        self._tasks: set[asyncio.Task[None]] = set()
+        self._handles: list[ChangeHandle] = []
+        self._bridge: SyncBridge | None = None
+
+    # -- lifecycle ------------------------------------------------------------------------
+
+    @property
+    def registry(self) -> Registry:
+        if self._registry is None:
+            self._registry = Registry(self.bb)
+        return self._registry
+
+    async def flush(self) -> None:
+        """Wait for producer writes scheduled from sync callables."""
+        while self._tasks:
+            await asyncio.gather(*list(self._tasks), return_exceptions=True)
+
+    async def aclose(self) -> None:
+        for h in self._handles:
+            await h.stop()
+        self._handles.clear()
+        await self.flush()
+        if self._bridge is not None:
+            bridge, self._bridge = self._bridge, None
+            await asyncio.to_thread(bridge.close)
+        if self._registry is not None and self._owns_registry:
+            await self._registry.aclose()
+            self._registry = None
+
+    async def __aenter__(self) -> AgentMemory:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.aclose()
+
+    # -- scopes ---------------------------------------------------------------------------
+
+    def scope_for(self, level: MemoryLevel | str | None = MemoryLevel.WORKING,
+                  team: str | None = None) -> str:
+        """The scope of ``level`` (the agent's, or team ``team``'s; a team with level None
+        is its root scope ``team:<t>``)."""
+        if team is not None:
+            return team_scope(team, level)
+        if level is None:
+            raise InvalidArgument("an agent scope needs a level")
+        return agent_scope(self.agent_id, level)
+
+    def writable_scopes(self) -> list[str]:
+        out = agent_scopes(self.agent_id)
+        for t in self.teams:
+            out += [team_scope(t), *(team_scope(t, lvl) for lvl in MemoryLevel)]
+        return out
+
+    def readable_scopes(self) -> list[str]:
+        return self.access.known_readable()
+
+    async def _ensure(self, scope_id: str) -> None:
+        """Register the scope with its level default once, so its policy is enforced."""
+        if scope_id not in self._ensured:
+            await self.registry.ensure_scope(scope_id)
+            self._ensured.add(scope_id)
+
+    async def install_default_hierarchy(
+        self, overrides: Mapping[MemoryLevel, Mapping[str, Any]] | None = None
+    ) -> Hierarchy:
+        """Register this agent's scopes and default edges (see :mod:`memory.hierarchy`)."""
+        h = await install_default_hierarchy(self.bb, self.agent_id, self.teams,
+                                            overrides=overrides, registry=self.registry)
+        self._ensured.update(c.scope_id for c in h.scopes)
+        return h
+
+    # -- entries --------------------------------------------------------------------------
+
+    async def store(
+        self, data: Any, level: MemoryLevel | str | None = MemoryLevel.WORKING, *,
+        tags: Iterable[str] | None = None, metadata: Mapping[str, Any] | None = None,
+        importance: float = 0.5, key: str | None = None, ttl: float | None = None,
+        team: str | None = None, source: Sequence[str] = (),
+    ) -> Entry:
+        """Write ``data`` to the level's scope (or team ``team``'s scope of that level;
+        ``level=None`` with a team is the team root). ``ttl`` seconds (None: the scope's)."""
+        sid = self.access.check_write(self.scope_for(level, team))
+        await self._ensure(sid)
+        return await self.bb.scope(sid).write(
+            data, tags=tags, metadata=metadata, key=key, ttl=ttl, importance=importance,
+            source=source,
+        )
+
+    async def recall(self, query: str | BasicQuery | Any, *, limit: int | None = None) -> list[Any]:
+        """Entries for a :class:`BasicQuery` (tags/time/key, newest first); other queries
+        (free text, retrieval queries) go to the retriever, or raise
+        :class:`SemanticRecallUnavailable` when there is none."""
+        if isinstance(query, BasicQuery):
+            if limit is not None:
+                query = BasicQuery(**{**_fields(query), "limit": limit})
+            for s in query.scopes:
+                self.access.check_read(s)
+            return await recall_basic(self.bb, select_scopes(self.readable_scopes(), query), query)
+        for s in getattr(query, "scopes", None) or ():
+            self.access.check_read(s)
+        if self.retriever is None:
+            raise SemanticRecallUnavailable(
+                "free-text recall needs a retriever (AgentMemory(..., retriever=...)); "
+                "use BasicQuery for tag, time and key queries"
+            )
+        hits = await self.retriever(query, self.readable_scopes())
+        return hits[:limit] if limit is not None else hits
+
+    async def locate(self, entry_id: str, scope: str | None = None) -> str:
+        """The writable scope holding ``entry_id`` (checked if given); NotFound otherwise.
+
+        Only the agent's writable scopes are searched (one pipelined EXISTS each), so an
+        id in another agent's scope is simply not found.
+        """
+        if scope is not None:
+            self.access.check_write(scope)
+            candidates = [scope]
+        else:
+            candidates = self.writable_scopes()
+        async with self.bb.client.pipeline(transaction=False) as pipe:
+            for s in candidates:
+                pipe.exists(self.bb.scope(s).keys.entry(entry_id))
+            found = await pipe.execute()
+        for s, hit in zip(candidates, found, strict=True):
+            if hit:
+                return s
+        raise NotFound(f"no entry {entry_id!r} in the scopes agent {self.agent_id!r} may write")
+
+    async def forget(self, entry_id: str, *, scope: str | None = None) -> bool:
+        """Delete an entry of a writable scope; NotFound if there is none."""
+        sid = await self.locate(entry_id, scope)
+        return await self.bb.scope(sid).delete(entry_id)
+
+    async def reinforce(self, entry_id: str, *, scope: str | None = None, boost: float = 0.2,
+                        max_strength: float = 1.0) -> tuple[float, int]:
+        """Boost an entry's strength (capped) and record this agent among its reinforcers;
+        -> (strength, reinforcement count)."""
+        sid = await self.locate(entry_id, scope)
+        return await self.bb.scope(sid).reinforce(entry_id, by=self.agent_id, boost=boost,
+                                                  max_strength=max_strength)
+
+    async def transfer(self, entry_id: str, to_level: MemoryLevel | str, *,
+                       team: str | None = None) -> Entry:
+        """Move an entry into another level's scope: copy with provenance under a
+        deterministic id, then delete the original. Safe to retry (also after a crash
+        between the two steps)."""
+        target = self.access.check_write(self.scope_for(to_level, team))
+        try:
+            sid = await self.locate(entry_id)
+        except NotFound:
+            for s in self.writable_scopes():  # already moved: find the copy
+                new_id = deterministic_id("transfer", s, target, entry_id)
+                try:
+                    return await self.bb.scope(target).get(new_id)
+                except NotFound:
+                    continue
+            raise
+        if sid == target:
+            return await self.bb.scope(sid).get(entry_id)
+        e = await self.bb.scope(sid).get(entry_id)
+        await self._ensure(target)
+        meta = {**e.metadata, "transferred_from": sid, "original_id": e.id}
+        if e.key:
+            meta["original_key"] = e.key
+        copy = await self.bb.scope(target).write(
+            e.value, tags=e.tags, metadata=meta, importance=e.importance,
+            source=(*e.source, e.id), entry_id=deterministic_id("transfer", sid, target, e.id),
+        )
+        await self.bb.scope(sid).delete(entry_id)
+        return copy
+
+    # -- introspection --------------------------------------------------------------------
+
+    async def list_tags(self, level: MemoryLevel | str | None = None, *,
+                        team: str | None = None) -> dict[str, int]:
+        """``{tag: count}`` of one scope (the level's, or the team's), from the counter
+        hash; with neither level nor team, summed over the agent's own scopes. O(tags)."""
+        if level is None and team is None:
+            sids = agent_scopes(self.agent_id)
+        else:
+            sids = [self.access.check_read(self.scope_for(level, team))]
+        out: dict[str, int] = {}
+        for s in sids:
+            for t, n in (await self.bb.scope(s).tags()).items():
+                out[t] = out.get(t, 0) + n
+        return dict(sorted(out.items()))
+
+    async def stats(self) -> dict[str, ScopeStats]:
+        """Statistics of every readable scope (see :mod:`memory.stats`); O(scopes + tags)."""
+        sids = self.readable_scopes()
+        return {s.scope: s for s in await scope_stats(self.bb, sids)}
+
+    async def memory_map(self) -> MemoryMap:
+        return await build_memory_map(self.bb, self.registry, self.access,
+                                      self.readable_scopes())
+
+    # -- observers ------------------------------------------------------------------------
+
+    def on_change(self, scope_pattern: str, handler: Handler, *,
+                  tags: Iterable[str] | TagMatch | None = None,
+                  types: Collection[EventType] | None = None, since: str | None = None,
+                  block_ms: int = 1000) -> ChangeHandle:
+        """Run ``handler(event)`` (sync or async) for each new event of the readable
+        scopes matching ``scope_pattern`` (``*`` within segments). ``tags``: events must
+        carry all of them (or pass the :class:`TagMatch`). Scopes are resolved now;
+        AccessDenied if the pattern matches no readable scope. Needs a running loop."""
+        match = tags if isinstance(tags, TagMatch) else TagMatch.of(all_of=tags or ())
+        scopes = [s for s in self.readable_scopes() if pattern_matches(scope_pattern, s)]
+        if not scopes:
+            self.access.check_read(scope_pattern)  # names the pattern in AccessDenied
+            raise NotFound(f"no scope of agent {self.agent_id!r} matches {scope_pattern!r}")
+        h = ChangeHandle(self.bb, scopes, handler, match=match, types=types, since=since,
+                         block_ms=block_ms)
+        self._handles.append(h)
+        return h
+
+    # -- producers ------------------------------------------------------------------------
+
+    def observe(self, fn: Callable[..., Any] | None = None, *,
+                level: MemoryLevel | str | None = MemoryLevel.WORKING, tags: Iterable[str] = (),
+                extractor: Callable[[CallRecord], Any] | None = None, team: str | None = None,
+                importance: float = 0.5) -> Any:
+        """Decorator recording each call of a sync or async callable (see
+        :mod:`memory.producers`). Usable bare (``@mem.observe``) or with arguments."""
+        self.access.check_write(self.scope_for(level, team))
+        spec = ProducerSpec(None if level is None else MemoryLevel(level).value, frozenset(tags),
+                            extractor or default_extractor, team, importance)
+
+        def deco(f: Callable[..., Any]) -> Callable[..., Any]:
+            return wrap(self, f, spec)
+
+        return deco(fn) if fn is not None else deco
+
+    def _observation(
+        self, call: CallRecord, spec: ProducerSpec
+    ) -> tuple[Observation, list[str]] | None:
+        got = spec.extractor(call)
+        if got is None:
+            return None  # the extractor chose not to record this call
+        obs = got if isinstance(got, Observation) else Observation(got)
+        status = "success" if call.ok else "failure"
+        tags = sorted({action_tag(call.name), status, *spec.tags, *obs.tags})
+        return obs, tags
+
+    async def record(self, call: CallRecord, spec: ProducerSpec) -> None:
+        try:
+            made = self._observation(call, spec)
+            if made is None:
+                return
+            obs, tags = made
+            meta = {"producer": call.name, "duration_ms": round(call.duration_ms, 3),
+                    **obs.metadata}
+            await self.store(obs.data, spec.level, tags=tags, metadata=meta,
+                             importance=spec.importance, team=spec.team)
+        except Exception:
+            self.producer_errors += 1
+            log.exception("producer for %s failed to record a call", call.name)
+
+    def spawn(self, coro: Awaitable[None]) -> None:
+        task = asyncio.ensure_future(coro)
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+
+    def record_blocking(self, call: CallRecord, spec: ProducerSpec) -> None:
+        try:
+            made = self._observation(call, spec)
+            if made is None:
+                return
+            obs, tags = made
+            meta = {"producer": call.name, "duration_ms": round(call.duration_ms, 3),
+                    **obs.metadata}
+            sid = self.access.check_write(self.scope_for(spec.level, spec.team))
+            if self._bridge is None:
+                self._bridge = SyncBridge(self._open_bridge, _close_bridge)
+
+            async def write(state: tuple[Blackboard, Registry]) -> None:
+                bb, reg = state
+                await reg.ensure_scope(sid)
+                await bb.scope(sid).write(obs.data, tags=tags, metadata=meta,
+                                          importance=spec.importance)
+
+            self._bridge.run(write)
+        except Exception:
+            self.producer_errors += 1
+            log.exception("producer for %s failed to record a call", call.name)
+
+    async def _open_bridge(self) -> tuple[Blackboard, Registry]:
+        kw = self.bb.client.connection_pool.connection_kwargs if not self.bb.cluster else {}
+        bb = await Blackboard.connect(self.bb.settings.redis_url, settings=self.bb.settings,
+                                      username=kw.get("username"), password=kw.get("password"))
+        return bb, Registry(bb)
+
+
+async def _close_bridge(state: tuple[Blackboard, Registry]) -> None:
+    bb, reg = state
+    await reg.aclose()
+    await bb.close()
+
+
+def _fields(q: BasicQuery) -> dict[str, Any]:
+    return {f: getattr(q, f) for f in q.__dataclass_fields__}

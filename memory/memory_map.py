@@ -1,0 +1,104 @@
+"""The memory map: the scopes an agent can see, their configs and sizes, and the dataflow
+edges between them with the sizes of their pending buffers."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from blackboard import Blackboard
+from blackboard.keys import PartitionKeys, partition_of
+
+from .access import AccessPolicy
+from .config import ScopeConfig
+from .naming import parse_scope
+from .registry import Registry
+
+__all__ = ["EdgeView", "MemoryMap", "ScopeView", "build_memory_map"]
+
+
+@dataclass(frozen=True, slots=True)
+class ScopeView:
+    """One visible scope: its registered config (None if unregistered) and live count."""
+
+    scope: str
+    kind: str
+    owner: str
+    level: str | None
+    config: ScopeConfig | None
+    count: int
+    writable: bool
+
+    def to_json(self) -> dict[str, Any]:
+        return {"scope": self.scope, "kind": self.kind, "owner": self.owner,
+                "level": self.level, "count": self.count, "writable": self.writable,
+                "config": self.config.to_json() if self.config else None}
+
+
+@dataclass(frozen=True, slots=True)
+class EdgeView:
+    """A dataflow edge bound to a concrete source scope; ``pending`` is the length of its
+    ingestion buffer ``bb:{pN}:pending:<edge>:<target>`` (events not yet transformed)."""
+
+    edge: str
+    source: str
+    target: str
+    transformer: str
+    pattern: str
+    pending: int
+
+    def to_json(self) -> dict[str, Any]:
+        return {"edge": self.edge, "source": self.source, "target": self.target,
+                "transformer": self.transformer, "pattern": self.pattern,
+                "pending": self.pending}
+
+
+@dataclass(frozen=True, slots=True)
+class MemoryMap:
+    agent: str
+    teams: tuple[str, ...]
+    scopes: tuple[ScopeView, ...]
+    edges: tuple[EdgeView, ...]
+
+    def scope(self, scope_id: str) -> ScopeView | None:
+        return next((s for s in self.scopes if s.scope == scope_id), None)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"agent": self.agent, "teams": list(self.teams),
+                "scopes": [s.to_json() for s in self.scopes],
+                "edges": [e.to_json() for e in self.edges]}
+
+    def to_json(self, indent: int | None = 2) -> str:
+        return json.dumps(self.to_dict(), indent=indent, sort_keys=True)
+
+
+async def build_memory_map(
+    bb: Blackboard, registry: Registry, access: AccessPolicy, candidates: Sequence[str]
+) -> MemoryMap:
+    """Map of the ``candidates`` (readable scopes by name) that are registered or hold
+    entries. Cost: O(scopes + edges) commands in four round trips, independent of entries."""
+    configs = await registry.get_scopes(list(candidates))
+    async with bb.client.pipeline(transaction=False) as pipe:
+        for s in candidates:
+            pipe.zcard(bb.scope(s).keys.ix)
+        counts = [int(c) for c in await pipe.execute()]
+    views = []
+    for s, n in zip(candidates, counts, strict=True):
+        if s not in configs and not n:
+            continue
+        name = parse_scope(s)
+        views.append(ScopeView(s, name.kind.value, name.owner,
+                               name.level.value if name.level else None, configs.get(s), n,
+                               access.can_write(s)))
+    edges = await registry.list_edges()
+    bound = [(e, v.scope, t) for e in edges for v in views
+             if (t := e.match(v.scope)) is not None]
+    async with bb.client.pipeline(transaction=False) as pipe:
+        for e, src, tgt in bound:
+            pipe.llen(PartitionKeys(partition_of(src, bb.partitions)).pending(e.id, tgt))
+        pend = [int(x) for x in await pipe.execute()] if bound else []
+    ev = tuple(EdgeView(e.id, src, tgt, e.transformer, e.source, p)
+               for (e, src, tgt), p in zip(bound, pend, strict=True))
+    return MemoryMap(access.agent_id, tuple(sorted(access.teams)), tuple(views), ev)

@@ -1,0 +1,128 @@
+"""The agent observes memory: handlers run for new events of the scopes it may read.
+
+One reader task per partition: the feeds of one partition share a hash slot, so a single
+``XREAD`` can block on all of them (also on Redis Cluster), and the number of blocked
+connections stays bounded by the partitions touched, not the scopes.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+import logging
+from collections import defaultdict
+from collections.abc import Awaitable, Callable, Collection, Sequence
+from typing import Any
+
+from blackboard import Blackboard, Event, EventType
+from blackboard.entry import decode_event
+
+from .subscriptions import TagMatch
+
+__all__ = ["ChangeHandle", "Handler"]
+
+log = logging.getLogger(__name__)
+
+Handler = Callable[[Event], Awaitable[None] | None]
+
+
+class ChangeHandle:
+    """A running subscription. ``await handle.ready()`` once its start positions are
+    fixed (events written after that are delivered); ``cancel()`` or ``await stop()``
+    ends it. ``delivered`` and ``handler_errors`` count handler calls."""
+
+    def __init__(
+        self,
+        bb: Blackboard,
+        scopes: Sequence[str],
+        handler: Handler,
+        *,
+        match: TagMatch,
+        types: Collection[EventType] | None,
+        since: str | None,
+        block_ms: int,
+    ) -> None:
+        self.scopes = tuple(scopes)
+        self.delivered = 0
+        self.handler_errors = 0
+        self._bb, self._handler, self._match = bb, handler, match
+        self._types = frozenset(types) if types else None
+        self._since, self._block_ms = since, block_ms
+        groups: dict[int, list[str]] = defaultdict(list)
+        for s in self.scopes:
+            groups[bb.scope(s).partition].append(s)
+        self._ready = asyncio.Event()
+        self._stopped = False
+        self._pending_ready = len(groups)
+        self._tasks = [asyncio.get_running_loop().create_task(self._read(p, g))
+                       for p, g in groups.items()]
+
+    async def ready(self) -> None:
+        """Wait until every reader has fixed its start position (one round trip)."""
+        await self._ready.wait()
+
+    def cancel(self) -> None:
+        self._stopped = True
+        for t in self._tasks:
+            t.cancel()
+
+    async def stop(self) -> None:
+        self.cancel()
+        await asyncio.gather(*self._tasks, return_exceptions=True)
+
+    @property
+    def running(self) -> bool:
+        return any(not t.done() for t in self._tasks)
+
+    async def _read(self, partition: int, scopes: list[str]) -> None:
+        client = self._bb.client
+        feeds = {self._bb.scope(s).keys.feed: s for s in scopes}
+        try:
+            if self._since is not None:
+                pos = dict.fromkeys(feeds, self._since)
+            else:
+                async with client.pipeline(transaction=False) as pipe:
+                    for f in feeds:
+                        pipe.xrevrange(f, count=1)
+                    lasts = await pipe.execute()
+                pos = {f: (last[0][0].decode() if last else "0-0")
+                       for f, last in zip(feeds, lasts, strict=True)}
+        finally:
+            self._pending_ready -= 1
+            if self._pending_ready <= 0:
+                self._ready.set()
+        # The flag as well as cancel(): a cancel racing the client's read timeout can
+        # surface as a TimeoutError that the client retries, losing the cancellation.
+        while not self._stopped:
+            try:
+                reply = await client.xread(pos, count=100, block=self._block_ms)
+            except asyncio.CancelledError:
+                raise
+            except Exception:  # a dropped connection must not end the subscription
+                if self._stopped:
+                    return
+                log.exception("on_change reader of partition %d failed; retrying", partition)
+                await asyncio.sleep(0.5)
+                continue
+            for stream, items in reply or ():
+                key = stream.decode() if isinstance(stream, bytes) else stream
+                for sid, fields in items:
+                    ev = decode_event(sid, fields, partition)
+                    pos[key] = ev.id
+                    await self._deliver(ev)
+
+    async def _deliver(self, ev: Event) -> None:
+        if self._types is not None and ev.type not in self._types:
+            return
+        if not self._match.matches(ev.tags):
+            return
+        try:
+            out: Any = self._handler(ev)
+            if inspect.isawaitable(out):
+                await out
+            self.delivered += 1
+        except asyncio.CancelledError:
+            raise
+        except Exception:
+            self.handler_errors += 1
+            log.exception("on_change handler failed on event %s of %s", ev.id, ev.scope)

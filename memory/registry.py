@@ -1,0 +1,258 @@
+"""The scope registry and the edge registry: typed records in Redis (redis-om HashModels).
+
+Records live at ``bb:scopes:<scope>`` and ``bb:edges:<edge id>`` (keys from
+:mod:`blackboard.keys`). ``save``/``get`` are plain HSET/HGETALL and work on any Redis >= 7;
+the models are declared ``index=True`` so a server with the Query Engine can ``find()``
+them, but listing normally goes through plain sets of pks (``bb:registry:scopes`` and
+``bb:registry:edges``) so it never needs FT.SEARCH or SCAN.
+
+Why the models are bound per Blackboard: redis-om reads its connection from the class
+(``Meta.database``), so one process talking to two Redis servers needs one model class per
+connection. Only one class of an inheritance tree may be indexed, so the field sets below
+are abstract and each :class:`Registry` makes its indexed subclasses bound to its own
+``decode_responses=True`` client (redis-om parses str replies only).
+"""
+
+from __future__ import annotations
+
+import abc
+import json
+import logging
+import time
+import types
+from typing import Any
+
+import redis.asyncio as aredis
+from aredis_om import Field, HashModel
+from redis import exceptions as rexc
+from redis.asyncio.cluster import RedisCluster
+
+from blackboard import Blackboard
+from blackboard import keys as K
+
+from .config import LevelConfig, ScopeConfig, default_config
+from .levels import MemoryLevel
+from .naming import OwnerKind
+from .subscriptions import MemorySubscription, TagMatch, Trigger, check_acyclic
+
+__all__ = ["Registry"]
+
+log = logging.getLogger(__name__)
+
+
+class ScopeFields(HashModel, abc.ABC):
+    """Fields of a scope's record (abstract: bound subclasses are the indexed models)."""
+
+    scope_id: str = Field(index=True, default="")
+    kind: str = Field(index=True, default="")
+    owner: str = Field(index=True, default="")
+    level: str = Field(index=True, default="")  # "" for team roots and collective
+    ttl: float = 0.0  # seconds; 0 = entries never expire
+    max_entries: int = 0
+    on_full: str = "evict"
+    decay_rate: float = 0.0
+    decay_tick: float = 3600.0
+    evict_threshold: float = 0.1
+    max_entry_bytes: int = 1 << 20
+    feed_maxlen: int = 10_000
+    created_at: int = 0  # ms
+
+
+class EdgeFields(HashModel, abc.ABC):
+    """Fields of a dataflow edge's record; params, filter and trigger are JSON."""
+
+    source: str = Field(index=True, default="")
+    target: str = Field(index=True, default="")
+    transformer: str = Field(index=True, default="")
+    params: str = "{}"
+    filter: str = "{}"
+    trigger: str = "{}"
+    created_at: int = 0
+
+
+def _bind(base: type[HashModel], name: str, prefix: str, db: Any) -> Any:
+    root, _, model = prefix.partition(":")
+    meta = type("Meta", (), {"database": db, "global_key_prefix": root,
+                             "model_key_prefix": model})
+
+    def body(ns: dict[str, Any]) -> None:
+        ns["Meta"] = meta
+        ns["__module__"] = __name__
+
+    return types.new_class(name, (base,), {"index": True}, body)
+
+
+def _to_config(r: Any) -> ScopeConfig:
+    limits = LevelConfig(
+        ttl=float(r.ttl) or None, max_entries=int(r.max_entries), on_full=r.on_full,
+        decay_rate=float(r.decay_rate), decay_tick=float(r.decay_tick),
+        evict_threshold=float(r.evict_threshold), max_entry_bytes=int(r.max_entry_bytes),
+        feed_maxlen=int(r.feed_maxlen),
+    )
+    return ScopeConfig(r.scope_id, OwnerKind(r.kind), r.owner,
+                       MemoryLevel(r.level) if r.level else None, limits, int(r.created_at))
+
+
+def _to_edge(r: Any) -> MemorySubscription:
+    return MemorySubscription(
+        source=r.source, target=r.target, transformer=r.transformer,
+        params=json.loads(r.params), filter=TagMatch.from_json(json.loads(r.filter)),
+        trigger=Trigger.from_json(json.loads(r.trigger)), id=r.pk,
+    )
+
+
+class Registry:
+    """Scope configs and dataflow edges of one blackboard. Close with :meth:`aclose`."""
+
+    def __init__(self, bb: Blackboard) -> None:
+        self.bb = bb
+        self.db: Any = self._client(bb)
+        self.Scope = _bind(ScopeFields, "ScopeRecord", K.SCOPES, self.db)
+        self.Edge = _bind(EdgeFields, "EdgeRecord", K.EDGES, self.db)
+        self._query_engine: bool | None = None
+
+    @staticmethod
+    def _client(bb: Blackboard) -> Any:
+        if bb.cluster:
+            return RedisCluster.from_url(bb.settings.redis_url or "", decode_responses=True)
+        pool = bb.client.connection_pool
+        kw = {**pool.connection_kwargs, "decode_responses": True}
+        return aredis.Redis(connection_pool=aredis.ConnectionPool(
+            connection_class=pool.connection_class, **kw))
+
+    async def aclose(self) -> None:
+        await self.db.aclose()
+
+    async def has_query_engine(self) -> bool:
+        """Whether the server has the Query Engine (FT.*), checked once."""
+        if self._query_engine is None:
+            try:
+                mods = await self.db.execute_command("MODULE", "LIST")
+                names = {str(m.get("name", m.get(b"name", ""))).lower() for m in mods
+                         if isinstance(m, dict)}
+                self._query_engine = bool(names & {"search", "ft", "searchlight"})
+            except rexc.ResponseError:
+                self._query_engine = False
+        return self._query_engine
+
+    # -- scopes ---------------------------------------------------------------------------
+
+    async def register_scope(self, config: ScopeConfig) -> ScopeConfig:
+        """Store (or replace) a scope's config and apply its policy to the write script."""
+        old = await self.get_scope(config.scope_id)
+        created = old.created_at if old else config.created_at or int(time.time() * 1000)
+        lim = config.limits
+        rec = self.Scope(
+            pk=config.scope_id, scope_id=config.scope_id, kind=config.kind.value,
+            owner=config.owner, level=config.level.value if config.level else "",
+            ttl=lim.ttl or 0.0, max_entries=lim.max_entries, on_full=lim.on_full,
+            decay_rate=lim.decay_rate, decay_tick=lim.decay_tick,
+            evict_threshold=lim.evict_threshold, max_entry_bytes=lim.max_entry_bytes,
+            feed_maxlen=lim.feed_maxlen, created_at=created,
+        )
+        # Policy first: a registered scope is always enforced as recorded.
+        await self.bb.scope(config.scope_id).set_policy(config.policy())
+        await rec.save()
+        await self.db.sadd(K.SCOPE_RECORDS, config.scope_id)
+        return _to_config(rec)
+
+    async def ensure_scope(self, scope_id: str, **overrides: Any) -> ScopeConfig:
+        """The scope's registered config; registers the level default when it has none."""
+        got = await self.get_scope(scope_id)
+        if got is not None:
+            return got
+        return await self.register_scope(default_config(scope_id, **overrides))
+
+    async def get_scope(self, scope_id: str) -> ScopeConfig | None:
+        try:
+            return _to_config(await self.Scope.get(scope_id))
+        except Exception as exc:  # redis-om raises its own NotFoundError
+            if type(exc).__name__ == "NotFoundError":
+                return None
+            raise
+
+    async def list_scopes(self, *, owner: str | None = None) -> list[ScopeConfig]:
+        """Registered scopes (optionally of one owner), sorted by id. O(scopes)."""
+        records = None
+        if owner is not None and await self._index_ready(self.Scope):
+            try:
+                records = await self.Scope.find(self.Scope.owner == owner).all()
+            except rexc.ResponseError as exc:  # index dropped or query refused: fall back
+                log.warning("registry find() failed, listing the pk set instead: %s", exc)
+        if records is None:
+            records = await self._all(self.Scope, K.SCOPE_RECORDS)
+        out = [_to_config(r) for r in records]
+        if owner is not None:
+            out = [c for c in out if c.owner == owner]
+        return sorted(out, key=lambda c: c.scope_id)
+
+    async def get_scopes(self, scope_ids: list[str]) -> dict[str, ScopeConfig]:
+        """Configs of the given scopes that are registered; one round trip."""
+        recs = await self._many(self.Scope, scope_ids)
+        return {r.scope_id: _to_config(r) for r in recs}
+
+    # -- edges ----------------------------------------------------------------------------
+
+    async def save_edge(self, edge: MemorySubscription) -> MemorySubscription:
+        """Validate ``edge`` against the stored graph (no cycles) and store it; idempotent.
+
+        Two processes adding edges that only together close a cycle can race; edges are
+        installed by setup code, not on the hot path, so that is accepted.
+        """
+        check_acyclic(await self.list_edges(), edge)
+        rec = self.Edge(
+            pk=edge.id, source=edge.source, target=edge.target, transformer=edge.transformer,
+            params=json.dumps(dict(edge.params), sort_keys=True),
+            filter=json.dumps(edge.filter.to_json()), trigger=json.dumps(edge.trigger.to_json()),
+            created_at=int(time.time() * 1000),
+        )
+        await rec.save()
+        await self.db.sadd(K.EDGE_RECORDS, edge.id)
+        return edge
+
+    async def get_edge(self, edge_id: str) -> MemorySubscription | None:
+        recs = await self._many(self.Edge, [edge_id])
+        return _to_edge(recs[0]) if recs else None
+
+    async def list_edges(self) -> list[MemorySubscription]:
+        """Every stored edge, sorted by id. O(edges)."""
+        return sorted((_to_edge(r) for r in await self._all(self.Edge, K.EDGE_RECORDS)),
+                      key=lambda e: e.id)
+
+    async def delete_edge(self, edge_id: str) -> bool:
+        n = await self.Edge.delete(edge_id)
+        await self.db.srem(K.EDGE_RECORDS, edge_id)
+        return bool(n)
+
+    # -- plumbing -------------------------------------------------------------------------
+
+    async def _index_ready(self, model: Any) -> bool:
+        """Create the model's FT index when the server has the Query Engine; False without."""
+        if not await self.has_query_engine():
+            return False
+        try:
+            await self.db.execute_command("FT.INFO", model._meta.index_name)
+        except rexc.ResponseError:
+            try:
+                await self.db.execute_command(
+                    "FT.CREATE", model._meta.index_name, *model.redisearch_schema().split()
+                )
+            except rexc.ResponseError as exc:
+                log.warning("cannot create registry index: %s", exc)
+                return False
+        return True
+
+    async def _all(self, model: Any, pk_set: str) -> list[Any]:
+        pks = sorted(await self.db.smembers(pk_set))
+        return await self._many(model, pks)
+
+    async def _many(self, model: Any, pks: list[str]) -> list[Any]:
+        """Records by pk in one pipeline (``model.get`` would cost a round trip each)."""
+        if not pks:
+            return []
+        async with self.db.pipeline(transaction=False) as pipe:
+            for pk in pks:
+                pipe.hgetall(model.make_primary_key(pk))
+            docs = await pipe.execute()
+        return [model.model_validate({**d, "pk": pk}) for pk, d in zip(pks, docs, strict=True)
+                if d]

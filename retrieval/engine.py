@@ -1,0 +1,375 @@
+"""The in-process search engine: per-scope dense + BM25 indexes, hard pre-filters, fusion
+across scopes and final scoring."""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from typing import Literal
+
+import numpy as np
+import numpy.typing as npt
+
+from blackboard.entry import Entry, ScopePolicy
+
+from .bm25 import BM25Index
+from .bm25_variants import BM25Params
+from .catalog import ScopeCatalog, ScopeDecay
+from .dense import DenseIndex
+from .embedders.base import Embedder, default_embedder
+from .fusion import convex, minmax, mmr, rrf
+from .query import MemoryQuery
+from .scoring import ScoredEntry, ScoringConfig, recency, relevance_floor
+from .text import entry_text
+
+__all__ = ["EngineStats", "SearchEngine"]
+
+F64 = npt.NDArray[np.float64]
+I64 = npt.NDArray[np.int64]
+
+
+@dataclass(frozen=True, slots=True)
+class EngineStats:
+    """Counters: ``embed_calls`` embedder invocations, ``embedded_texts`` texts sent to it,
+    ``pending_embeddings`` entries waiting for a vector."""
+
+    scopes: int
+    entries: int
+    embed_calls: int
+    embedded_texts: int
+    pending_embeddings: int
+
+
+@dataclass(slots=True)
+class _Cands:
+    """Candidates of one search, concatenated over scopes (parallel arrays)."""
+
+    cat: list[ScopeCatalog]
+    rows: I64
+    dense: F64  # raw cosine, NaN: no vector / no semantic query
+    bm25: F64  # raw BM25, 0: no term match
+
+
+class SearchEngine:
+    """Hybrid recall over entries of many scopes, in memory.
+
+    ``embedder="default"`` uses :func:`default_embedder` (MiniLM if installed); ``None``
+    ranks by BM25 alone. ``text_fn`` gives the indexed text of an entry. Thread-safe (one
+    lock: mutations and searches are serialised).
+    """
+
+    def __init__(
+        self,
+        embedder: Embedder | Literal["default"] | None = "default",
+        config: ScoringConfig | None = None,
+        *,
+        bm25_variant: str = "lucene",
+        bm25_params: BM25Params | None = None,
+        ivf_threshold: int = 200_000,
+        text_fn: Callable[[Entry], str] = entry_text,
+        embed_batch: int = 256,
+    ) -> None:
+        self.embedder: Embedder | None = (
+            default_embedder() if isinstance(embedder, str) else embedder
+        )
+        self.config = config or ScoringConfig()
+        self.bm25_variant = bm25_variant
+        self.bm25_params = bm25_params
+        self.ivf_threshold = ivf_threshold
+        self.text_fn = text_fn
+        self.embed_batch = embed_batch
+        self._lock = threading.RLock()
+        self._scopes: dict[str, ScopeCatalog] = {}
+        self._scope_of: dict[str, str] = {}  # entry id -> scope
+        self._pending: list[tuple[ScopeCatalog, int, str]] = []
+        self._embed_calls = 0
+        self._embedded_texts = 0
+
+    # -- bookkeeping -----------------------------------------------------------
+
+    def _catalog(self, scope: str) -> ScopeCatalog:
+        cat = self._scopes.get(scope)
+        if cat is None:
+            emb = self.embedder
+            dense = (
+                DenseIndex(emb.dim, ivf_threshold=self.ivf_threshold, embedder=emb.name)
+                if emb is not None
+                else None
+            )
+            bm25 = BM25Index(variant=self.bm25_variant, params=self.bm25_params)
+            cat = self._scopes[scope] = ScopeCatalog(scope, dense, bm25)
+        return cat
+
+    def set_policy(self, scope: str, policy: ScopePolicy) -> None:
+        """Use ``policy``'s decay rate and tick for the current strength of ``scope``."""
+        with self._lock:
+            self._catalog(scope).decay = ScopeDecay(
+                policy.decay_rate, int(policy.decay_tick * 1000)
+            )
+
+    def scopes(self) -> list[str]:
+        with self._lock:
+            return sorted(self._scopes)
+
+    def get(self, entry_id: str) -> Entry | None:
+        with self._lock:
+            scope = self._scope_of.get(entry_id)
+            if scope is None:
+                return None
+            cat = self._scopes[scope]
+            return cat.entries[cat.row_of[entry_id]]
+
+    def stats(self) -> EngineStats:
+        with self._lock:
+            return EngineStats(
+                len(self._scopes),
+                len(self._scope_of),
+                self._embed_calls,
+                self._embedded_texts,
+                len(self._pending),
+            )
+
+    # -- mutation ------------------------------------------------------------
+
+    def add(self, entries: Iterable[Entry], *, embed_now: bool = True) -> None:
+        """Index ``entries`` (an id already indexed is replaced).
+
+        A stored ``embedding`` is reused when ``embedder`` is this engine's embedder name
+        and its size fits; any other vector is ignored and the entry queued for embedding,
+        done now (in batches) unless ``embed_now`` is false (then at the next search).
+        """
+        emb = self.embedder
+        with self._lock:
+            by_scope: dict[str, list[Entry]] = {}
+            for e in entries:
+                by_scope.setdefault(e.scope, []).append(e)
+            for scope, batch in by_scope.items():
+                self._remove_locked([e.id for e in batch])
+                cat = self._catalog(scope)
+                rows, texts, vec_rows, vecs = [], [], [], []
+                for e in batch:
+                    row = cat.append(e)
+                    self._scope_of[e.id] = scope
+                    text = self.text_fn(e)
+                    rows.append(row)
+                    texts.append(text)
+                    if emb is None:
+                        continue
+                    if (
+                        e.embedding is not None
+                        and e.embedder == emb.name
+                        and len(e.embedding) == emb.dim * 4
+                    ):
+                        vec_rows.append(row)
+                        vecs.append(np.frombuffer(e.embedding, dtype=np.float32))
+                    else:
+                        self._pending.append((cat, row, text))
+                cat.bm25.add(rows, texts)
+                if vec_rows and cat.dense is not None:
+                    cat.dense.add(np.asarray(vec_rows, np.int64), np.stack(vecs))
+                    cat.has_vec.a[vec_rows] = True
+            if embed_now:
+                self._flush_locked()
+            for cat in self._scopes.values():
+                if cat.dense is not None and cat.dense.needs_rebuild:
+                    cat.dense.rebuild()
+
+    def flush_embeddings(self) -> int:
+        """Embed every queued entry; returns how many were embedded."""
+        with self._lock:
+            return self._flush_locked()
+
+    def _flush_locked(self) -> int:
+        emb = self.embedder
+        todo = [(c, r, t) for c, r, t in self._pending if c.alive.a[r]]
+        self._pending = []
+        if emb is None or not todo:
+            return 0
+        for i in range(0, len(todo), self.embed_batch):
+            part = todo[i : i + self.embed_batch]
+            vecs = emb.embed([t for _, _, t in part])
+            self._embed_calls += 1
+            self._embedded_texts += len(part)
+            by_cat: dict[int, list[int]] = {}
+            for j, (c, _, _) in enumerate(part):
+                by_cat.setdefault(id(c), []).append(j)
+            for js in by_cat.values():
+                cat = part[js[0]][0]
+                rows = np.asarray([part[j][1] for j in js], np.int64)
+                assert cat.dense is not None
+                cat.dense.add(rows, vecs[js])
+                cat.has_vec.a[rows] = True
+        return len(todo)
+
+    def remove(self, entry_ids: Iterable[str]) -> int:
+        """Drop entries from every index; returns how many were present."""
+        with self._lock:
+            return self._remove_locked(list(entry_ids))
+
+    def _remove_locked(self, entry_ids: list[str]) -> int:
+        n = 0
+        for eid in entry_ids:
+            scope = self._scope_of.pop(eid, None)
+            if scope is None:
+                continue
+            cat = self._scopes[scope]
+            row = cat.drop(eid)
+            if row is None:
+                continue
+            cat.bm25.remove([row])
+            if cat.dense is not None:
+                cat.dense.remove([row])
+            n += 1
+        return n
+
+    # -- search --------------------------------------------------------------
+
+    def search(
+        self,
+        query: MemoryQuery | str,
+        scopes: list[str] | None = None,
+        now_ms: int | None = None,
+    ) -> list[ScoredEntry]:
+        """The best ``max_results`` entries of ``scopes`` (default: the query's, else all)
+        for ``query``, best first; ``now_ms`` (default: now) drives decay and recency."""
+        q = MemoryQuery(query=query) if isinstance(query, str) else query
+        now = int(time.time() * 1000) if now_ms is None else now_ms
+        cfg = self.config
+        pool = max(cfg.candidates, cfg.candidate_factor * q.max_results)
+        with self._lock:
+            if self._pending:
+                self._flush_locked()
+            names = scopes if scopes is not None else q.scopes or list(self._scopes)
+            cats = [self._scopes[s] for s in names if s in self._scopes]
+            qvec = None
+            if q.query is not None and self.embedder is not None:
+                qvec = self.embedder.embed([q.query])[0]
+            parts = [self._scope_candidates(c, q, qvec, now, pool) for c in cats]
+            parts = [p for p in parts if len(p.rows)]
+            if not parts:
+                return []
+            return self._rank(parts, q, qvec, now)
+
+    def _scope_candidates(
+        self, cat: ScopeCatalog, q: MemoryQuery, qvec: npt.NDArray[np.float32] | None,
+        now: int, pool: int,
+    ) -> _Cands:
+        allowed = cat.allowed_rows(q, now)
+        empty = _Cands([cat], np.zeros(0, np.int64), np.zeros(0), np.zeros(0))
+        if allowed is not None and not len(allowed):
+            return empty
+        if q.query is None:
+            # no text: every allowed row is a candidate, pre-ranked by the non-text terms
+            rows = allowed if allowed is not None else np.flatnonzero(cat.alive.view)
+            if len(rows) > pool:
+                pre = self._prior(cat, rows, now)
+                rows = rows[np.argpartition(-pre, pool - 1)[:pool]]
+            n = len(rows)
+            return _Cands([cat], rows.astype(np.int64), np.full(n, np.nan), np.zeros(n))
+        dense_map: dict[int, float] = {}
+        if qvec is not None and cat.dense is not None:
+            dv = cat.dense.search(qvec, pool, allowed)
+            dense_map = dict(zip(dv.ids.tolist(), dv.scores.tolist(), strict=True))
+        d_ids = np.fromiter(dense_map, np.int64, len(dense_map))
+        # one BM25 pass gives its top pool and the scores of the dense hits
+        b = cat.bm25.search(q.query, pool, allowed, score_ids=d_ids)
+        rows = np.union1d(b.ids, d_ids)
+        b_map = dict(zip(b.ids.tolist(), b.scores.tolist(), strict=True))
+        b_map.update(zip(d_ids.tolist(), b.extra.tolist(), strict=True))
+        bm = np.fromiter((b_map[r] for r in rows.tolist()), np.float64, len(rows))
+        dense = np.full(len(rows), np.nan)
+        if qvec is not None and cat.dense is not None:
+            for i, r in enumerate(rows.tolist()):
+                if r in dense_map:
+                    dense[i] = dense_map[r]
+            missing = np.isnan(dense) & cat.has_vec.a[rows]
+            if missing.any():
+                dense[missing] = cat.dense.scores_for(qvec, rows[missing])
+        return _Cands([cat], rows, dense, bm)
+
+    def _prior(self, cat: ScopeCatalog, rows: I64, now: int) -> F64:
+        cfg = self.config
+        return (
+            cfg.w_strength * np.minimum(cat.current_strength(rows, now), 1.0)
+            + cfg.w_recency * recency(cat.created_at.view[rows], now, cfg.recency_half_life_ms)
+            + cfg.w_importance * cat.importance.view[rows]
+        )
+
+    def _rank(
+        self, parts: list[_Cands], q: MemoryQuery, qvec: npt.NDArray[np.float32] | None, now: int
+    ) -> list[ScoredEntry]:
+        cfg = self.config
+        owner = np.concatenate([np.full(len(p.rows), i) for i, p in enumerate(parts)])
+        rows = np.concatenate([p.rows for p in parts])
+        dense = np.concatenate([p.dense for p in parts])
+        bm25 = np.concatenate([p.bm25 for p in parts])
+        if q.query is not None:
+            keep = relevance_floor(dense, bm25 > 0, cfg.dense_floor)
+            owner, rows, dense, bm25 = owner[keep], rows[keep], dense[keep], bm25[keep]
+            if not len(rows):
+                return []
+            has_d = ~np.isnan(dense)
+            if q.fusion == "rrf":
+                lists = [bm25] + ([dense] if has_d.any() else [])
+                present = [bm25 > 0] + ([has_d] if has_d.any() else [])
+                fused = rrf(lists, present, cfg.rrf_k) * (cfg.rrf_k + 1) / len(lists)
+            elif has_d.any():
+                alpha = cfg.alpha if q.alpha is None else q.alpha
+                fused = convex(minmax(dense, has_d), minmax(bm25), alpha)
+            else:
+                fused = minmax(bm25)
+        else:
+            fused = np.zeros(len(rows))
+        strength = np.zeros(len(rows))
+        created = np.zeros(len(rows))
+        importance = np.zeros(len(rows))
+        for i, p in enumerate(parts):
+            m = owner == i
+            cat = p.cat[0]
+            strength[m] = cat.current_strength(rows[m], now)
+            created[m] = cat.created_at.view[rows[m]]
+            importance[m] = cat.importance.view[rows[m]]
+        rec = recency(created, now, cfg.recency_half_life_ms)
+        score = (
+            cfg.w_relevance * fused
+            + cfg.w_strength * np.minimum(strength, 1.0)
+            + cfg.w_recency * rec
+            + cfg.w_importance * importance
+        )
+        order = np.lexsort((-created, -score))
+        k = q.max_results
+        if q.mmr is not None and qvec is not None:
+            head = order[: max(k * 4, k)]
+            vecs = self._vectors(parts, owner[head], rows[head])
+            order = head[mmr(score[head], vecs, q.mmr, k)]
+        out = []
+        for j in order[:k].tolist():
+            cat = parts[owner[j]].cat[0]
+            entry = cat.entries[rows[j]]
+            assert entry is not None
+            out.append(
+                ScoredEntry(
+                    entry=entry,
+                    scope=cat.scope,
+                    dense=None if np.isnan(dense[j]) else float(dense[j]),
+                    bm25=None if q.query is None else float(bm25[j]),
+                    fused=float(fused[j]),
+                    strength=float(strength[j]),
+                    recency=float(rec[j]),
+                    importance=float(importance[j]),
+                    score=float(score[j]),
+                )
+            )
+        return out
+
+    def _vectors(self, parts: list[_Cands], owner: I64, rows: I64) -> npt.NDArray[np.float32]:
+        dim = self.embedder.dim if self.embedder is not None else 1
+        out = np.zeros((len(rows), dim), np.float32)
+        for i, p in enumerate(parts):
+            cat = p.cat[0]
+            m = (owner == i) & (cat.has_vec.a[rows] if len(rows) else False)
+            if m.any() and cat.dense is not None:
+                out[m] = cat.dense.reconstruct(rows[m])
+        return out

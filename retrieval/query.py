@@ -1,0 +1,164 @@
+"""The query model: what to look for (text) and the hard filters applied before ranking."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+
+from .lens import resolve_lens
+
+__all__ = ["FusionMethod", "MemoryQuery", "TagFilter"]
+
+FusionMethod = Literal["convex", "rrf"]
+
+
+class TagFilter(BaseModel):
+    """Tag pre-filter: every tag of ``all_of``, at least one of ``any_of`` (when non-empty),
+    none of ``none_of``."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    all_of: frozenset[str] = frozenset()
+    any_of: frozenset[str] = frozenset()
+    none_of: frozenset[str] = frozenset()
+
+    @model_validator(mode="after")
+    def _consistent(self) -> TagFilter:
+        both = self.all_of & self.none_of
+        if both:
+            raise ValueError(
+                f"contradictory tag filter: {sorted(both)} in both all_of and none_of"
+            )
+        if self.any_of and self.any_of <= self.none_of:
+            raise ValueError(
+                f"contradictory tag filter: every any_of tag {sorted(self.any_of)} "
+                "is also in none_of, so nothing can match"
+            )
+        return self
+
+    @property
+    def empty(self) -> bool:
+        return not (self.all_of or self.any_of or self.none_of)
+
+    def matches(self, tags: Iterable[str]) -> bool:
+        """Whether an entry with ``tags`` passes the filter."""
+        ts = tags if isinstance(tags, frozenset | set) else frozenset(tags)
+        if not self.all_of <= ts:
+            return False
+        if self.any_of and self.any_of.isdisjoint(ts):
+            return False
+        return self.none_of.isdisjoint(ts)
+
+
+class MemoryQuery(BaseModel):
+    """A recall request.
+
+    ``time_range`` is ``(start_ms, end_ms)`` inclusive on ``created_at``; ``key_pattern`` is
+    a glob (``fnmatch``) on the entry key; ``min_strength`` applies to the current (decayed)
+    strength. ``fusion`` picks convex combination (weight ``alpha`` on dense, ``None``: the
+    engine default) or reciprocal-rank fusion; ``mmr`` is the MMR lambda in [0, 1] (``None``:
+    no diversification). ``lens`` names a preset (see :mod:`retrieval.lens`) that fills the
+    fields left unset.
+    """
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    query: str | None = None
+    tag_filter: TagFilter = Field(default_factory=TagFilter)
+    time_range: tuple[int, int] | None = None
+    key_pattern: str | None = None
+    min_strength: float | None = None
+    scopes: list[str] | None = None
+    levels: list[str] | None = None
+    max_results: int = 10
+    lens: str | None = None
+    explain: bool = False
+    fusion: FusionMethod = "convex"
+    alpha: float | None = None
+    mmr: float | None = None
+
+    @model_validator(mode="before")
+    @classmethod
+    def _apply_lens(cls, data: Any) -> Any:
+        if not isinstance(data, dict) or not data.get("lens"):
+            return data
+        preset = resolve_lens(str(data["lens"]))
+        out = dict(data)
+        if out.get("query") is None and preset.query is not None:
+            out["query"] = preset.query
+        tf = out.get("tag_filter")
+        given = (
+            tf.model_dump() if isinstance(tf, TagFilter) else dict(tf) if tf is not None else {}
+        )
+        out["tag_filter"] = {
+            "all_of": given.get("all_of") or preset.all_of,
+            "any_of": given.get("any_of") or preset.any_of,
+            "none_of": given.get("none_of") or preset.none_of,
+        }
+        if out.get("levels") is None and preset.levels is not None:
+            out["levels"] = list(preset.levels)
+        if out.get("min_strength") is None and preset.min_strength is not None:
+            out["min_strength"] = preset.min_strength
+        if "max_results" not in out and preset.max_results is not None:
+            out["max_results"] = preset.max_results
+        return out
+
+    @field_validator("query")
+    @classmethod
+    def _strip(cls, v: str | None) -> str | None:
+        if v is None:
+            return None
+        v = v.strip()
+        return v or None
+
+    @field_validator("max_results")
+    @classmethod
+    def _positive(cls, v: int) -> int:
+        if v <= 0:
+            raise ValueError(f"max_results must be a positive integer (got {v})")
+        return v
+
+    @field_validator("time_range")
+    @classmethod
+    def _ordered(cls, v: tuple[int, int] | None) -> tuple[int, int] | None:
+        if v is not None and v[0] > v[1]:
+            raise ValueError(f"time_range start {v[0]} is after its end {v[1]}")
+        return v
+
+    @field_validator("min_strength")
+    @classmethod
+    def _strength(cls, v: float | None) -> float | None:
+        if v is not None and v < 0:
+            raise ValueError(f"min_strength must be >= 0 (got {v})")
+        return v
+
+    @field_validator("alpha", "mmr")
+    @classmethod
+    def _unit(cls, v: float | None) -> float | None:
+        if v is not None and not 0.0 <= v <= 1.0:
+            raise ValueError(f"must be in [0, 1] (got {v})")
+        return v
+
+    @field_validator("scopes", "levels")
+    @classmethod
+    def _nonempty_list(cls, v: list[str] | None) -> list[str] | None:
+        if v is not None and (not v or any(not s for s in v)):
+            raise ValueError("must be None or a non-empty list of non-empty names")
+        return v
+
+    @property
+    def has_semantic(self) -> bool:
+        """Whether there is text to rank by (dense and BM25)."""
+        return self.query is not None
+
+    @property
+    def has_logical(self) -> bool:
+        """Whether any hard filter is set."""
+        return bool(
+            not self.tag_filter.empty
+            or self.time_range is not None
+            or self.key_pattern is not None
+            or self.min_strength is not None
+        )

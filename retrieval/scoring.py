@@ -1,0 +1,130 @@
+"""Final scores: fused relevance plus current strength, recency and importance.
+
+Times are ms. ``ScoringConfig`` holds every weight; ``ScoredEntry`` carries every component
+so a caller can see why an entry ranked where it did.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import numpy.typing as npt
+
+from blackboard.decay import strength_at
+from blackboard.entry import Entry
+
+__all__ = [
+    "ScoredEntry",
+    "ScoringConfig",
+    "current_strength",
+    "entry_strength",
+    "recency",
+    "relevance_floor",
+]
+
+F64 = npt.NDArray[np.float64]
+DAY_MS = 86_400_000
+
+
+@dataclass(frozen=True, slots=True)
+class ScoringConfig:
+    """Weights and thresholds of ranking.
+
+    ``score = w_relevance * fused + w_strength * min(strength, 1) + w_recency * recency +
+    w_importance * importance``; ``recency = 0.5 ** (age_ms / recency_half_life_ms)``.
+    ``alpha`` is the dense weight of the convex fusion (tuned on the LoCoMo dev split);
+    ``rrf_k`` the RRF constant. Relevance floor: a candidate is kept only if it matches a
+    query term (BM25) or its dense cosine is at least ``dense_floor``. ``candidates`` is
+    how many hits each index contributes per scope (at least ``candidate_factor *
+    max_results``).
+    """
+
+    alpha: float = 0.4
+    rrf_k: int = 60
+    w_relevance: float = 1.0
+    w_strength: float = 0.05
+    w_recency: float = 0.05
+    w_importance: float = 0.05
+    recency_half_life_ms: int = 7 * DAY_MS
+    dense_floor: float = 0.35
+    candidates: int = 50
+    candidate_factor: int = 5
+
+    def __post_init__(self) -> None:
+        if not 0.0 <= self.alpha <= 1.0:
+            raise ValueError("alpha must be in [0, 1]")
+        if self.recency_half_life_ms <= 0:
+            raise ValueError("recency_half_life_ms must be positive")
+        if min(self.w_relevance, self.w_strength, self.w_recency, self.w_importance) < 0:
+            raise ValueError("weights must be >= 0")
+
+
+def recency(created_at: npt.ArrayLike, now_ms: int, half_life_ms: int) -> F64:
+    """``0.5 ** (age / half_life)`` in (0, 1]; a future timestamp counts as age 0."""
+    age = np.maximum(now_ms - np.asarray(created_at, np.float64), 0.0)
+    return np.power(0.5, age / half_life_ms)
+
+
+def current_strength(
+    strength: npt.ArrayLike,
+    since_ms: npt.ArrayLike,
+    reinforcements: npt.ArrayLike,
+    now_ms: int,
+    rate: float,
+    tick_ms: int,
+) -> F64:
+    """:func:`blackboard.decay.strength_at`, vectorised over entries (same formula)."""
+    s = np.asarray(strength, np.float64)
+    if rate <= 0.0:
+        return s.copy()
+    q = 1.0 - rate / (1.0 + np.log1p(np.asarray(reinforcements, np.float64)))
+    dt = np.maximum(now_ms - np.asarray(since_ms, np.float64), 0.0)
+    return np.where(q <= 0.0, 0.0, s * np.power(np.maximum(q, 0.0), dt / tick_ms))
+
+
+def entry_strength(entry: Entry, now_ms: int, rate: float, tick_ms: int) -> float:
+    """The current strength of one entry (the reference the vectorised form must match)."""
+    return strength_at(
+        entry.strength, entry.strength_at, now_ms, rate, entry.reinforcements, tick_ms
+    )
+
+
+def relevance_floor(
+    dense: F64, bm25_matched: npt.NDArray[np.bool_], dense_floor: float
+) -> npt.NDArray[np.bool_]:
+    """Which candidates carry real evidence of relevance: a BM25 term match, or a raw dense
+    cosine of at least ``dense_floor`` (``dense`` NaN: no vector)."""
+    d = np.nan_to_num(np.asarray(dense, np.float64), nan=-1.0)
+    return np.asarray(bm25_matched, bool) | (d >= dense_floor)
+
+
+@dataclass(frozen=True, slots=True)
+class ScoredEntry:
+    """One recall hit with every score component.
+
+    ``dense`` is the raw cosine (``None``: no vector or no semantic query), ``bm25`` the raw
+    BM25 score (0: no term match; ``None``: no text query), ``fused`` the fused relevance in
+    [0, 1], ``strength`` the current decayed strength, ``recency`` and ``importance`` in
+    [0, 1], ``score`` the final weighted sum used for ranking.
+    """
+
+    entry: Entry
+    scope: str
+    dense: float | None
+    bm25: float | None
+    fused: float
+    strength: float
+    recency: float
+    importance: float
+    score: float
+
+    def explain(self) -> str:
+        """A one-line account of the score."""
+        dense = "n/a" if self.dense is None else f"{self.dense:.3f}"
+        bm25 = "n/a" if self.bm25 is None else f"{self.bm25:.3f}"
+        return (
+            f"{self.entry.id} [{self.scope}] score={self.score:.4f}: fused={self.fused:.3f} "
+            f"(dense cos={dense}, bm25={bm25}), strength={self.strength:.3f}, "
+            f"recency={self.recency:.3f}, importance={self.importance:.2f}"
+        )

@@ -1,0 +1,165 @@
+"""semantic: extraction, canonical keys, stances, confidence, supersession."""
+
+from __future__ import annotations
+
+import math
+import random
+
+import pytest
+from cons_support import MIN, T0, make_entry
+
+from blackboard.entry import Entry
+from consolidation import TransformContext, canonical_key, extract_facts, get_transformer
+from consolidation.semantic import superseded_metadata
+
+DAY = 86_400_000
+
+
+def ctx(existing: dict[str, Entry] | None = None, now: int = T0 + 10 * MIN) -> TransformContext:
+    return TransformContext(
+        "edge-sem", "agent:a1:ltm:semantic", existing=existing or {}, now_ms=now
+    )
+
+
+def belief(eid: str, obj: str, *, weight: float, count: int, at: int = T0) -> Entry:
+    return Entry(
+        id=eid,
+        scope="agent:a1:ltm:semantic",
+        value={"subject": "Alice", "predicate": "lives_in", "object": obj, "negated": False},
+        metadata={
+            "support_weight": weight,
+            "source_count": count,
+            "agents": ["a9"],
+            "last_supported_ms": at,
+            "weighted_at_ms": T0 + 10 * MIN,
+        },
+        key="fact:alice:lives_in",
+        created_at=at,
+    )
+
+
+def test_canonical_keys() -> None:
+    es = [
+        make_entry("f1", "Alice lives in Paris.", at=0),
+        make_entry("f2", "The user prefers dark mode!", at=1),
+        make_entry("f3", {"text": "Bob doesn\u2019t use Vim. Is Bob happy?"}, at=2),
+        make_entry(
+            "f4", "ignored", at=3, subject="Project X", predicate="Deployed On", object="K8s"
+        ),
+        make_entry("f5", "Yesterday we went to the park and it was fun because of the sun.", at=4),
+    ]
+    keys = [(canonical_key(f), f.negated) for f in extract_facts(es)]
+    assert keys == [
+        ("fact:alice:lives_in", False),
+        ("fact:user:prefers", False),
+        ("fact:bob:uses:vim", True),
+        ("fact:project-x:deployed_on:k8s", False),
+    ]
+
+
+async def test_new_belief_confidence_and_context() -> None:
+    es = [
+        make_entry("n1", "Alice lives in Paris.", at=0, agent="a1"),
+        make_entry("n2", "Alice lives in Paris.", at=1, agent="a2"),
+        make_entry("n3", "Alice went to the market.", at=2),
+    ]
+    [d] = await get_transformer("semantic")(es, ctx())
+    v = d.value
+    assert d.key == "fact:alice:lives_in" and d.supersedes is None
+    assert v["statement"] == "Alice lives in Paris" and v["revision"] == "new"
+    assert [(e["entry"], e["stance"]) for e in v["evidence"]] == [
+        ("n1", "support"),
+        ("n2", "support"),
+        ("n3", "context"),
+    ]
+    c = v["confidence_components"]
+    assert c["source_count"] == 2 and c["agents"] == 2
+    assert c["count_score"] == pytest.approx(1 - math.exp(-2 / 3), abs=1e-6)
+    assert c["diversity"] == pytest.approx(2 / 3, abs=1e-6)
+    assert c["contradiction_weight"] == 0 and c["balance"] == 1
+    expected = 0.5 * (1 - math.exp(-2 / 3)) + 0.25 * (2 / 3) + 0.25 * c["recency"]
+    assert v["confidence"] == pytest.approx(expected, abs=1e-6)
+    assert v["status"] == "active" and d.sources == ("n1", "n2", "n3")
+
+
+async def test_changed_belief_supersedes_old_entry() -> None:
+    old = belief("old1", "Berlin", weight=1.0, count=1)
+    es = [
+        make_entry("c1", "Alice lives in Paris.", at=0, agent="a1"),
+        make_entry("c2", "Alice moved to Paris.", at=1, agent="a2"),  # no pattern: context
+        make_entry("c3", "alice lives in paris", at=2, agent="a3"),
+    ]
+    [d] = await get_transformer("semantic")(es, ctx({"fact:alice:lives_in": old}))
+    v = d.value
+    assert d.supersedes == "old1" and v["supersedes"] == "old1" and v["revision"] == "changed"
+    assert v["object"] == "paris" and v["negated"] is False  # display from the latest fact
+    # Stances are relative to the existing belief (Berlin): Paris contradicts it.
+    stances = {e["entry"]: e["stance"] for e in v["evidence"]}
+    assert stances == {"c1": "contradict", "c3": "contradict", "c2": "context"}
+    # Relative to the new claim, the old belief's weight counts against it.
+    assert v["confidence_components"]["contradiction_weight"] == pytest.approx(1.0)
+    assert d.full_metadata()["supersedes"] == "old1"
+    marked = superseded_metadata(old, d.entry_id("edge-sem", "agent:a1:ltm:semantic"), T0)
+    assert marked["status"] == "superseded" and marked["superseded_by"].startswith("d")
+
+
+async def test_strong_belief_is_contested_not_flipped() -> None:
+    old = belief("old2", "Paris", weight=5.0, count=5)
+    es = [make_entry("k1", "Alice lives in Berlin.", at=0, agent="a1")]
+    [d] = await get_transformer("semantic")(es, ctx({"fact:alice:lives_in": old}))
+    assert d.value["object"] == "Paris" and d.value["revision"] == "contested"
+    assert d.value["evidence"][0]["stance"] == "contradict"
+    assert d.supersedes == "old2" and d.value["confidence_components"]["source_count"] == 5
+
+
+async def test_reinforced_belief_accumulates() -> None:
+    old = belief("old3", "Paris", weight=1.0, count=2)
+    es = [make_entry("r1", "Alice lives in Paris.", at=0, agent="a1")]
+    [d] = await get_transformer("semantic")(es, ctx({"fact:alice:lives_in": old}))
+    assert d.value["revision"] == "reinforced" and d.value["evidence"][0]["stance"] == "support"
+    c = d.value["confidence_components"]
+    assert c["source_count"] == 3 and c["agents"] == 2  # a1 plus the stored a9
+
+
+async def test_contradiction_only_within_one_key() -> None:
+    es = [
+        make_entry("u1", "Bob uses vim.", at=0),
+        make_entry("u2", "Bob uses emacs.", at=1),
+        make_entry("u3", "Bob does not use vim.", at=2),
+    ]
+    out = await get_transformer("semantic")(es, ctx())
+    by_key = {d.key: d for d in out}
+    assert sorted(by_key) == ["fact:bob:uses:emacs", "fact:bob:uses:vim"]
+    emacs = by_key["fact:bob:uses:emacs"].value
+    assert [e["stance"] for e in emacs["evidence"] if e["entry"] == "u2"] == ["support"]
+    assert emacs["confidence_components"]["contradiction_weight"] == 0
+    vim = by_key["fact:bob:uses:vim"].value
+    # Equal weight for both polarities: the most recent (the negation) wins.
+    assert vim["negated"] is True and vim["statement"] == "Bob does not use vim"
+    assert {e["entry"]: e["stance"] for e in vim["evidence"] if e["claim"]} == {
+        "u1": "contradict",
+        "u3": "support",
+    }
+
+
+async def test_old_evidence_is_stale() -> None:
+    es = [make_entry("o1", "Alice lives in Paris.", at=0)]
+    [d] = await get_transformer("semantic")(es, ctx(now=T0 + 90 * DAY))
+    assert d.value["confidence_components"]["recency"] == pytest.approx(0.125)
+    assert d.value["status"] == "stale"
+
+
+async def test_semantic_deterministic_under_shuffle() -> None:
+    es = [
+        make_entry(f"s{i}", t, at=i)
+        for i, t in enumerate(
+            ["Alice lives in Paris.", "Bob uses vim.", "Alice prefers tea.", "Alice lives in Rome."]
+        )
+    ]
+    a = await get_transformer("semantic")(es, ctx())
+    random.Random(5).shuffle(es)
+    b = await get_transformer("semantic")(es, ctx())
+    assert a == b
+    ids = [d.entry_id("edge-sem", "agent:a1:ltm:semantic") for d in a]
+    assert ids == [d.entry_id("edge-sem", "agent:a1:ltm:semantic") for d in b]
+    assert len(set(ids)) == 3

@@ -1,0 +1,103 @@
+"""team aggregation and the dedupe helpers (cohesion guard)."""
+
+from __future__ import annotations
+
+import itertools
+import math
+import random
+
+import numpy as np
+from cons_support import T0, make_entry
+
+from consolidation import (
+    DuplicateKind,
+    TransformContext,
+    exact_groups,
+    find_duplicates,
+    get_transformer,
+    near_duplicate_clusters,
+)
+
+# A~B and B~C at cosine 0.95, A and C at cos(2θ) ≈ 0.805: unrelated under 0.92.
+THETA = math.acos(0.95)
+VEC = {
+    "A": [1.0, 0.0],
+    "B": [math.cos(THETA), math.sin(THETA)],
+    "C": [math.cos(2 * THETA), math.sin(2 * THETA)],
+}
+
+
+def test_exact_groups_normalise() -> None:
+    assert exact_groups(["The key rotates.", "the  KEY rotates!", "other"]) == [[0, 1], [2]]
+
+
+def test_chain_never_merges_unrelated_ends() -> None:
+    for perm in itertools.permutations("ABC"):
+        clusters = near_duplicate_clusters(np.array([VEC[x] for x in perm]), 0.92)
+        for cl in clusters:
+            assert {perm[i] for i in cl} != {"A", "B", "C"}
+            assert not {"A", "C"} <= {perm[i] for i in cl}
+    # With B first, B takes A (ties go to the lower index) and C stays alone.
+    assert near_duplicate_clusters(np.array([VEC["B"], VEC["A"], VEC["C"]]), 0.92) == [[0, 1], [2]]
+
+
+def test_find_duplicates_is_order_free() -> None:
+    es = [
+        make_entry("e1", "A", at=0),
+        make_entry("e2", "a!", at=1),
+        make_entry("e3", "B", at=2),
+        make_entry("e4", "C", at=3),
+    ]
+    vecs = {"e1": VEC["A"], "e2": VEC["A"], "e3": VEC["B"], "e4": VEC["C"]}
+    groups = find_duplicates(es, np.array([vecs[e.id] for e in es]), 0.92)
+    assert [(g.keep, g.merged, g.kind) for g in groups] == [
+        ("e1", ("e2", "e3"), DuplicateKind.NEAR)
+    ]
+    rev = list(reversed(es))
+    assert find_duplicates(rev, np.array([vecs[e.id] for e in rev]), 0.92) == groups
+    assert [g.kind for g in find_duplicates(es)] == [DuplicateKind.EXACT]
+
+
+async def test_team_merges_with_attribution() -> None:
+    es = [
+        make_entry(
+            "m1", "The API key rotates every Monday.", at=0, scope="agent:a1:stm", tags={"ops"}
+        ),
+        make_entry(
+            "m2",
+            "the api key rotates every monday!!",
+            at=1,
+            scope="agent:a2:stm",
+            tags={"infra"},
+            reinforcements=2,
+            importance=0.8,
+        ),
+        make_entry("m3", "Lunch is at noon.", at=2, scope="agent:a2:stm"),
+    ]
+    out = await get_transformer("team")(es, TransformContext("edge-team", "team:t1", now_ms=T0))
+    assert [d.sources for d in out] == [("m1", "m2"), ("m3",)]
+    d = out[0]
+    assert d.value == "The API key rotates every Monday."
+    assert d.metadata["agents"] == ["a1", "a2"] and d.metadata["merge"] == "exact"
+    assert [(a["agent"], a["entry"]) for a in d.metadata["attribution"]] == [
+        ("a1", "m1"),
+        ("a2", "m2"),
+    ]
+    assert d.reinforcements == 3 and d.reinforced_by == ("a2",)
+    assert d.tags == {"ops", "infra"} and d.importance == 0.8
+    assert out[1].metadata["merge"] == "none" and out[1].reinforcements == 0
+
+
+async def test_team_near_duplicates_respect_guard() -> None:
+    texts = {"alpha": VEC["B"], "beta": VEC["A"], "gamma": VEC["C"]}
+
+    def embed(ts: list[str]) -> np.ndarray:
+        return np.array([texts[t] for t in ts])
+
+    es = [make_entry(f"n{i}", t, at=i, scope=f"agent:a{i}:stm") for i, t in enumerate(texts)]
+    ctx = TransformContext("e", "team:t1", similarity=embed, now_ms=T0)
+    out = await get_transformer("team")(es, ctx)
+    assert [d.sources for d in out] == [("n0", "n1"), ("n2",)]
+    assert out[0].metadata["merge"] == "near" and out[0].metadata["agents"] == ["a0", "a1"]
+    random.Random(2).shuffle(es)
+    assert await get_transformer("team")(es, ctx) == out

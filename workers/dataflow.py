@@ -1,0 +1,263 @@
+"""Durable dataflow: bus events -> edge pending buffers -> transformer -> target scope.
+
+1. For each batch of bus events, the events whose scope matches an edge's source pattern and
+   whose tags pass its filter are appended to ``pending:<edge>:<target>`` and acked in one
+   script (``buffer.lua``).
+2. When the edge's trigger fires (count, age, timer), the buffer's head batch is read, the
+   entries it names are re-read (an event is only a hint: a forged one can at most cause a
+   real entry to be re-processed), the transformer runs, its drafts are written to the target
+   scope with deterministic ids, then the head is trimmed (``pending_take.lua``).
+A crash anywhere replays to the same target entries: the ids depend only on the edge, the
+target and the sources, so re-writing them is a no-op.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from collections import defaultdict
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from blackboard import Blackboard, Entry, Event, EventType, WriteRequest
+from blackboard.keys import PartitionKeys
+from blackboard.scripts import run_script
+from memory.subscriptions import MemorySubscription
+
+__all__ = ["BufferItem", "DataflowRunner", "max_batch"]
+
+log = logging.getLogger(__name__)
+
+DLQ_MAXLEN = 100_000
+
+
+DEFAULT_MAX_BATCH = 256
+
+
+def max_batch(edge: MemorySubscription) -> int:
+    """Items per transformer call: the edge's ``max_batch`` param, else 256."""
+    v = edge.params.get("max_batch", DEFAULT_MAX_BATCH)
+    return int(v) if isinstance(v, int) and v > 0 else DEFAULT_MAX_BATCH
+
+
+@dataclass(frozen=True, slots=True)
+class BufferItem:
+    """One buffered source reference: ``<at ms>|<scope>|<entry id>`` in Redis."""
+
+    at: int
+    scope: str
+    entry_id: str
+
+    def encode(self) -> str:
+        return f"{self.at}|{self.scope}|{self.entry_id}"
+
+    @classmethod
+    def decode(cls, raw: bytes | str) -> BufferItem:
+        s = raw.decode() if isinstance(raw, bytes) else raw
+        at, scope, entry_id = s.split("|", 2)
+        return cls(int(at), scope, entry_id)
+
+
+def _parse_pending_key(key: str, part: PartitionKeys) -> tuple[str, str]:
+    """(edge id, target scope) of a buffer key; edge ids hold no ':'."""
+    rest = key[len(part.base) + len(":pending:") :]
+    edge, _, target = rest.partition(":")
+    return edge, target
+
+
+@dataclass
+class RunnerCounters:
+    events: int = 0
+    buffered: int = 0
+    skipped: int = 0
+    fired: int = 0
+    written: int = 0
+    dead_lettered: int = 0
+    errors: int = 0
+
+
+@dataclass
+class DataflowRunner:
+    """Runs the edges whose transformers belong to one worker role.
+
+    ``transform`` is ``async (edge, target, entries, now_ms) -> list[WriteRequest-like]``:
+    the worker supplies it (consolidation transformers); it raises to dead-letter a batch.
+    ``edges`` returns the current edges (re-read from the registry by the worker).
+    """
+
+    bb: Blackboard
+    role: str
+    edges: Callable[[], Sequence[MemorySubscription]]
+    transform: Callable[[MemorySubscription, str, list[Entry], int], Any]
+    max_failures: int = 3
+    crash_window_ms: int = 0
+    counters: RunnerCounters = field(default_factory=RunnerCounters)
+
+    def __post_init__(self) -> None:
+        self._last_fire: dict[str, float] = {}
+        self._failures: dict[tuple[str, str], int] = defaultdict(int)
+        self._locks: dict[int, asyncio.Lock] = defaultdict(asyncio.Lock)
+        self._retry_at: dict[str, float] = {}
+
+    def _edge(self, edge_id: str) -> MemorySubscription | None:
+        for e in self.edges():
+            if e.id == edge_id:
+                return e
+        return None
+
+    # -- 1. buffering ---------------------------------------------------------------------
+
+    async def buffer(self, partition: int, consumer: str, events: Sequence[Event]) -> set[str]:
+        """Append matching events to buffers and ack all ``events`` this consumer still owns.
+
+        Returns the buffer keys that received items.
+        """
+        part = PartitionKeys(partition)
+        keys: list[str] = []
+        index: dict[str, int] = {}
+        args: list[str] = [self.role, consumer, str(len(events))]
+        for ev in events:
+            pairs: list[str] = []
+            if ev.type in (EventType.WRITTEN, EventType.UPDATED):
+                for edge in self.edges():
+                    target = edge.accepts(ev.scope, ev.tags)
+                    if target is None:
+                        continue
+                    key = part.pending(edge.id, target)
+                    if key not in index:
+                        index[key] = len(keys) + 1
+                        keys.append(key)
+                    pairs += [str(index[key]), BufferItem(ev.at, ev.scope, ev.entry_id).encode()]
+            args += [ev.id, str(len(pairs) // 2), *pairs]
+        appended, skipped = await run_script(
+            self.bb.client, "buffer", [part.bus, part.pendings, *keys], args
+        )
+        self.counters.events += len(events) - int(skipped)
+        self.counters.buffered += int(appended)
+        self.counters.skipped += int(skipped)
+        return set(keys) if int(appended) else set()
+
+    # -- 2. firing ------------------------------------------------------------------------
+
+    async def check(self, partition: int, keys: Iterable[str] | None = None) -> int:
+        """Fire every due buffer of ``partition`` (all of them when ``keys`` is None)."""
+        part = PartitionKeys(partition)
+        if keys is None:
+            keys = [k.decode() for k in await self.bb.client.smembers(part.pendings)]
+        fired = 0
+        async with self._locks[partition]:  # the consume loop and the timer share buffers
+            for key in sorted(keys):
+                edge_id, target = _parse_pending_key(key, part)
+                edge = self._edge(edge_id)
+                if edge is None:
+                    continue  # another role's edge, or a removed one (its buffer is kept)
+                while await self._maybe_fire(part, key, edge, target):
+                    fired += 1
+        return fired
+
+    async def _maybe_fire(
+        self, part: PartitionKeys, key: str, edge: MemorySubscription, target: str
+    ) -> bool:
+        async with self.bb.client.pipeline(transaction=False) as pipe:
+            pipe.llen(key)
+            pipe.lindex(key, 0)
+            pipe.hget(part.inflight, key)
+            size, head, inflight = await pipe.execute()
+        if not size:
+            return False
+        now = time.time()
+        if now < self._retry_at.get(key, 0.0):
+            return False  # backing off after a failed attempt
+        oldest = BufferItem.decode(head).at / 1000
+        since = now - self._last_fire.get(key, 0.0)
+        # A batch left in flight by a crash is replayed at once, whatever the trigger says.
+        if inflight is None and not edge.trigger.fires(int(size), max(0.0, now - oldest), since):
+            return False
+        await self._fire(part, key, edge, target, max_batch(edge))
+        self._last_fire[key] = time.time()
+        return int(size) > max_batch(edge)
+
+    async def _fire(
+        self, part: PartitionKeys, key: str, edge: MemorySubscription, target: str, limit: int
+    ) -> None:
+        # The batch boundary is made durable before the transformer runs: a replay after a
+        # crash takes exactly the same items even if the buffer has grown meanwhile, so it
+        # produces the same draft ids (sources are part of them).
+        inflight = await self.bb.client.hget(part.inflight, key)
+        size = int(inflight) if inflight is not None else limit
+        raw = await self.bb.client.lrange(key, 0, size - 1)
+        if not raw:
+            await self.bb.client.hdel(part.inflight, key)
+            return
+        if inflight is None:
+            await self.bb.client.hset(part.inflight, key, len(raw))
+        items = [BufferItem.decode(r) for r in raw]
+        entries = await self._load(items)
+        now_ms = max(i.at for i in items)  # reproducible: depends on the batch, not the clock
+        try:
+            if entries:
+                requests = await self.transform(edge, target, entries, now_ms)
+                await self._write(target, requests)
+        except Exception as exc:
+            self.counters.errors += 1
+            fkey = (key, raw[0].decode())
+            self._failures[fkey] += 1
+            if self._failures[fkey] < self.max_failures:
+                delay = 0.25 * 2 ** self._failures[fkey]
+                self._retry_at[key] = time.time() + delay
+                log.warning(
+                    "edge %s -> %s failed (%s); retry in %.1fs", edge.id, target, exc, delay
+                )
+                return
+            reason = f"{type(exc).__name__}: {exc}"[:2000]
+            log.error("edge %s -> %s: batch to the DLQ: %s", edge.id, target, reason)
+            await self._take(part, key, raw, "dlq", reason, edge.id, target)
+            self.counters.dead_lettered += len(raw)
+            self._failures.pop(fkey, None)
+            self._retry_at.pop(key, None)
+            return
+        if self.crash_window_ms:
+            await asyncio.sleep(self.crash_window_ms / 1000)
+        await self._take(part, key, raw, "trim", "", edge.id, target)
+        self.counters.fired += 1
+
+    async def _load(self, items: list[BufferItem]) -> list[Entry]:
+        """Re-read the entries the items name (once each, in buffer order; gone ones skipped)."""
+        by_scope: dict[str, list[str]] = defaultdict(list)
+        order: list[tuple[str, str]] = []
+        for it in items:
+            if (it.scope, it.entry_id) in order:
+                continue
+            order.append((it.scope, it.entry_id))
+            by_scope[it.scope].append(it.entry_id)
+        found: dict[tuple[str, str], Entry] = {}
+        for scope_id, ids in by_scope.items():
+            for e in await self.bb.scope(scope_id).get_many(ids):
+                if e is not None:
+                    found[(scope_id, e.id)] = e
+        return [found[k] for k in order if k in found]
+
+    async def _write(self, target: str, requests: Sequence[WriteRequest]) -> None:
+        if not requests:
+            return
+        written = await self.bb.scope(target).write_many(requests)
+        self.counters.written += len(written)
+
+    async def _take(
+        self,
+        part: PartitionKeys,
+        key: str,
+        raw: list[bytes],
+        mode: str,
+        reason: str,
+        edge_id: str,
+        target: str,
+    ) -> None:
+        await run_script(
+            self.bb.client,
+            "pending_take",
+            [key, part.dlq, part.pendings, part.inflight],
+            [mode, str(len(raw)), raw[0], raw[-1], reason, edge_id, target, str(DLQ_MAXLEN)],
+        )

@@ -1,0 +1,108 @@
+"""Worker heartbeats: who runs, with which role, partitions, lag and counters.
+
+A heartbeat is a hash ``bb:workers:<id>`` that expires if the worker stops beating, plus
+the worker's score (last beat, ms) in ``bb:workers:role:<role>``, which gives the number of
+live workers of a role (the fair share of partitions) without a scan.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+
+from blackboard import Blackboard
+from blackboard import keys as K
+
+__all__ = ["Heartbeat", "WorkerInfo", "list_workers", "live_workers"]
+
+
+@dataclass(frozen=True, slots=True)
+class WorkerInfo:
+    """One worker as its last heartbeat described it."""
+
+    id: str
+    role: str
+    pid: int
+    host: str
+    started_at: int
+    beat_at: int
+    partitions: tuple[int, ...] = ()
+    counters: Mapping[str, int] = field(default_factory=dict)
+
+
+@dataclass
+class Heartbeat:
+    bb: Blackboard
+    worker_id: str
+    role: str
+    interval_ms: int
+
+    def __post_init__(self) -> None:
+        self.started_at = int(time.time() * 1000)
+
+    async def beat(self, partitions: set[int], counters: Mapping[str, int]) -> None:
+        now = int(time.time() * 1000)
+        key = K.worker(self.worker_id)
+        async with self.bb.client.pipeline(transaction=False) as pipe:
+            pipe.hset(
+                key,
+                mapping={
+                    "id": self.worker_id,
+                    "role": self.role,
+                    "pid": os.getpid(),
+                    "host": socket.gethostname(),
+                    "started_at": self.started_at,
+                    "beat_at": now,
+                    "partitions": json.dumps(sorted(partitions)),
+                    "counters": json.dumps(dict(counters)),
+                },
+            )
+            pipe.pexpire(key, self.interval_ms * 5)
+            pipe.zadd(K.workers_of(self.role), {self.worker_id: now})
+            pipe.sadd(K.worker_roles(), self.role)
+            await pipe.execute()
+
+    async def stop(self) -> None:
+        async with self.bb.client.pipeline(transaction=False) as pipe:
+            pipe.delete(K.worker(self.worker_id))
+            pipe.zrem(K.workers_of(self.role), self.worker_id)
+            await pipe.execute()
+
+
+async def live_workers(bb: Blackboard, role: str, interval_ms: int) -> int:
+    """Workers of ``role`` that beat within three intervals (stale ones are pruned)."""
+    now = int(time.time() * 1000)
+    key = K.workers_of(role)
+    async with bb.client.pipeline(transaction=False) as pipe:
+        pipe.zremrangebyscore(key, "-inf", now - 3 * interval_ms)
+        pipe.zcard(key)
+        _, n = await pipe.execute()
+    return int(n)
+
+
+async def list_workers(bb: Blackboard) -> list[WorkerInfo]:
+    """Every worker with a live heartbeat, by role."""
+    out: list[WorkerInfo] = []
+    for role in sorted(r.decode() for r in await bb.client.smembers(K.worker_roles())):
+        for wid in await bb.client.zrange(K.workers_of(role), 0, -1):
+            h = await bb.client.hgetall(K.worker(wid.decode()))
+            if not h:
+                continue
+            g = {k.decode(): v.decode() for k, v in h.items()}
+            out.append(
+                WorkerInfo(
+                    id=g["id"],
+                    role=g["role"],
+                    pid=int(g["pid"]),
+                    host=g["host"],
+                    started_at=int(g["started_at"]),
+                    beat_at=int(g["beat_at"]),
+                    partitions=tuple(json.loads(g["partitions"])),
+                    counters=json.loads(g["counters"]),
+                )
+            )
+    return out

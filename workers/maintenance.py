@@ -1,0 +1,208 @@
+"""The maintenance role: TTL sweep, decay pruning, capacity, dedupe, reindex, bus trimming.
+
+Each job runs per partition under a job lease whose TTL is the job's interval, so among N
+maintenance workers each partition's job runs once per interval. Every job has a dry run
+that reports what it would do. Jobs are scheduled by APScheduler's asyncio scheduler.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from blackboard import Blackboard, Entry
+from blackboard.keys import PartitionKeys
+from blackboard.scripts import run_script
+from consolidation.dedupe import find_duplicates
+from consolidation.transformer import Similarity
+
+from .leases import JobLease
+from .settings import WorkerSettings
+
+__all__ = ["JOBS", "JobReport", "Maintenance"]
+
+log = logging.getLogger(__name__)
+
+JOBS = ("sweep", "prune", "capacity", "dedupe", "reindex", "trim")
+
+
+@dataclass(frozen=True, slots=True)
+class JobReport:
+    """What one job did (or, dry, would do) on one partition: scope -> count."""
+
+    job: str
+    partition: int
+    dry_run: bool
+    counts: dict[str, int] = field(default_factory=dict)
+
+    @property
+    def total(self) -> int:
+        return sum(self.counts.values())
+
+
+@dataclass
+class Maintenance:
+    """The jobs, callable directly (tests, ``blackboard maintain``) or on a schedule."""
+
+    bb: Blackboard
+    token: str
+    settings: WorkerSettings = field(default_factory=WorkerSettings)
+    similarity: Similarity | None = None
+    reembed: Callable[[list[Entry]], Awaitable[int]] | None = None
+    dedupe_threshold: float = 0.95
+    dedupe_window: int = 2000
+
+    # -- jobs -----------------------------------------------------------------------------
+
+    async def sweep(self, partition: int, dry_run: bool = False) -> JobReport:
+        rep = await self.bb.sweep(partitions=[partition], dry_run=dry_run)
+        return JobReport("sweep", partition, dry_run, dict(rep.expired))
+
+    async def prune(self, partition: int, dry_run: bool = False) -> JobReport:
+        """Evict entries whose decayed strength crossed the threshold: O(evicted)."""
+        now = int(time.time() * 1000)
+        due = await self.bb.client.zrangebyscore(PartitionKeys(partition).prune, "-inf", now)
+        return await self._per_scope(
+            "prune", partition, [d.decode() for d in due], "decay", dry_run
+        )
+
+    async def capacity(self, partition: int, dry_run: bool = False) -> JobReport:
+        """Evict the weakest beyond max_entries (after a policy was tightened)."""
+        scopes = [
+            s.decode() for s in await self.bb.client.smembers(PartitionKeys(partition).scopes)
+        ]
+        return await self._per_scope("capacity", partition, scopes, "capacity", dry_run)
+
+    async def _per_scope(
+        self, job: str, partition: int, scopes: list[str], mode: str, dry_run: bool
+    ) -> JobReport:
+        counts: dict[str, int] = {}
+        for scope_id in sorted(scopes):
+            sk = self.bb.scope_keys(scope_id)
+            while True:
+                removed, due = await run_script(
+                    self.bb.client,
+                    "prune",
+                    sk.script_keys(),
+                    [scope_id, mode, "500", "1" if dry_run else "0"],
+                )
+                n = int(due) if dry_run else int(removed)
+                if n:
+                    counts[scope_id] = counts.get(scope_id, 0) + n
+                if dry_run or int(removed) < 500:
+                    break
+        return JobReport(job, partition, dry_run, counts)
+
+    async def dedupe(self, partition: int, dry_run: bool = False) -> JobReport:
+        """Merge exact and near duplicates within each scope of the partition.
+
+        The newest ``dedupe_window`` entries of a scope are compared; each group keeps its
+        oldest entry, which takes the union of tags and sources and a reinforcement per
+        merged entry; the others are deleted. Near duplicates need ``similarity`` and pass
+        the cohesion guard of :func:`consolidation.dedupe.find_duplicates`.
+        """
+        counts: dict[str, int] = {}
+        for raw in sorted(await self.bb.client.smembers(PartitionKeys(partition).scopes)):
+            scope = self.bb.scope(raw.decode())
+            entries = await scope.entries(limit=self.dedupe_window)
+            if len(entries) < 2:
+                continue
+            vectors = None
+            if self.similarity is not None:
+                from consolidation.text import entry_text
+
+                vectors = np.asarray(self.similarity([entry_text(e) for e in entries]))
+            groups = find_duplicates(entries, vectors, threshold=self.dedupe_threshold)
+            by_id = {e.id: e for e in entries}
+            merged = 0
+            for g in groups:
+                keep, drop = by_id[g.keep], [by_id[i] for i in g.merged]
+                if not drop:
+                    continue
+                merged += len(drop)
+                if dry_run:
+                    continue
+                tags = set(keep.tags).union(*(d.tags for d in drop))
+                source = sorted(
+                    set(keep.source).union(*(d.source for d in drop), (d.id for d in drop))
+                )
+                meta = dict(keep.metadata)
+                meta["merged_from"] = sorted(
+                    set(meta.get("merged_from", [])) | {d.id for d in drop}
+                )
+                op = "m" + "".join(sorted(d.id for d in drop))[-60:]
+                await scope.update(keep.id, tags=tags, source=source, metadata=meta, op_id=op[:64])
+                for d in drop:
+                    for _ in range(max(1, d.reinforcements + 1)):
+                        await scope.reinforce(keep.id, by="dedupe", boost=0.0)
+                    await scope.delete(d.id)
+            if merged:
+                counts[scope.id] = merged
+        return JobReport("dedupe", partition, dry_run, counts)
+
+    async def reindex(self, partition: int, dry_run: bool = False) -> JobReport:
+        """Re-embed entries whose embedding is missing or from another embedder."""
+        if self.reembed is None:
+            return JobReport("reindex", partition, dry_run, {})
+        counts: dict[str, int] = {}
+        for raw in sorted(await self.bb.client.smembers(PartitionKeys(partition).scopes)):
+            scope = self.bb.scope(raw.decode())
+            stale = [e for e in await scope.entries(limit=None) if e.embedding is None]
+            if stale:
+                counts[scope.id] = len(stale) if dry_run else await self.reembed(stale)
+        return JobReport("reindex", partition, dry_run, counts)
+
+    async def trim(self, partition: int, dry_run: bool = False) -> JobReport:
+        """Trim the partition's bus behind its slowest consumer group."""
+        rep = await self.bb.trim(dry_run=dry_run, partitions=[partition])
+        return JobReport("trim", partition, dry_run, {"bus": rep.total} if rep.total else {})
+
+    # -- scheduling -----------------------------------------------------------------------
+
+    def interval_s(self, job: str) -> float:
+        s = self.settings
+        return {
+            "sweep": s.sweep_every_s,
+            "prune": s.prune_every_s,
+            "capacity": s.prune_every_s,
+            "dedupe": s.dedupe_every_s,
+            "reindex": s.reindex_every_s,
+            "trim": s.trim_every_s,
+        }[job]
+
+    async def run_job(self, job: str, dry_run: bool = False) -> list[JobReport]:
+        """Run ``job`` on every partition whose job lease this worker gets."""
+        lease = JobLease(self.bb, job, self.token, int(self.interval_s(job) * 1000))
+        fn = getattr(self, job)
+        out = []
+        for p in range(self.bb.partitions):
+            if dry_run or await lease.try_run(p):
+                try:
+                    out.append(await fn(p, dry_run))
+                except Exception:
+                    log.exception("maintenance job %s failed on partition %d", job, p)
+        return out
+
+    def schedule(self, scheduler: object) -> None:
+        """Add every job to an APScheduler ``AsyncIOScheduler``."""
+        for job in JOBS:
+            scheduler.add_job(  # type: ignore[attr-defined]
+                self.run_job,
+                "interval",
+                args=[job],
+                seconds=self.interval_s(job),
+                id=f"maintenance-{job}",
+                max_instances=1,
+                coalesce=True,
+                next_run_time=None if job == "reindex" else _now(),
+            )
+
+
+def _now() -> object:
+    from datetime import datetime
+
+    return datetime.now()

@@ -1,0 +1,51 @@
+"""Prometheus text exposition of a worker's counters on ``--metrics-port`` (GET /metrics)."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable, Mapping
+
+__all__ = ["MetricsServer", "render_metrics"]
+
+
+def render_metrics(role: str, worker_id: str, counters: Mapping[str, float]) -> str:
+    """Prometheus text format 0.0.4: one counter family per name, labelled by role/worker."""
+    lines = []
+    for name, value in sorted(counters.items()):
+        metric = f"blackboard_worker_{name}"
+        lines.append(f"# TYPE {metric} {'gauge' if name in ('partitions', 'lag') else 'counter'}")
+        lines.append(f'{metric}{{role="{role}",worker="{worker_id}"}} {value}')
+    return "\n".join(lines) + "\n"
+
+
+class MetricsServer:
+    """A minimal HTTP/1.0 responder; enough for a Prometheus scrape, nothing else."""
+
+    def __init__(self, port: int, render: Callable[[], str], host: str = "127.0.0.1") -> None:
+        self.port, self.host, self.render = port, host, render
+        self._server: asyncio.Server | None = None
+
+    async def start(self) -> None:
+        self._server = await asyncio.start_server(self._handle, self.host, self.port)
+
+    async def _handle(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        try:
+            request = await asyncio.wait_for(reader.readline(), 5)
+            while (await reader.readline()) not in (b"\r\n", b"\n", b""):
+                pass
+            if request.split(b" ")[1:2] == [b"/metrics"]:
+                body = self.render().encode()
+                head = b"HTTP/1.0 200 OK\r\nContent-Type: text/plain; version=0.0.4\r\n"
+            else:
+                body, head = b"not found\n", b"HTTP/1.0 404 Not Found\r\n"
+            writer.write(head + b"Content-Length: %d\r\n\r\n" % len(body) + body)
+            await writer.drain()
+        except (TimeoutError, ConnectionError, IndexError):
+            pass
+        finally:
+            writer.close()
+
+    async def stop(self) -> None:
+        if self._server is not None:
+            self._server.close()
+            await self._server.wait_closed()

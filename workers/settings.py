@@ -1,0 +1,67 @@
+"""Settings of a worker process, read from ``BLACKBOARD_WORKER_*`` environment variables."""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, fields, replace
+from typing import Any
+
+from blackboard.errors import InvalidArgument
+
+__all__ = ["ROLES", "WorkerSettings"]
+
+ENV_PREFIX = "BLACKBOARD_WORKER_"
+
+#: Every worker role; ``all`` runs each of them in one process.
+ROLES = ("summarize", "episodic", "semantic", "procedural", "team", "index", "maintenance")
+
+
+@dataclass(frozen=True, slots=True)
+class WorkerSettings:
+    """Times are ms unless named ``*_s`` (seconds).
+
+    ``lease_ttl_ms`` bounds how long a dead worker's partitions stay orphaned;
+    ``claim_idle_ms`` how long its un-acked events wait before another worker claims them.
+    """
+
+    heartbeat_ms: int = 1_000
+    lease_ttl_ms: int = 5_000
+    claim_idle_ms: int = 5_000
+    batch_count: int = 200
+    block_ms: int = 500
+    max_deliveries: int = 5
+    max_failures: int = 3
+    trigger_check_ms: int = 500
+    edges_refresh_ms: int = 2_000
+    metrics_port: int | None = None
+    #: Test aid: pause this long between writing a batch's outputs and trimming its buffer,
+    #: widening the window a crash test's kill -9 must hit. 0 in production.
+    crash_window_ms: int = 0
+    # maintenance intervals (seconds)
+    sweep_every_s: float = 5.0
+    prune_every_s: float = 30.0
+    trim_every_s: float = 30.0
+    dedupe_every_s: float = 120.0
+    reindex_every_s: float = 60.0
+
+    def __post_init__(self) -> None:
+        if self.lease_ttl_ms < 2 * self.heartbeat_ms:
+            raise InvalidArgument("lease_ttl_ms must be at least twice heartbeat_ms")
+        if self.batch_count < 1 or self.max_deliveries < 1:
+            raise InvalidArgument("batch_count and max_deliveries must be >= 1")
+
+    @classmethod
+    def from_env(cls, env: dict[str, str] | None = None, **overrides: Any) -> WorkerSettings:
+        env = dict(os.environ if env is None else env)
+        values: dict[str, Any] = {}
+        for f in fields(cls):
+            raw = env.get(ENV_PREFIX + f.name.upper())
+            if raw in (None, ""):
+                continue
+            try:
+                values[f.name] = float(raw) if f.name.endswith("_s") else int(raw)
+            except ValueError:
+                raise InvalidArgument(
+                    f"environment variable {ENV_PREFIX}{f.name.upper()}={raw!r} is not a number"
+                ) from None
+        return replace(cls(**values), **{k: v for k, v in overrides.items() if v is not None})

@@ -1,0 +1,84 @@
+"""Bridge from dataflow edges to consolidation transformers: drafts -> write requests."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass, replace
+
+from blackboard import Blackboard, Entry, NotFound, WriteRequest
+from consolidation.draft import Draft
+from consolidation.llm.client import LLMClient
+from consolidation.transformer import Similarity, TransformContext, get_transformer
+from memory.subscriptions import MemorySubscription
+
+__all__ = ["ROLE_TRANSFORMERS", "TransformBridge", "draft_request"]
+
+#: Which transformers' edges each consolidation role runs.
+ROLE_TRANSFORMERS: dict[str, frozenset[str]] = {
+    "summarize": frozenset({"summarize", "identity"}),
+    "episodic": frozenset({"episodic"}),
+    "semantic": frozenset({"semantic"}),
+    "procedural": frozenset({"procedural"}),
+    "team": frozenset({"team"}),
+}
+
+
+#: Edge params the dataflow runner reads itself; the transformer never sees them.
+RUNNER_PARAMS = frozenset({"max_batch"})
+
+
+def draft_request(d: Draft, edge_id: str, target: str) -> WriteRequest:
+    """The write of a draft: deterministic id, provenance in metadata, sources recorded."""
+    return WriteRequest(
+        value=d.value,
+        tags=d.tags,
+        metadata=d.full_metadata(),
+        importance=d.importance,
+        source=d.sources,
+        entry_id=d.entry_id(edge_id, target),
+    )
+
+
+@dataclass
+class TransformBridge:
+    """Runs an edge's transformer over a batch, with the target's current beliefs as context.
+
+    Transformers that make canonical keys (semantic facts, procedures) relate new evidence
+    to the live entry holding each key, so the bridge runs them twice when needed: once to
+    learn the keys, once with those entries as ``existing``. Both runs are pure.
+    """
+
+    bb: Blackboard
+    llm: LLMClient | None = None
+    similarity: Similarity | None = None
+
+    async def __call__(
+        self, edge: MemorySubscription, target: str, entries: list[Entry], now_ms: int
+    ) -> list[WriteRequest]:
+        t = get_transformer(edge.transformer)
+        params = {k: v for k, v in edge.params.items() if k not in RUNNER_PARAMS}
+        ctx = TransformContext(
+            edge=edge.id,
+            target_scope=target,
+            params=params,
+            llm=self.llm,
+            similarity=self.similarity,
+            now_ms=now_ms,
+        )
+        drafts = await t(entries, ctx)
+        keys = {d.key for d in drafts if d.key}
+        if keys:
+            existing = await self._existing(target, keys)
+            if existing:
+                drafts = await t(entries, replace(ctx, existing=existing))
+        return [draft_request(d, edge.id, target) for d in drafts]
+
+    async def _existing(self, target: str, keys: Iterable[str]) -> dict[str, Entry]:
+        scope = self.bb.scope(target)
+        out: dict[str, Entry] = {}
+        for k in sorted(keys):
+            try:
+                out[k] = await scope.get_by_key(k)
+            except NotFound:
+                continue
+        return out

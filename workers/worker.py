@@ -1,0 +1,247 @@
+"""A worker process: one role, partition leases, the consume loop, heartbeats, metrics.
+
+Lifecycle verbs as in dramatiq: :meth:`Worker.start` (in a running loop),
+:meth:`Worker.stop` (finish the batch in hand, release leases, stop heartbeating) and
+:meth:`Worker.join`. :func:`run_worker` runs one in the current process until SIGTERM or
+SIGINT and returns 0.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import os
+import signal
+import socket
+import uuid
+from collections.abc import Callable, Coroutine
+from dataclasses import asdict
+from typing import Any
+
+from blackboard import Blackboard
+from memory.registry import Registry
+from memory.subscriptions import MemorySubscription
+
+from .dataflow import DataflowRunner
+from .heartbeat import Heartbeat, live_workers
+from .leases import LeaseSet
+from .maintenance import Maintenance
+from .metrics import MetricsServer, render_metrics
+from .settings import ROLES, WorkerSettings
+from .transform import ROLE_TRANSFORMERS, TransformBridge
+
+__all__ = ["Worker", "run_worker"]
+
+log = logging.getLogger(__name__)
+
+
+class Worker:
+    """Runs one role. ``role`` is one of :data:`workers.settings.ROLES`."""
+
+    def __init__(
+        self,
+        bb: Blackboard,
+        role: str,
+        settings: WorkerSettings | None = None,
+        worker_id: str | None = None,
+        bridge: TransformBridge | None = None,
+    ) -> None:
+        if role not in ROLES:
+            raise ValueError(f"unknown role {role!r}; roles: {', '.join(ROLES)}, all")
+        self.bb, self.role = bb, role
+        self.settings = settings or WorkerSettings.from_env()
+        self.id = worker_id or f"{role}-{socket.gethostname()}-{os.getpid()}-{uuid.uuid4().hex[:6]}"
+        self.leases = LeaseSet(bb, role, self.id, self.settings.lease_ttl_ms)
+        self.heartbeat = Heartbeat(bb, self.id, role, self.settings.heartbeat_ms)
+        self.registry = Registry(bb)
+        self._edges: list[MemorySubscription] = []
+        self.runner = DataflowRunner(
+            bb,
+            role,
+            self.edges,
+            bridge or TransformBridge(bb),
+            max_failures=self.settings.max_failures,
+            crash_window_ms=self.settings.crash_window_ms,
+        )
+        self._stopping = asyncio.Event()
+        self._tasks: list[asyncio.Task[None]] = []
+        self._metrics: MetricsServer | None = None
+        self._scheduler: Any = None
+        self.maintenance = (
+            Maintenance(bb, self.id, self.settings) if role == "maintenance" else None
+        )
+        self.batches = 0
+        self._due: set[int] = set()
+        self._wake = asyncio.Event()
+
+    # -- state ----------------------------------------------------------------------------
+
+    def edges(self) -> list[MemorySubscription]:
+        return self._edges
+
+    async def refresh_edges(self) -> None:
+        mine = ROLE_TRANSFORMERS.get(self.role, frozenset())
+        self._edges = [e for e in await self.registry.list_edges() if e.transformer in mine]
+
+    def counters(self) -> dict[str, int]:
+        c = asdict(self.runner.counters)
+        c["batches"] = self.batches
+        c["partitions"] = len(self.leases.owned)
+        return c
+
+    # -- lifecycle ------------------------------------------------------------------------
+
+    async def start(self) -> None:
+        """Start the background loops; returns once they run."""
+        await self.bb.ensure_groups([self.role])
+        await self.refresh_edges()
+        await self._tick_leases()
+        if self.settings.metrics_port is not None:
+            self._metrics = MetricsServer(
+                self.settings.metrics_port,
+                lambda: render_metrics(self.role, self.id, self.counters()),
+            )
+            await self._metrics.start()
+        loops: list[Callable[[], Coroutine[Any, Any, None]]] = [self._lease_loop, self._edges_loop]
+        if self.role in ROLE_TRANSFORMERS:
+            loops += [self._consume_loop, self._trigger_loop]
+        self._tasks = [asyncio.create_task(f(), name=f"{self.id}-{f.__name__}") for f in loops]
+        if self.maintenance is not None:
+            from apscheduler.schedulers.asyncio import AsyncIOScheduler
+
+            self._scheduler = AsyncIOScheduler()
+            self.maintenance.schedule(self._scheduler)
+            self._scheduler.start()
+        log.info("worker %s started (role %s)", self.id, self.role)
+
+    async def stop(self) -> None:
+        """Finish the batch in hand, release the leases, remove the heartbeat."""
+        self._stopping.set()
+        if self._scheduler is not None:
+            self._scheduler.shutdown(wait=False)
+        await self.join()
+        await self.leases.release_all()
+        await self.heartbeat.stop()
+        if self._metrics is not None:
+            await self._metrics.stop()
+        await self.registry.aclose()
+        log.info("worker %s stopped", self.id)
+
+    async def join(self) -> None:
+        """Wait for the loops to end (they end after :meth:`stop` is requested)."""
+        for t in self._tasks:
+            with contextlib.suppress(asyncio.CancelledError):
+                await t
+
+    async def _sleep(self, ms: int) -> bool:
+        """Sleep unless stopping; True when the worker should go on."""
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(self._stopping.wait(), ms / 1000)
+        return not self._stopping.is_set()
+
+    # -- loops ----------------------------------------------------------------------------
+
+    async def _tick_leases(self) -> None:
+        live = await live_workers(self.bb, self.role, self.settings.heartbeat_ms)
+        await self.heartbeat.beat(self.leases.current(), self.counters())
+        await self.leases.rebalance(max(live, 1))
+        await self.heartbeat.beat(self.leases.current(), self.counters())
+
+    async def _lease_loop(self) -> None:
+        while await self._sleep(self.settings.heartbeat_ms):
+            try:
+                await self._tick_leases()
+            except Exception:
+                log.exception("lease/heartbeat tick failed; retrying")
+
+    async def _edges_loop(self) -> None:
+        while await self._sleep(self.settings.edges_refresh_ms):
+            try:
+                await self.refresh_edges()
+            except Exception:
+                log.exception("could not refresh edges; keeping the old ones")
+
+    async def _consume_loop(self) -> None:
+        s = self.settings
+        stream = self.bb.consume(
+            self.role,
+            self.id,
+            partitions=self.leases.current,
+            count=s.batch_count,
+            block_ms=s.block_ms,
+            claim_idle_ms=s.claim_idle_ms,
+            max_deliveries=s.max_deliveries,
+        )
+        stop = asyncio.ensure_future(self._stopping.wait())
+        try:
+            it = stream.__aiter__()
+            while not self._stopping.is_set():
+                nxt = asyncio.ensure_future(it.__anext__())
+                done, _ = await asyncio.wait({nxt, stop}, return_when=asyncio.FIRST_COMPLETED)
+                if nxt not in done:
+                    nxt.cancel()
+                    with contextlib.suppress(asyncio.CancelledError, StopAsyncIteration):
+                        await nxt
+                    break
+                batch = nxt.result()
+                try:
+                    keys = await self.runner.buffer(batch.partition, self.id, batch.events)
+                    self.batches += 1
+                    if keys:
+                        # Firing runs in the trigger loop, so this loop only buffers and acks:
+                        # events never wait in memory long enough to be claimed by others.
+                        self._due.add(batch.partition)
+                        self._wake.set()
+                except Exception:
+                    log.exception("batch on partition %d failed; it stays pending", batch.partition)
+                finally:
+                    batch.release()  # buffer.lua acked what it appended
+        finally:
+            stop.cancel()
+            await stream.aclose()  # type: ignore[attr-defined]
+
+    async def _trigger_loop(self) -> None:
+        """Check every owned partition each ``trigger_check_ms``, and at once when the
+        consume loop buffered new items (count triggers fire without waiting)."""
+        while not self._stopping.is_set():
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self._wake.wait(), self.settings.trigger_check_ms / 1000)
+            self._wake.clear()
+            due, self._due = self._due, set()
+            owned = self.leases.current()
+            for p in sorted(owned, key=lambda p: p not in due):
+                if self._stopping.is_set():
+                    return
+                try:
+                    await self.runner.check(p)
+                except Exception:
+                    log.exception("trigger check on partition %d failed; will retry", p)
+
+
+async def _serve(url: str, role: str, settings: WorkerSettings, ready: Callable[[], None]) -> None:
+    async with Blackboard.connect(url) as bb:
+        roles = list(ROLES) if role == "all" else [role]
+        workers = [Worker(bb, r, settings) for r in roles]
+        loop = asyncio.get_running_loop()
+        stop = asyncio.Event()
+        for sig in (signal.SIGTERM, signal.SIGINT):
+            loop.add_signal_handler(sig, stop.set)
+        for w in workers:
+            await w.start()
+        ready()
+        await stop.wait()
+        await asyncio.gather(*(w.stop() for w in workers))
+
+
+def run_worker(
+    url: str,
+    role: str,
+    settings: WorkerSettings | None = None,
+    ready: Callable[[], None] = lambda: None,
+) -> int:
+    """Run ``role`` (or ``all``) in this process until SIGTERM/SIGINT; exit code 0."""
+    if role != "all" and role not in ROLES:
+        raise ValueError(f"unknown role {role!r}; roles: {', '.join(ROLES)}, all")
+    asyncio.run(_serve(url, role, settings or WorkerSettings.from_env(), ready))
+    return 0
