@@ -49,6 +49,7 @@ class Entry:
     event_id: str = ""
     embedding: bytes | None = None
     embedder: str | None = None
+    superseded_by: str | None = None
 
     def expired(self, now_ms: int) -> bool:
         return 0 < self.expires_at <= now_ms
@@ -168,6 +169,7 @@ def decode_entry(scope: str, h: Mapping[bytes, bytes]) -> Entry:
         event_id=_s(h.get(b"event_id")),
         embedding=emb if emb else None,
         embedder=_s(h.get(b"embedder")) or None,
+        superseded_by=_s(h.get(b"superseded_by")) or None,
     )
 
 

@@ -26,6 +26,9 @@ __all__ = ["EncodedWrite", "WriteRequest", "encode_write"]
 class WriteRequest:
     """One entry to write; ``ttl`` is seconds, ``importance`` and ``strength`` in [0, 1].
 
+    ``key_mode`` says what a write with the ``key`` of a live entry does: ``"upsert"``
+    updates that entry in place; ``"supersede"`` creates a new entry that takes the key and
+    marks the old one superseded (beliefs change by supersession, never by rewrite).
     ``entry_id`` is normally left out (a ULID is made); a caller that retries must reuse
     the id of its first attempt, which is what makes the retry harmless. ``embedding`` is
     float32 bytes from the embedder named by ``embedder``.
@@ -42,6 +45,7 @@ class WriteRequest:
     entry_id: str | None = None
     embedding: bytes | None = None
     embedder: str | None = None
+    key_mode: str = "upsert"
 
 
 @dataclass(frozen=True, slots=True)
@@ -72,6 +76,8 @@ def encode_write(req: WriteRequest, scope_id: str, max_entry_bytes: int) -> Enco
     importance = check_importance(req.importance)
     strength = check_importance(req.strength) if req.strength is not None else 1.0
     ttl_ms = check_ttl(req.ttl)
+    if req.key_mode not in ("upsert", "supersede"):
+        raise InvalidArgument(f"key_mode must be 'upsert' or 'supersede', not {req.key_mode!r:.40}")
     source = tuple(req.source)
     for s in source:
         if not isinstance(s, str) or not is_entry_id(s):
@@ -94,6 +100,7 @@ def encode_write(req: WriteRequest, scope_id: str, max_entry_bytes: int) -> Enco
         req.embedding or b"",
         req.embedder or "",
         scope_id,
+        req.key_mode,
     )
     return EncodedWrite(
         entry_id=entry_id,

@@ -115,14 +115,16 @@ class Scope:
         entry_id: str | None = None,
         embedding: bytes | None = None,
         embedder: str | None = None,
+        key_mode: str = "upsert",
     ) -> Entry:
         """Store one entry (or update the live entry holding ``key``) and publish its event.
 
         Retrying with the same ``entry_id`` changes nothing and returns the stored entry.
+        ``key_mode="supersede"`` keeps the old holder of ``key`` and marks it superseded.
         """
         req = WriteRequest(
             value, tags, metadata, key, ttl, importance, strength, tuple(source),
-            entry_id, embedding, embedder,
+            entry_id, embedding, embedder, key_mode,
         )
         enc = self._encode(req)
         try:
@@ -236,6 +238,42 @@ class Scope:
             raise_for_script_error(exc, entry_id, self.id)
             raise
         return float(r[0]), int(r[1])
+
+    async def set_embeddings(
+        self, items: Sequence[tuple[str, int, bytes]], embedder: str
+    ) -> int:
+        """Attach embeddings ``(entry id, version, float32 bytes)`` computed by ``embedder``.
+
+        Skips entries that changed since (their new version is embedded on its own). No
+        version bump and no event: an embedding is an index attachment. One round trip.
+        """
+        if not items:
+            return 0
+        if not embedder:
+            raise InvalidArgument("set_embeddings needs the embedder's name")
+        for entry_id, version, vec in items:
+            _check_id(entry_id)
+            if not isinstance(vec, bytes) or not vec or len(vec) % 4:
+                raise InvalidArgument("embedding must be float32 bytes (a multiple of 4 long)")
+            if isinstance(version, bool) or not isinstance(version, int):
+                raise InvalidArgument("version must be an int")
+        sha = SCRIPTS["embed"].sha
+        replies: list[Any] = []
+        for attempt in (0, 1):
+            async with self.bb.client.pipeline(transaction=False) as pipe:
+                for entry_id, version, vec in items:
+                    pipe.execute_command(
+                        "EVALSHA", sha, 1, self.keys.entry(entry_id), str(version), vec, embedder
+                    )
+                replies = await pipe.execute(raise_on_error=False)
+            if attempt == 0 and any(isinstance(r, rexc.NoScriptError) for r in replies):
+                await self.bb.client.script_load(SCRIPTS["embed"].source)
+                continue
+            break
+        for r in replies:
+            if isinstance(r, Exception):
+                raise_for_script_error(r, scope=self.id)
+        return sum(int(r) for r in replies)
 
     # -- policy ---------------------------------------------------------------------------
 

@@ -29,7 +29,7 @@ __all__ = ["SCRIPTS", "Script", "raise_for_script_error", "run_script"]
 
 _LIB = "_lib.lua"
 _WITH_LIB = ("write", "update", "delete", "expire", "reinforce", "prune")
-_STANDALONE = ("dlq", "claim", "lease", "buffer", "pending_take")
+_STANDALONE = ("dlq", "claim", "lease", "buffer", "pending_take", "embed")
 
 
 @dataclass(frozen=True, slots=True)

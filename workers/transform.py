@@ -28,7 +28,11 @@ RUNNER_PARAMS = frozenset({"max_batch"})
 
 
 def draft_request(d: Draft, edge_id: str, target: str) -> WriteRequest:
-    """The write of a draft: deterministic id, provenance in metadata, sources recorded."""
+    """The write of a draft: deterministic id, provenance in metadata, sources recorded.
+
+    A draft with a canonical key takes that key by supersession: a changed belief or a
+    newer procedure version is a new entry, and the old one is kept, marked superseded.
+    """
     return WriteRequest(
         value=d.value,
         tags=d.tags,
@@ -36,6 +40,8 @@ def draft_request(d: Draft, edge_id: str, target: str) -> WriteRequest:
         importance=d.importance,
         source=d.sources,
         entry_id=d.entry_id(edge_id, target),
+        key=d.key,
+        key_mode="supersede",
     )
 
 

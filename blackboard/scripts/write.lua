@@ -7,7 +7,10 @@
 -- ARGV: [1] entry id, [2] value (JSON), [3] tags (JSON list), [4] metadata (JSON object),
 --   [5] logical key or '', [6] importance, [7] initial strength,
 --   [8] ttl ms ('' = scope default, '0' = none), [9] source ids (JSON list),
---   [10] embedding (float32 bytes) or '', [11] embedder name or '', [12] scope id.
+--   [10] embedding (float32 bytes) or '', [11] embedder name or '', [12] scope id,
+--   [13] key mode: 'upsert' (default: a live entry holding the key is updated in place) or
+--   'supersede' (a new entry is created and takes the key; the old one is kept, tagged
+--   'superseded', its 'superseded_by' set, and an `updated` event published for it).
 -- Returns: {status, entry id, field, value, ...}: status 'created' (only the fields the
 --   server set: created_at, version, expires_at, event_id), or 'exists' / 'updated' (the
 --   whole stored hash). 'exists' is a retried write: nothing changed.
@@ -32,8 +35,9 @@ local expires_at = 0
 if ttl > 0 then expires_at = now + ttl end
 local tags = cjson.decode(ARGV[3])
 
--- Upsert: a live entry holding the same logical key is updated in place.
+-- Upsert: a live entry holding the same logical key is updated in place (or superseded).
 local key = ARGV[5]
+local supersede = false
 if key ~= '' then
   local target = redis.call('HGET', KEYS[4], key)
   if target then
@@ -47,6 +51,8 @@ if key ~= '' then
     elseif tonumber(t[2]) > 0 and tonumber(t[2]) <= now then
       remove_entry(cfg, target, 'expired', now, scope)
       reschedule_ttl(scope)
+    elseif ARGV[13] == 'supersede' then
+      supersede = {target, tonumber(t[3]), cjson.decode(t[4])}
     else
       local version = tonumber(t[3]) + 1
       remove_tags(target, cjson.decode(t[4]))
@@ -104,5 +110,20 @@ if cfg.decay_rate > 0 then redis.call('ZADD', KEYS[12], 'LT', escore, scope) end
 redis.call('SADD', KEYS[10], scope)
 local ev = emit(cfg, 'written', id, 1, ARGV[3], now, scope)
 redis.call('HSET', ekey, 'event_id', ev, 'last_event_id', ev)
+if supersede then
+  -- The old belief stays as it was written; only its status changes.
+  local old, old_version, old_tags = supersede[1], supersede[2] + 1, supersede[3]
+  local okey = KEYS[1] .. 'e:' .. old
+  local has = false
+  for _, t in ipairs(old_tags) do if t == 'superseded' then has = true end end
+  if not has then old_tags[#old_tags + 1] = 'superseded' end
+  table.sort(old_tags)
+  local old_json = cjson.encode(old_tags)
+  add_tags(old, {'superseded'})
+  redis.call('HSET', okey, 'tags', old_json, 'superseded_by', id, 'version', old_version,
+    'updated_at', now)
+  local oev = emit(cfg, 'updated', old, old_version, old_json, now, scope)
+  redis.call('HSET', okey, 'last_event_id', oev)
+end
 return {'created', id, 'created_at', now, 'version', 1, 'expires_at', expires_at,
   'event_id', ev, 'strength_at', now}
