@@ -19,7 +19,15 @@ from blackboard.entry import Entry
 from .draft import Draft
 from .params import parse_params
 from .prompt import render_batch
-from .signals import Outcome, actors_of, chronological, final_outcome, session_of, task_of
+from .signals import (
+    Outcome,
+    actors_of,
+    chronological,
+    final_outcome,
+    occurred_at,
+    session_of,
+    task_of,
+)
 from .text import entry_text, truncate_tokens, union_tags
 from .transformer import TransformContext, register_transformer
 
@@ -51,11 +59,11 @@ class Episode:
 
     @property
     def start(self) -> int:
-        return self.entries[0].created_at
+        return occurred_at(self.entries[0])
 
     @property
     def end(self) -> int:
-        return self.entries[-1].created_at
+        return occurred_at(self.entries[-1])
 
     @property
     def actors(self) -> list[str]:
@@ -77,7 +85,7 @@ def split_episodes(batch: Sequence[Entry], gap_ms: int) -> list[Episode]:
         if cur and (
             (t is not None and task is not None and t != task)
             or (s is not None and session is not None and s != session)
-            or e.created_at - cur[-1].created_at > gap_ms
+            or occurred_at(e) - occurred_at(cur[-1]) > gap_ms
         ):
             episodes.append(Episode(tuple(cur), task, session))
             cur, task, session = [], None, None

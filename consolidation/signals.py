@@ -18,6 +18,8 @@ __all__ = [
     "actors_of",
     "chronological",
     "final_outcome",
+    "occurred_at",
+    "origin_id",
     "outcome_of",
     "session_of",
     "tag_value",
@@ -36,10 +38,23 @@ _SUCCESS_WORDS = frozenset({"success", "succeeded", "successful", "ok", "pass", 
 _FAILURE_WORDS = frozenset({"failure", "failed", "fail", "error", "errored", "aborted"})
 
 
+def occurred_at(entry: Entry) -> int:
+    """When what the entry records happened (ms): ``metadata["occurred_at"]`` when a copy
+    carries its origin's time (identity edges), else ``created_at``."""
+    v = entry.metadata.get("occurred_at")
+    return int(v) if isinstance(v, int) and not isinstance(v, bool) else entry.created_at
+
+
+def origin_id(entry: Entry) -> str:
+    """Id of the entry a copy was made from (``metadata["origin_id"]``), else its own id."""
+    v = entry.metadata.get("origin_id")
+    return v if isinstance(v, str) else entry.id
+
+
 def chronological(batch: Iterable[Entry]) -> list[Entry]:
-    """Entries ordered by ``(created_at, id)``: a total order, so a shuffled batch sorts
-    the same way."""
-    return sorted(batch, key=lambda e: (e.created_at, e.id))
+    """Entries ordered by ``(occurred_at, origin id)``: a total order, so a shuffled batch
+    sorts the same way, and copies keep their originals' order (ULIDs sort by time)."""
+    return sorted(batch, key=lambda e: (occurred_at(e), origin_id(e)))
 
 
 def tag_value(entry: Entry, prefix: str) -> str | None:

@@ -19,7 +19,7 @@ from blackboard.entry import Entry
 from .draft import Draft
 from .params import parse_params
 from .prompt import render_batch
-from .signals import chronological
+from .signals import chronological, occurred_at
 from .text import (
     count_tokens,
     entry_text,
@@ -169,7 +169,7 @@ class Summarizer:
             sentences = extractive_summary(es, params, ctx.similarity)
             text = " ".join(sentences)
             method = "lexrank-embedding" if ctx.similarity else "lexrank-tfidf"
-        start, end = es[0].created_at, es[-1].created_at
+        start, end = occurred_at(es[0]), occurred_at(es[-1])
         value = {
             "text": text,
             "sentences": sentences,
@@ -189,7 +189,7 @@ class Summarizer:
             Draft(
                 value=value,
                 provenance=ctx.provenance(self, [e.id for e in es], model),
-                tags=union_tags(e.tags for e in es),
+                tags=union_tags((e.tags for e in es), ["summary"]),
                 metadata=meta,
                 importance=max(e.importance for e in es),
             )

@@ -12,6 +12,7 @@ import numpy as np
 from blackboard.entry import Entry
 
 from .draft import Draft, Provenance
+from .signals import chronological, occurred_at, origin_id
 
 if TYPE_CHECKING:
     from .llm.client import LLMClient
@@ -113,7 +114,7 @@ class _Identity:
     async def __call__(self, batch: Sequence[Entry], ctx: TransformContext) -> list[Draft]:
         seen: set[str] = set()
         out = []
-        for e in sorted(batch, key=lambda e: (e.created_at, e.id)):
+        for e in chronological(batch):
             if e.id in seen:  # at-least-once delivery may repeat an entry within a batch
                 continue
             seen.add(e.id)
@@ -122,7 +123,13 @@ class _Identity:
                     value=e.value,
                     provenance=ctx.provenance(self, [e.id]),
                     tags=e.tags,
-                    metadata=e.metadata,
+                    # The copy keeps its origin's time and id, so transformers reading the
+                    # target order copies as the originals happened, not as they were copied.
+                    metadata={
+                        **e.metadata,
+                        "occurred_at": occurred_at(e),
+                        "origin_id": origin_id(e),
+                    },
                     importance=e.importance,
                     key=e.key,
                 )

@@ -17,7 +17,7 @@ from .config import ScopeConfig, default_config
 from .levels import MemoryLevel
 from .naming import agent_scope, team_scope
 from .registry import Registry
-from .subscriptions import MemorySubscription, Trigger
+from .subscriptions import MemorySubscription, TagMatch, Trigger
 
 __all__ = ["Hierarchy", "default_edges", "install_default_hierarchy"]
 
@@ -29,26 +29,33 @@ class Hierarchy:
 
 
 def default_edges(agent_id: str, teams: Iterable[str] = ()) -> list[MemorySubscription]:
-    """The default dataflow: sensory -> working -> stm -> {episodic, semantic, procedural},
-    and the agent's stm -> each team's root scope. Triggers: counts with a time bound."""
+    """The default dataflow: sensory -> working -> stm (steps kept, and summaries) ->
+    {episodic, semantic, procedural} from the steps, and the agent's stm summaries -> each
+    team's root scope. Triggers: counts with a time bound."""
     every_hour = Trigger.any_of(Trigger.count(50), Trigger.timer(3600))
+    steps = TagMatch.of(none_of={"summary"})
     edges = [
         MemorySubscription("agent:*:sensory", "agent:{1}:working", "identity",
                            trigger=Trigger.count(1)),
+        # Working memory is capped and short-lived: its steps are kept in stm as they are
+        # (identity) and condensed (summarize); the long-term transformers read the steps.
+        MemorySubscription("agent:*:working", "agent:{1}:stm", "identity",
+                           trigger=Trigger.any_of(Trigger.count(20), Trigger.age(60))),
         MemorySubscription("agent:*:working", "agent:{1}:stm", "summarize",
-                           params={"budget_chars": 2000},
+                           params={"budget": 200},
                            trigger=Trigger.any_of(Trigger.count(20), Trigger.age(600))),
         MemorySubscription("agent:*:stm", "agent:{1}:ltm:episodic", "episodic",
-                           trigger=every_hour),
+                           filter=steps, trigger=every_hour),
         MemorySubscription("agent:*:stm", "agent:{1}:ltm:semantic", "semantic",
-                           trigger=every_hour),
+                           filter=steps, trigger=every_hour),
         MemorySubscription("agent:*:stm", "agent:{1}:ltm:procedural", "procedural",
-                           trigger=every_hour),
+                           filter=steps, trigger=every_hour),
     ]
     for t in sorted(set(teams)):
         edges.append(MemorySubscription(
             agent_scope(agent_id, MemoryLevel.STM), team_scope(t), "team",
-            params={"team": t}, trigger=Trigger.any_of(Trigger.count(20), Trigger.timer(600)),
+            filter=TagMatch.of(all_of={"summary"}),
+            trigger=Trigger.any_of(Trigger.count(20), Trigger.timer(600)),
         ))
     return edges
 

@@ -239,18 +239,30 @@ def worker(
 def demo(
     redis_url: RedisUrl = None,
     agents: Annotated[int, typer.Option(help="Simulated agents.")] = 3,
-    steps: Annotated[int, typer.Option(help="Steps per agent.")] = 40,
+    steps: Annotated[int, typer.Option(help="Steps per agent.")] = 120,
+    workers: Annotated[
+        bool, typer.Option(help="Start worker processes (off when they run elsewhere).")
+    ] = True,
     json_out: Json = False,
 ) -> None:
     """Simulated agents write and watch memory on an embedded (or given) Redis."""
     from .demo import run_demo
 
     try:
-        code = run_demo(redis_url, agents=agents, steps=steps, json_out=json_out)
+        code = run_demo(redis_url, agents=agents, steps=steps, workers=workers, json_out=json_out)
     except BlackboardError as exc:
         err_console.print(f"[red]error:[/] {exc}")
         raise typer.Exit(1) from None
     raise typer.Exit(code)
+
+
+from .cli_recall import register as _register_recall  # noqa: E402
+
+_register_recall(app)
+
+from .cli_admin import register as _register_admin  # noqa: E402
+
+_register_admin(app)
 
 
 def main() -> None:  # pragma: no cover - console entry

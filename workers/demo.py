@@ -1,149 +1,271 @@
-"""``blackboard demo``: scripted agents write memory while observers watch it happen.
+"""``blackboard demo``: a team of scripted agents works while worker processes consolidate.
 
-Deterministic (seeded), no LLM. Starts an embedded redis-server unless a URL is given.
+Starts an embedded redis-server unless a URL is given, installs each agent's memory
+hierarchy, starts one worker process per role, lets the agents work (actions go through
+``@mem.observe``), waits for consolidation, then shows the memory map, recalls with their
+score breakdown, a learned procedure, a semantic fact with its evidence and team memory.
 """
 
 from __future__ import annotations
 
 import asyncio
-import random
+import contextlib
+import dataclasses
+import os
+import subprocess
 import time
-from collections import Counter
-from dataclasses import dataclass, field
+from typing import Any
 
 from rich.progress import Progress
-from rich.table import Table
 
-from blackboard import Blackboard, Event
+from blackboard import Blackboard, Entry
+from blackboard.keys import PartitionKeys
+from memory import AgentMemory, MemoryLevel
+from memory.producers import CallRecord, Observation
+from memory.registry import Registry
+from memory.render import render_map
+from memory.subscriptions import Trigger
 
+from .demo_agents import Step, script
 from .embedded import redis_or_embedded
 from .output import console, print_json
+from .settings import CONSUMING_ROLES, ROLES
+from .supervisor import worker_command
+from .transform import ROLE_TRANSFORMERS
 
 __all__ = ["run_demo"]
 
-TASKS = ("parse-invoice", "reconcile-ledger", "email-summary")
-ACTIONS = ("search", "read", "extract", "validate", "write")
+TEAM = "ops"
+#: The demo shortens trigger times so consolidation happens within the run.
+DEMO_TRIGGER = Trigger.any_of(Trigger.count(12), Trigger.age(1.0))
+WORKER_ENV = {
+    "BLACKBOARD_WORKER_HEARTBEAT_MS": "300",
+    "BLACKBOARD_WORKER_LEASE_TTL_MS": "1500",
+    "BLACKBOARD_WORKER_TRIGGER_CHECK_MS": "200",
+    "BLACKBOARD_WORKER_EDGES_REFRESH_MS": "500",
+    "BLACKBOARD_WORKER_BLOCK_MS": "200",
+}
 
 
-@dataclass
-class DemoReport:
-    url: str
-    writes: int = 0
-    feed_events: int = 0
-    bus_events: Counter[str] = field(default_factory=Counter)
-    scopes: dict[str, dict[str, object]] = field(default_factory=dict)
-    seconds: float = 0.0
+async def _install(bb: Blackboard, agents: list[str]) -> None:
+    reg = Registry(bb)
+    try:
+        for a in agents:
+            async with AgentMemory(bb, a, teams=[TEAM], registry=reg) as mem:
+                h = await mem.install_default_hierarchy()
+            for e in h.edges:
+                await reg.save_edge(dataclasses.replace(e, trigger=DEMO_TRIGGER))
+    finally:
+        await reg.aclose()
 
 
-async def _agent(
-    bb: Blackboard,
-    name: str,
-    team: str,
-    steps: int,
-    rnd: random.Random,
-    report: DemoReport,
-    tick: object,
-) -> None:
-    working = bb.scope(f"agent:{name}:working")
-    shared = bb.scope(f"team:{team}")
-    for step in range(steps):
-        task = TASKS[(step // 8) % len(TASKS)]
-        action = ACTIONS[step % len(ACTIONS)]
-        ok = rnd.random() > 0.2
-        await working.write(
-            {"text": f"{name} did {action} for {task}: {'ok' if ok else 'failed'}", "step": step},
-            tags={f"action_type:{action}", f"task:{task}", "success" if ok else "failure"},
-            metadata={"agent": name},
+def _extract(call: CallRecord) -> Observation:
+    step: Step = call.args[0]
+    return Observation(
+        {"text": step.text, "action": step.action},
+        tags=step.tags | {"success" if call.ok else "failure"},
+        metadata={"agent": step.agent},
+    )
+
+
+async def _agent(bb: Blackboard, name: str, steps: int, seed: int, tick: Any) -> int:
+    async with AgentMemory(bb, name, teams=[TEAM]) as mem:
+        # One observed callable per tool, as an agent would have: the producer tags each
+        # call action_type:<tool name> and success/failure from whether it raised.
+        tools: dict[str, Any] = {}
+
+        def tool(action: str) -> Any:
+            if action not in tools:
+
+                async def run(step: Step) -> str:
+                    if not step.ok:
+                        raise RuntimeError(f"{step.action} failed")
+                    return "done"
+
+                run.__name__ = run.__qualname__ = action
+                tools[action] = mem.observe(run, extractor=_extract)
+            return tools[action]
+
+        n = 0
+        for step in script(name, steps, seed):
+            if step.kind == "action" and step.action:
+                with contextlib.suppress(RuntimeError):  # the producer recorded the failure
+                    await tool(step.action)(step)
+            else:
+                await mem.store(
+                    {"text": step.text},
+                    MemoryLevel.WORKING,
+                    tags=step.tags,
+                    metadata={"agent": name},
+                )
+            n += 1
+            tick()
+        await mem.flush()
+        return n
+
+
+async def _settled(bb: Blackboard) -> bool:
+    """No buffered, in-flight or undelivered dataflow left."""
+    for p in range(bb.partitions):
+        pk = PartitionKeys(p)
+        if await bb.client.scard(pk.pendings) or await bb.client.hlen(pk.inflight):
+            return False
+        try:
+            groups = await bb.client.xinfo_groups(pk.bus)
+        except Exception:
+            continue
+        for g in groups:
+            name = g["name"].decode() if isinstance(g["name"], bytes) else g["name"]
+            if name not in ROLE_TRANSFORMERS:
+                continue  # the index role catches up on its own; recall embeds what it lacks
+            if int(g["pending"]) or g.get("lag") not in (0, None):
+                return False
+    return True
+
+
+def _text(e: Entry) -> str:
+    v = e.value
+    if isinstance(v, dict):
+        for k in ("text", "summary", "statement", "claim", "title"):
+            if isinstance(v.get(k), str):
+                return str(v[k])
+    return str(v)[:160]
+
+
+async def _report(bb: Blackboard, agents: list[str], json_out: bool) -> dict[str, Any]:
+    a = agents[0]
+    out: dict[str, Any] = {}
+    async with AgentMemory(bb, a, teams=[TEAM]) as mem:
+        mmap = await mem.memory_map()
+        out["map"] = mmap.to_json()
+        proc = await bb.scope(f"agent:{a}:ltm:procedural").entries(limit=None)
+        sem = await bb.scope(f"agent:{a}:ltm:semantic").entries(limit=None)
+        epi = await bb.scope(f"agent:{a}:ltm:episodic").entries(limit=3)
+        team = await bb.scope(f"team:{TEAM}").entries(limit=3)
+        recalls: dict[str, list[Any]] = {}
+        for q in ("why did posting to the ledger fail", "Acme Corp payment terms"):
+            try:
+                hits = await mem.recall(q)
+            except Exception as exc:  # retrieval not configured: say so, don't pretend
+                recalls[q] = [f"recall unavailable: {exc}"]
+                continue
+            recalls[q] = hits[:3]
+    dlq = {p: await bb.client.xlen(PartitionKeys(p).dlq) for p in range(bb.partitions)}
+    out.update(
+        procedures=proc,
+        semantic=sem,
+        episodes=epi,
+        team=team,
+        recalls=recalls,
+        dlq={p: n for p, n in dlq.items() if n},
+    )
+    if json_out:
+        return out
+    console.rule("[bold]memory map[/] (agent " + a + ")")
+    console.print(render_map(mmap))
+    console.rule("[bold]recall[/] (hybrid score breakdown)")
+    for q, hits in recalls.items():
+        console.print(f"[bold]? {q}[/]")
+        for h in hits:
+            if hasattr(h, "explain"):
+                console.print(f"  {_text(h.entry)[:90]}\n    [dim]{h.explain()}[/]")
+            else:
+                console.print(f"  {h}")
+    console.rule("[bold]learned procedures[/]")
+    live = [e for e in proc if "superseded" not in e.tags]
+    best: dict[str, Entry] = {}
+    for e in sorted(
+        live, key=lambda e: (-len(e.value.get("steps", [])) * int(e.value.get("support", 0)), e.id)
+    ):
+        best.setdefault(str(e.value.get("task_kind")), e)
+    for e in best.values():
+        v = e.value
+        console.print(
+            f"  {v.get('task_kind')}: {' → '.join(v.get('steps', []))}  "
+            f"support={v.get('support')} success={v.get('success_rate')} "
+            f"v{v.get('procedure_version', v.get('version'))}"
         )
-        report.writes += 1
-        if step % 10 == 9:
-            await shared.write(
-                {"text": f"{name} finished a round of {task}"},
-                tags={"progress", f"task:{task}"},
-                metadata={"agent": name},
-            )
-            report.writes += 1
-        tick()  # type: ignore[operator]
-        await asyncio.sleep(0)
+    console.rule("[bold]semantic facts[/] (with evidence; a changed belief supersedes the old)")
+    for e in sorted(sem, key=lambda e: (e.key or "", e.created_at)):
+        v = e.value
+        status = "superseded" if "superseded" in e.tags else v.get("status", "active")
+        stances = [x.get("stance") for x in v.get("evidence", [])]
+        console.print(
+            f"  ({status}) {v.get('statement', _text(e))}  confidence={v.get('confidence')} "
+            f"evidence: {stances.count('support')} support, "
+            f"{stances.count('contradict')} contradict",
+            markup=False,
+        )
+    console.rule("[bold]episodes[/]")
+    for e in epi:
+        v = e.value
+        console.print(
+            f"  task {v.get('task')} ({v.get('session')}): {len(v.get('steps', []))} "
+            f"steps, actors {', '.join(v.get('actors', []))}, outcome {v.get('outcome')}"
+        )
+    console.rule(f"[bold]team:{TEAM}[/]")
+    for e in team:
+        console.print(f"  {_text(e)[:110]}  [dim]{e.metadata.get('attribution', '')}[/]")
+    console.print(f"dead-lettered: {sum(out['dlq'].values())}")
+    return out
 
 
-async def _watch(bb: Blackboard, scope: str, seen: list[Event], stop: asyncio.Event) -> None:
-    async for ev in bb.scope(scope).feed("0", block_ms=100):
-        seen.append(ev)
-        if stop.is_set():
-            return
-
-
-async def _consume(bb: Blackboard, counts: Counter[str], expected: int) -> None:
-    async for batch in bb.consume("demo", "demo-1", block_ms=100):
-        for ev in batch.events:
-            counts[str(ev.type)] += 1
-        await batch.ack()
-        if sum(counts.values()) >= expected:
-            return
-
-
-async def _main(url: str, agents: int, steps: int, json_out: bool) -> DemoReport:
-    rnd = random.Random(7)
-    report = DemoReport(url=url)
+async def _main(url: str, agents: int, steps: int, workers: bool, json_out: bool) -> dict[str, Any]:
+    names = [f"agent{i + 1}" for i in range(agents)]
     t0 = time.perf_counter()
     async with Blackboard.connect(url) as bb:
-        await bb.ensure_groups(["demo"])
-        names = [f"agent{i + 1}" for i in range(agents)]
-        team_events: list[Event] = []
-        stop = asyncio.Event()
-        watcher = asyncio.create_task(_watch(bb, "team:ops", team_events, stop))
-        with Progress(console=console, transient=True, disable=json_out) as progress:
-            bar = progress.add_task("agents working", total=agents * steps)
-            await asyncio.gather(
-                *(
-                    _agent(
-                        bb,
-                        n,
-                        "ops",
-                        steps,
-                        random.Random(rnd.random()),
-                        report,
-                        lambda: progress.advance(bar),
-                    )
-                    for n in names
-                )
+        await bb.ensure_groups(list(CONSUMING_ROLES))
+        await _install(bb, names)
+        env = {**os.environ, **WORKER_ENV}
+        procs = [
+            subprocess.Popen(
+                worker_command(url, role),
+                env=env,
+                stdout=subprocess.DEVNULL,
+                stderr=subprocess.DEVNULL,
             )
-        await asyncio.wait_for(_consume(bb, report.bus_events, report.writes), 30)
-        stop.set()
-        await bb.scope("team:ops").write({"text": "demo over"}, tags={"progress"})
-        await asyncio.wait_for(watcher, 10)
-        report.feed_events = len(team_events)
-        for sid in await bb.scope_ids():
-            sc = bb.scope(sid)
-            report.scopes[sid] = {"entries": await sc.count(), "tags": await sc.tags()}
-        failures = await bb.scope(f"agent:{names[0]}:working").entries(all_of={"failure"}, limit=3)
-        if not json_out:
-            console.print(f"[bold]{names[0]}'s latest failures[/] (tag query, newest first):")
-            for e in failures:
-                console.print(f"  {e.value['text']}")
-    report.seconds = time.perf_counter() - t0
+            for role in (ROLES if workers else ())
+        ]
+        try:
+            with Progress(console=console, transient=True, disable=json_out) as progress:
+                bar = progress.add_task("agents working", total=agents * steps)
+                done = await asyncio.gather(
+                    *(_agent(bb, n, steps, 7, lambda: progress.advance(bar)) for n in names)
+                )
+                wait = progress.add_task("workers consolidating", total=None)
+                deadline = time.monotonic() + 40
+                while time.monotonic() < deadline and not await _settled(bb):
+                    await asyncio.sleep(0.3)
+                await asyncio.sleep(1.5)  # age triggers of the last, small batches
+                while time.monotonic() < deadline and not await _settled(bb):
+                    await asyncio.sleep(0.3)
+                progress.remove_task(wait)
+            report = await _report(bb, names, json_out)
+        finally:
+            for p in procs:
+                p.terminate()
+            codes = [p.wait(30) for p in procs]
+    report["steps"] = sum(done)
+    report["worker_exit_codes"] = codes
+    report["seconds"] = round(time.perf_counter() - t0, 1)
     return report
 
 
-def run_demo(url: str | None, *, agents: int = 3, steps: int = 40, json_out: bool = False) -> int:
+def run_demo(
+    url: str | None,
+    *,
+    agents: int = 3,
+    steps: int = 120,
+    workers: bool = True,
+    json_out: bool = False,
+) -> int:
     with redis_or_embedded(url) as redis_url:
-        report = asyncio.run(_main(redis_url, agents, steps, json_out))
+        report = asyncio.run(_main(redis_url, agents, steps, workers, json_out))
     if json_out:
         print_json(report)
-        return 0
-    t = Table(title="memory scopes")
-    t.add_column("scope")
-    t.add_column("entries", justify="right")
-    t.add_column("top tags")
-    for sid, info in sorted(report.scopes.items()):
-        tags: dict[str, int] = info["tags"]  # type: ignore[assignment]
-        top = ", ".join(f"{k}={v}" for k, v in sorted(tags.items(), key=lambda kv: -kv[1])[:4])
-        t.add_row(sid, str(info["entries"]), top)
-    console.print(t)
-    console.print(
-        f"{report.writes} writes; the bus delivered {sum(report.bus_events.values())} events "
-        f"to the 'demo' consumer group {dict(report.bus_events)}; an observer of team:ops "
-        f"saw {report.feed_events} events; {report.seconds:.1f}s"
-    )
-    return 0
+    else:
+        console.print(
+            f"{report['steps']} agent steps, {len(ROLES)} worker processes "
+            f"(exit codes {report['worker_exit_codes']}), {report['seconds']}s"
+        )
+    return 0 if all(c == 0 for c in report["worker_exit_codes"]) else 1

@@ -8,12 +8,18 @@ from typing import Any
 
 from blackboard.errors import InvalidArgument
 
-__all__ = ["ROLES", "WorkerSettings"]
+__all__ = ["CONSUMING_ROLES", "ROLES", "WorkerSettings"]
 
 ENV_PREFIX = "BLACKBOARD_WORKER_"
 
 #: Every worker role; ``all`` runs each of them in one process.
 ROLES = ("summarize", "episodic", "semantic", "procedural", "team", "index", "maintenance")
+#: Roles that read the partition buses through a consumer group of their name. Only these
+#: get groups: a group nobody reads would hold bus trimming back forever.
+CONSUMING_ROLES = ("summarize", "episodic", "semantic", "procedural", "team", "index")
+
+
+_STR_FIELDS = frozenset({"llm_base_url", "llm_model", "llm_api_key", "metrics_host"})
 
 
 @dataclass(frozen=True, slots=True)
@@ -34,6 +40,7 @@ class WorkerSettings:
     trigger_check_ms: int = 500
     edges_refresh_ms: int = 2_000
     metrics_port: int | None = None
+    metrics_host: str = "127.0.0.1"
     #: Test aid: pause this long between writing a batch's outputs and trimming its buffer,
     #: widening the window a crash test's kill -9 must hit. 0 in production.
     crash_window_ms: int = 0
@@ -43,12 +50,20 @@ class WorkerSettings:
     trim_every_s: float = 30.0
     dedupe_every_s: float = 120.0
     reindex_every_s: float = 60.0
+    # optional LLM path of the transformers (an OpenAI-compatible endpoint)
+    llm_base_url: str | None = None
+    llm_model: str | None = None
+    llm_api_key: str | None = None
+    llm_rate: float | None = None
+    llm_token_budget: int | None = None
 
     def __post_init__(self) -> None:
         if self.lease_ttl_ms < 2 * self.heartbeat_ms:
             raise InvalidArgument("lease_ttl_ms must be at least twice heartbeat_ms")
         if self.batch_count < 1 or self.max_deliveries < 1:
             raise InvalidArgument("batch_count and max_deliveries must be >= 1")
+        if (self.llm_base_url is None) != (self.llm_model is None):
+            raise InvalidArgument("set both llm_base_url and llm_model, or neither")
 
     @classmethod
     def from_env(cls, env: dict[str, str] | None = None, **overrides: Any) -> WorkerSettings:
@@ -59,7 +74,12 @@ class WorkerSettings:
             if raw in (None, ""):
                 continue
             try:
-                values[f.name] = float(raw) if f.name.endswith("_s") else int(raw)
+                if f.name in _STR_FIELDS:
+                    values[f.name] = raw
+                elif f.name.endswith(("_s", "_rate")):
+                    values[f.name] = float(raw)
+                else:
+                    values[f.name] = int(raw)
             except ValueError:
                 raise InvalidArgument(
                     f"environment variable {ENV_PREFIX}{f.name.upper()}={raw!r} is not a number"

@@ -20,6 +20,7 @@ from dataclasses import asdict
 from typing import Any
 
 from blackboard import Blackboard
+from consolidation.llm.openai import OpenAIClient
 from memory.registry import Registry
 from memory.subscriptions import MemorySubscription
 
@@ -28,12 +29,22 @@ from .heartbeat import Heartbeat, live_workers
 from .leases import LeaseSet
 from .maintenance import Maintenance
 from .metrics import MetricsServer, render_metrics
-from .settings import ROLES, WorkerSettings
+from .settings import CONSUMING_ROLES, ROLES, WorkerSettings
 from .transform import ROLE_TRANSFORMERS, TransformBridge
 
 __all__ = ["Worker", "run_worker"]
 
 log = logging.getLogger(__name__)
+
+
+def llm_client(settings: WorkerSettings) -> OpenAIClient | None:
+    """The transformers' LLM client when an endpoint is configured, else None (LLM-free)."""
+    if settings.llm_base_url is None or settings.llm_model is None:
+        return None
+    return OpenAIClient(
+        settings.llm_base_url, settings.llm_model, api_key=settings.llm_api_key,
+        rate=settings.llm_rate, token_budget=settings.llm_token_budget,
+    )
 
 
 class Worker:
@@ -60,7 +71,7 @@ class Worker:
             bb,
             role,
             self.edges,
-            bridge or TransformBridge(bb),
+            bridge or TransformBridge(bb, llm=llm_client(self.settings)),
             max_failures=self.settings.max_failures,
             crash_window_ms=self.settings.crash_window_ms,
         )
@@ -94,13 +105,15 @@ class Worker:
 
     async def start(self) -> None:
         """Start the background loops; returns once they run."""
-        await self.bb.ensure_groups([self.role])
+        if self.role in CONSUMING_ROLES:
+            await self.bb.ensure_groups([self.role])
         await self.refresh_edges()
         await self._tick_leases()
         if self.settings.metrics_port is not None:
             self._metrics = MetricsServer(
                 self.settings.metrics_port,
                 lambda: render_metrics(self.role, self.id, self.counters()),
+                host=self.settings.metrics_host,
             )
             await self._metrics.start()
         loops: list[Callable[[], Coroutine[Any, Any, None]]] = [self._lease_loop, self._edges_loop]
@@ -126,6 +139,9 @@ class Worker:
         if self._metrics is not None:
             await self._metrics.stop()
         await self.registry.aclose()
+        llm = getattr(self.runner.transform, "llm", None)
+        if llm is not None and hasattr(llm, "aclose"):
+            await llm.aclose()
         log.info("worker %s stopped", self.id)
 
     async def join(self) -> None:

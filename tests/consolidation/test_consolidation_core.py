@@ -76,8 +76,25 @@ async def test_identity_copies_entries() -> None:
     out = await get_transformer("identity")([e1, e2, e1], ctx)
     assert [d.sources for d in out] == [("e2",), ("e1",)]
     assert out[1].value == {"text": "hi"} and out[1].tags == {"x"}
-    assert out[1].importance == 0.7 and out[1].metadata == {"agent": "a1"}
+    # the copy keeps its origin's time and id for ordering downstream
+    assert out[1].importance == 0.7
+    assert out[1].metadata == {"agent": "a1", "occurred_at": e1.created_at, "origin_id": "e1"}
     assert len({d.entry_id("edge1", "agent:a1:working") for d in out}) == 2
+
+
+async def test_copies_of_copies_keep_the_first_origin_order() -> None:
+    # Copies are written later and get hash ids, yet sort as their originals did.
+    a = make_entry("a", "first", at=5)
+    b = make_entry("b", "second", at=5)
+    ctx = TransformContext("edge1", "agent:a1:stm", now_ms=0)
+    first = await get_transformer("identity")([b, a], ctx)
+    copies = [
+        make_entry(f"z{i}", d.value, at=100 - i, **dict(d.metadata))
+        for i, d in enumerate(first)
+    ]
+    again = await get_transformer("identity")(copies, ctx)
+    assert [d.value for d in again] == ["first", "second"]
+    assert [d.metadata["origin_id"] for d in again] == ["a", "b"]
 
 
 async def test_unknown_params_fail_loudly() -> None:

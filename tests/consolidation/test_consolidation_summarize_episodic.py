@@ -35,7 +35,7 @@ async def test_summary_picks_central_sentences_in_order() -> None:
     assert d.value["text"] == f"{S2} {S4}"
     assert d.value["start_ms"] == T0 and d.value["end_ms"] == T0 + 3 * MIN
     assert d.metadata["tokens"] == 22 and d.metadata["method"] == "lexrank-tfidf"
-    assert d.tags == {"db", "error", "chat"}
+    assert d.tags == {"db", "error", "chat", "summary"}  # the union, marked as a summary
     assert d.importance == 0.9
     assert d.sources == ("w1", "w2", "w3", "w4")
 

@@ -90,8 +90,9 @@ async def test_install_default_hierarchy_idempotent(bb: Blackboard) -> None:
         "agent:a1:ltm:semantic", "agent:a1:ltm:procedural", "team:t1", "team:t2",
     }
     transformers = sorted(e.transformer for e in h.edges)
-    assert transformers == ["episodic", "identity", "procedural", "semantic", "summarize",
-                            "team", "team"]
+    # identity twice: sensory -> working, and working -> stm (steps kept beside summaries)
+    assert transformers == ["episodic", "identity", "identity", "procedural", "semantic",
+                            "summarize", "team", "team"]
     h2 = await install_default_hierarchy(bb, "a1", teams=["t1", "t2"])
     assert h2.edges == h.edges
     async with AgentMemory(bb, "a2", teams=["t1"]) as m2:
@@ -99,7 +100,7 @@ async def test_install_default_hierarchy_idempotent(bb: Blackboard) -> None:
             overrides={MemoryLevel.WORKING: {"max_entries": 3}})
         reg = m2.registry
         edges = await reg.list_edges()
-        assert len(edges) == 5 + 3  # shared pattern edges + a1->t1, a1->t2, a2->t1
+        assert len(edges) == 6 + 3  # shared pattern edges + a1->t1, a1->t2, a2->t1
         assert (await reg.get_scope("agent:a2:working")).limits.max_entries == 3  # type: ignore[union-attr]
         assert (await reg.get_scope("agent:a1:working")).limits.max_entries == 200  # type: ignore[union-attr]
         stm_edges = [e for e in edges if e.match("agent:a2:stm")]
