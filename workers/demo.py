@@ -210,45 +210,50 @@ async def _report(bb: Blackboard, agents: list[str], json_out: bool) -> dict[str
     return out
 
 
-async def _main(url: str, agents: int, steps: int, workers: bool, json_out: bool) -> dict[str, Any]:
+async def _wait_settled(bb: Blackboard, seconds: float) -> bool:
+    """Poll until the dataflow is idle (the state lives in Redis, so polling it is the way)."""
+    for _ in range(int(seconds / 0.3)):
+        if await _settled(bb):
+            return True
+        await asyncio.sleep(0.3)
+    return False
+
+
+def _start_workers(url: str) -> list[subprocess.Popen[bytes]]:
+    env = {**os.environ, **WORKER_ENV}
+    return [
+        subprocess.Popen(
+            worker_command(url, role),
+            env=env,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
+        for role in ROLES
+    ]
+
+
+async def _main(url: str, agents: int, steps: int, json_out: bool) -> dict[str, Any]:
     names = [f"agent{i + 1}" for i in range(agents)]
-    t0 = time.perf_counter()
+    async with Blackboard.connect(url) as bb:
+        with Progress(console=console, transient=True, disable=json_out) as progress:
+            bar = progress.add_task("agents working", total=agents * steps)
+            done = await asyncio.gather(
+                *(_agent(bb, n, steps, 7, lambda: progress.advance(bar)) for n in names)
+            )
+            wait = progress.add_task("workers consolidating", total=None)
+            await _wait_settled(bb, 30)
+            await asyncio.sleep(1.5)  # age triggers of the last, small batches
+            await _wait_settled(bb, 15)
+            progress.remove_task(wait)
+        report = await _report(bb, names, json_out)
+    report["steps"] = sum(done)
+    return report
+
+
+async def _setup(url: str, agents: int) -> None:
     async with Blackboard.connect(url) as bb:
         await bb.ensure_groups(list(CONSUMING_ROLES))
-        await _install(bb, names)
-        env = {**os.environ, **WORKER_ENV}
-        procs = [
-            subprocess.Popen(
-                worker_command(url, role),
-                env=env,
-                stdout=subprocess.DEVNULL,
-                stderr=subprocess.DEVNULL,
-            )
-            for role in (ROLES if workers else ())
-        ]
-        try:
-            with Progress(console=console, transient=True, disable=json_out) as progress:
-                bar = progress.add_task("agents working", total=agents * steps)
-                done = await asyncio.gather(
-                    *(_agent(bb, n, steps, 7, lambda: progress.advance(bar)) for n in names)
-                )
-                wait = progress.add_task("workers consolidating", total=None)
-                deadline = time.monotonic() + 40
-                while time.monotonic() < deadline and not await _settled(bb):
-                    await asyncio.sleep(0.3)
-                await asyncio.sleep(1.5)  # age triggers of the last, small batches
-                while time.monotonic() < deadline and not await _settled(bb):
-                    await asyncio.sleep(0.3)
-                progress.remove_task(wait)
-            report = await _report(bb, names, json_out)
-        finally:
-            for p in procs:
-                p.terminate()
-            codes = [p.wait(30) for p in procs]
-    report["steps"] = sum(done)
-    report["worker_exit_codes"] = codes
-    report["seconds"] = round(time.perf_counter() - t0, 1)
-    return report
+        await _install(bb, [f"agent{i + 1}" for i in range(agents)])
 
 
 def run_demo(
@@ -259,8 +264,18 @@ def run_demo(
     workers: bool = True,
     json_out: bool = False,
 ) -> int:
+    t0 = time.perf_counter()
     with redis_or_embedded(url) as redis_url:
-        report = asyncio.run(_main(redis_url, agents, steps, workers, json_out))
+        asyncio.run(_setup(redis_url, agents))
+        procs = _start_workers(redis_url) if workers else []
+        try:
+            report = asyncio.run(_main(redis_url, agents, steps, json_out))
+        finally:
+            for p in procs:
+                p.terminate()
+            codes = [p.wait(30) for p in procs]
+    report["worker_exit_codes"] = codes
+    report["seconds"] = round(time.perf_counter() - t0, 1)
     if json_out:
         print_json(report)
     else:
