@@ -235,6 +235,32 @@ def worker(
     raise typer.Exit(code)
 
 
+@app.command("map")
+def map_(
+    agent: Annotated[str, typer.Option("--agent", help="Agent whose view is shown.")],
+    team: Annotated[
+        list[str] | None, typer.Option("--team", help="Team of the agent (repeatable).")
+    ] = None,
+    redis_url: RedisUrl = None,
+    json_out: Json = False,
+) -> None:
+    """The scopes an agent can see, their configs and counts, and the edges between them."""
+    from memory import AgentMemory
+    from memory.render import render_map
+
+    url = _need_url(redis_url)
+
+    async def main() -> None:
+        async with Blackboard.connect(url) as bb, AgentMemory(bb, agent, teams=team or []) as mem:
+            m = await mem.memory_map()
+        if json_out:
+            print_json(m.to_dict())
+        else:
+            console.print(render_map(m))
+
+    _run(main())
+
+
 @app.command()
 def demo(
     redis_url: RedisUrl = None,

@@ -137,7 +137,7 @@ async def _report(bb: Blackboard, agents: list[str], json_out: bool) -> dict[str
     out: dict[str, Any] = {}
     async with AgentMemory(bb, a, teams=[TEAM]) as mem:
         mmap = await mem.memory_map()
-        out["map"] = mmap.to_json()
+        out["map"] = mmap.to_dict()
         proc = await bb.scope(f"agent:{a}:ltm:procedural").entries(limit=None)
         sem = await bb.scope(f"agent:{a}:ltm:semantic").entries(limit=None)
         epi = await bb.scope(f"agent:{a}:ltm:episodic").entries(limit=3)
