@@ -16,6 +16,7 @@ from rich.table import Table
 from blackboard import Blackboard, BlackboardError
 from blackboard.server import RedisServer
 
+from .heartbeat import list_workers
 from .output import console, err_console, print_json
 from .stats import collect_stats
 
@@ -133,9 +134,32 @@ def stats(redis_url: RedisUrl = None, json_out: Json = False) -> None:
     async def main() -> None:
         async with Blackboard.connect(url) as bb:
             st = await collect_stats(bb)
+            workers = await list_workers(bb)
         if json_out:
-            print_json({"partitions": st.partitions, "totals": st.totals(), "buses": st.buses})
+            print_json(
+                {
+                    "partitions": st.partitions,
+                    "totals": st.totals(),
+                    "buses": st.buses,
+                    "workers": workers,
+                }
+            )
             return
+        w = Table(title=f"{len(workers)} live workers")
+        for col in ("worker", "role", "pid", "partitions", "events", "written", "dlq"):
+            w.add_column(col)
+        for info in workers:
+            c = info.counters
+            w.add_row(
+                info.id,
+                info.role,
+                str(info.pid),
+                ",".join(map(str, info.partitions)),
+                str(c.get("events", 0)),
+                str(c.get("written", 0)),
+                str(c.get("dead_lettered", 0)),
+            )
+        console.print(w)
         t = Table(title=f"{st.partitions} partitions")
         for col in ("partition", "bus", "dlq", "scopes", "group", "consumers", "pending", "lag"):
             t.add_column(col, justify="right" if col != "group" else "left")
