@@ -4,15 +4,20 @@ Each conversation is one memory (a scope); every dialogue turn is an entry carry
 session date; for each question of categories 1-4 with evidence, recall@k is
 |evidence ∩ top-k turns| / |evidence|, averaged overall and per category.
 
-    .venv/bin/python -m bench.locomo --mode bm25|hybrid [--alpha A] [--json]
+    .venv/bin/python -m bench.locomo --mode bm25|hybrid|both [--alpha A] [--engine-only] [--json]
 
-``store_turns`` and ``ask`` are the only places that touch the memory; swap them to run
-the same benchmark through another store (e.g. AgentMemory on Redis).
+By default through the real stack: each conversation is one agent's memory on Redis (an
+embedded ``redis-server``, or ``BLACKBOARD_REDIS_URL``), every turn written with
+``AgentMemory.store`` (level ``episodic``), every question asked with ``AgentMemory.recall``
+(index follower, read-your-writes, stored embeddings). ``--engine-only`` is the fast path:
+the same turns straight into an in-process :class:`SearchEngine` (turns keep their session
+dates as ``created_at`` there; on Redis ``created_at`` is the server's clock).
 """
 
 from __future__ import annotations
 
 import argparse
+import asyncio
 import json
 import re
 import sys
@@ -55,6 +60,7 @@ class Result:
     per_category: dict[str, tuple[int, float, float]]
     store_s: float
     query_ms_mean: float
+    index_s: float = 0.0  # stack: first recall per agent (bootstrap + embedding), not in query
 
 
 def _parse_date(s: str) -> int:
@@ -106,31 +112,106 @@ def ask(engine: SearchEngine, scope: str, question: str, k: int, alpha: float | 
     return [h.entry.id.rsplit("/", 1)[1] for h in hits]
 
 
+def _questions(data: list[dict[str, Any]]) -> list[tuple[str, int, set[str], str]]:
+    out = []
+    for s in data:
+        for qa in s["qa"]:
+            cat = int(qa.get("category", 0))
+            ev = set(_DIA.findall(" ".join(map(str, qa.get("evidence", [])))))
+            if cat in CATEGORIES and ev:
+                out.append((s["sample_id"], cat, ev, qa["question"]))
+    return out
+
+
+def _config(alpha: float | None, config: ScoringConfig | None) -> ScoringConfig:
+    cfg = config or ScoringConfig()
+    return replace(cfg, alpha=alpha) if alpha is not None else cfg
+
+
 def run(
-    mode: str, alpha: float | None = None, context: int = 1, config: ScoringConfig | None = None
+    mode: str, alpha: float | None = None, context: int = 1, config: ScoringConfig | None = None,
+    engine_only: bool = False, redis_url: str | None = None,
 ) -> Result:
+    if not engine_only:
+        return asyncio.run(run_stack(mode, _config(alpha, config), context, redis_url))
     data = json.loads(DATA.read_text())
     embedder = MiniLMEmbedder() if mode == "hybrid" else None
-    cfg = config or ScoringConfig()
-    if alpha is not None:
-        cfg = replace(cfg, alpha=alpha)
-    engine = SearchEngine(embedder, cfg)
+    engine = SearchEngine(embedder, _config(alpha, config))
     t0 = time.perf_counter()
     for s in data:
         store_turns(engine, s["sample_id"], turns_of(s), context)
     store_s = time.perf_counter() - t0
     rec: dict[int, list[tuple[float, float]]] = defaultdict(list)
     qt = 0.0
-    for s in data:
-        for qa in s["qa"]:
-            cat = int(qa.get("category", 0))
-            ev = set(_DIA.findall(" ".join(map(str, qa.get("evidence", [])))))
-            if cat not in CATEGORIES or not ev:
-                continue
-            t = time.perf_counter()
-            got = ask(engine, s["sample_id"], qa["question"], 10, alpha)
-            qt += time.perf_counter() - t
-            rec[cat].append((len(ev & set(got[:5])) / len(ev), len(ev & set(got[:10])) / len(ev)))
+    for sample, cat, ev, question in _questions(data):
+        t = time.perf_counter()
+        got = ask(engine, sample, question, 10, alpha)
+        qt += time.perf_counter() - t
+        rec[cat].append((len(ev & set(got[:5])) / len(ev), len(ev & set(got[:10])) / len(ev)))
+    return summarise(f"{mode} (engine)", rec, store_s, qt)
+
+
+async def run_stack(
+    mode: str, cfg: ScoringConfig, context: int = 1, redis_url: str | None = None
+) -> Result:
+    """The benchmark through Redis: AgentMemory.store per turn, AgentMemory.recall per
+    question; one Retriever (one process serving the five agents) shared by them."""
+    import os
+    from contextlib import ExitStack
+
+    from blackboard import Blackboard
+    from blackboard.server import RedisServer
+    from memory import AgentMemory, MemoryLevel
+    from retrieval import Retriever
+
+    data = json.loads(DATA.read_text())
+    with ExitStack() as stack:
+        url = redis_url or os.environ.get("BLACKBOARD_REDIS_URL")
+        if not url:
+            url = stack.enter_context(RedisServer(appendfsync="no")).url
+        run_id = f"{int(time.time())}"  # never touch others' data on a given Redis
+        async with Blackboard.connect(url) as bb:
+            retr = Retriever(bb, embedder=MiniLMEmbedder() if mode == "hybrid" else None,
+                             config=cfg)
+            mems = {s["sample_id"]: AgentMemory(bb, f"{s['sample_id']}-{run_id}", retriever=retr)
+                    for s in data}
+            t0 = time.perf_counter()
+            for s in data:
+                mem, turns = mems[s["sample_id"]], turns_of(s)
+                for i, t in enumerate(turns):
+                    prev = turns[max(0, i - context) : i] if context else []
+                    ctx = " ".join(f"{p.speaker}: {p.text}" for p in prev if p.date == t.date)
+                    md = {"speaker": t.speaker, "date": t.date, "dia_id": t.dia_id}
+                    if ctx:
+                        md["context"] = ctx
+                    await mem.store(t.text, MemoryLevel.EPISODIC, metadata=md)
+            store_s = time.perf_counter() - t0
+            t0 = time.perf_counter()
+            for mem in mems.values():  # first recall: bootstrap the index, embed every turn
+                await mem.recall("warm up", limit=1)
+            index_s = time.perf_counter() - t0
+            rec: dict[int, list[tuple[float, float]]] = defaultdict(list)
+            qt = 0.0
+            for sample, cat, ev, question in _questions(data):
+                t = time.perf_counter()
+                hits = await mems[sample].recall(question, limit=10)
+                qt += time.perf_counter() - t
+                got = [h.entry.metadata["dia_id"] for h in hits]
+                rec[cat].append(
+                    (len(ev & set(got[:5])) / len(ev), len(ev & set(got[:10])) / len(ev))
+                )
+            for mem in mems.values():
+                await mem.aclose()
+            await retr.aclose()
+    return summarise(f"{mode} (stack)", rec, store_s, qt, index_s)
+
+
+def summarise(
+    mode: str, rec: dict[int, list[tuple[float, float]]], store_s: float, query_s: float,
+    index_s: float = 0.0,
+) -> Result:
+    """Mean recall overall and per category from per-question (R@5, R@10)."""
+    qt = query_s
     allr = [r for rs in rec.values() for r in rs]
     per = {
         CATEGORIES[c]: (len(rs), sum(r[0] for r in rs) / len(rs), sum(r[1] for r in rs) / len(rs))
@@ -144,6 +225,7 @@ def run(
         per,
         store_s,
         1000 * qt / max(1, len(allr)),
+        index_s,
     )
 
 
@@ -161,7 +243,9 @@ def _print(results: list[Result]) -> None:
     Console().print(table)
     for r in results:
         Console().print(
-            f"{r.mode}: store {r.store_s:.1f} s, {r.query_ms_mean:.1f} ms/query", style="dim"
+            f"{r.mode}: store {r.store_s:.1f} s, index {r.index_s:.1f} s, "
+            f"{r.query_ms_mean:.1f} ms/query",
+            style="dim",
         )
 
 
@@ -171,9 +255,13 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--alpha", type=float, default=None, help="dense weight (default: engine's)")
     ap.add_argument("--context", type=int, default=1, help="previous turns joined to a turn")
     ap.add_argument("--json", action="store_true", help="print JSON instead of a table")
+    ap.add_argument("--engine-only", action="store_true",
+                    help="in-process engine only (fast path), no Redis")
+    ap.add_argument("--redis-url", default=None, help="default: $BLACKBOARD_REDIS_URL or embedded")
     a = ap.parse_args(argv)
     modes = ("bm25", "hybrid") if a.mode == "both" else (a.mode,)
-    results = [run(m, a.alpha, a.context) for m in modes]
+    results = [run(m, a.alpha, a.context, engine_only=a.engine_only, redis_url=a.redis_url)
+               for m in modes]
     if a.json:
         print(json.dumps([asdict(r) for r in results], indent=2))
     else:

@@ -7,6 +7,12 @@ plus raw bm25s retrieve on the same data and pool size, in the same run; then ou
 BM25Index against rank-bm25 BM25Okapi (a sample of queries: it is slow).
 
     .venv/bin/python -m bench.recall [--sizes 10000,100000] [--queries 300] [--json]
+    .venv/bin/python -m bench.recall --stack [--sizes 10000] [--queries 300]
+
+``--stack`` times ``AgentMemory.recall`` on Redis (an embedded ``redis-server``, or
+``BLACKBOARD_REDIS_URL``): access rules, level mapping, the read-your-writes check (one
+pipelined ``XREVRANGE`` per readable scope) and the engine search, against the bare engine
+and raw FAISS + bm25s on the same data in the same run.
 """
 
 from __future__ import annotations
@@ -146,14 +152,119 @@ def run_size(n: int, n_queries: int, okapi_queries: int, seed: int = 0) -> SizeR
     )
 
 
+@dataclass(frozen=True, slots=True)
+class StackResult:
+    n: int
+    stack_p50_ms: float
+    stack_p99_ms: float
+    engine_p50_ms: float
+    engine_p99_ms: float
+    raw_p50_ms: float
+    raw_p99_ms: float
+    stack_vs_raw_p50: float
+    stack_vs_engine_p50: float
+    engine_vs_raw_p50: float
+
+
+async def _stack_size(url: str, n: int, n_queries: int, seed: int = 0) -> StackResult:
+    from blackboard import Blackboard
+    from blackboard.request import WriteRequest
+    from memory import AgentMemory, MemoryLevel
+    from retrieval import Retriever
+
+    rng = np.random.default_rng(seed)
+    texts = make_texts(n, rng)
+    vecs = unit(n, rng)
+    emb = LookupEmbedder()
+    agent = f"bench{n}-{int(time.time())}"
+    async with Blackboard.connect(url) as bb:
+        retr = Retriever(bb, embedder=emb)  # type: ignore[arg-type]
+        async with AgentMemory(bb, agent, retriever=retr) as mem:
+            await mem.store("warm", MemoryLevel.EPISODIC)
+            sc = bb.scope(mem.scope_for(MemoryLevel.EPISODIC))
+            for i in range(0, n, 1000):
+                await sc.write_many(
+                    WriteRequest(t, embedding=vecs[i + j].tobytes(), embedder=emb.name)
+                    for j, t in enumerate(texts[i : i + 1000])
+                )
+            queries = [" ".join(texts[i].split()[:4]) for i in rng.integers(0, n, n_queries)]
+            for q, v in zip(queries, unit(n_queries, rng), strict=True):
+                emb.table[q] = v
+            emb.table["warm"] = vecs[0]
+            await mem.recall("warm")  # bootstrap the index
+            raw_faiss = faiss.IndexFlatIP(DIM)
+            raw_faiss.add(vecs)
+            analyzer = Analyzer()
+            raw_bm25 = bm25s.BM25()
+            raw_bm25.index(analyzer.terms(texts), show_progress=False)
+            cfg = retr.engine.config
+            pool = max(cfg.candidates, cfg.candidate_factor * 10)
+            scopes = mem.readable_scopes()
+            st, et, rt = [], [], []
+            for q in queries:
+                t = time.perf_counter()
+                await mem.recall(q, limit=10)
+                st.append(time.perf_counter() - t)
+                t = time.perf_counter()
+                retr.engine.search(MemoryQuery(query=q, max_results=10), scopes)
+                et.append(time.perf_counter() - t)
+                t = time.perf_counter()
+                raw_faiss.search(emb.embed([q]), pool)
+                raw_bm25.retrieve(analyzer.terms([q]), k=min(pool, n), show_progress=False,
+                                  n_threads=1)
+                rt.append(time.perf_counter() - t)
+        await retr.aclose()
+    s50, e50, r50 = pct(st, 50), pct(et, 50), pct(rt, 50)
+    return StackResult(n, s50, pct(st, 99), e50, pct(et, 99), r50, pct(rt, 99),
+                       s50 / r50, s50 / e50, e50 / r50)
+
+
+def run_stack(sizes: list[int], n_queries: int) -> list[StackResult]:
+    import asyncio
+    import os
+    from contextlib import ExitStack
+
+    from blackboard.server import RedisServer
+
+    with ExitStack() as stack:
+        url = os.environ.get("BLACKBOARD_REDIS_URL") or stack.enter_context(
+            RedisServer(appendfsync="no")
+        ).url
+        return [asyncio.run(_stack_size(url, n, n_queries)) for n in sizes]
+
+
+def _print_stack(results: list[StackResult]) -> None:
+    from rich.console import Console
+    from rich.table import Table
+
+    table = Table(title="AgentMemory.recall on Redis vs SearchEngine vs raw FAISS + bm25s")
+    for c in ("entries", "stack p50/p99 ms", "engine p50/p99 ms", "raw p50/p99 ms",
+              "stack/raw", "stack/engine", "engine/raw"):
+        table.add_column(c, justify="right")
+    for r in results:
+        table.add_row(f"{r.n:,}", f"{r.stack_p50_ms:.2f} / {r.stack_p99_ms:.2f}",
+                      f"{r.engine_p50_ms:.2f} / {r.engine_p99_ms:.2f}",
+                      f"{r.raw_p50_ms:.2f} / {r.raw_p99_ms:.2f}", f"{r.stack_vs_raw_p50:.2f}",
+                      f"{r.stack_vs_engine_p50:.2f}", f"{r.engine_vs_raw_p50:.2f}")
+    Console().print(table)
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
     ap.add_argument("--sizes", default="10000,100000", help="comma-separated entry counts")
     ap.add_argument("--queries", type=int, default=300)
     ap.add_argument("--okapi-queries", type=int, default=20, help="rank-bm25 sample size")
     ap.add_argument("--json", action="store_true")
+    ap.add_argument("--stack", action="store_true", help="time AgentMemory.recall on Redis")
     a = ap.parse_args(argv)
     configure_faiss_threads()
+    if a.stack:
+        stack = run_stack([int(s) for s in a.sizes.split(",")], a.queries)
+        if a.json:
+            print(json.dumps([asdict(r) for r in stack], indent=2))
+        else:
+            _print_stack(stack)
+        return 0
     results = [run_size(int(s), a.queries, a.okapi_queries) for s in a.sizes.split(",")]
     if a.json:
         print(json.dumps([asdict(r) for r in results], indent=2))

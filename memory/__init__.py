@@ -1,10 +1,13 @@
 """Memory levels, agent memory, producers, observers and dataflow edges on the blackboard.
 
-``MemoryQuery``, ``TagFilter`` and ``ScoredEntry`` come from the retrieval layer; until it
-is wired in, :class:`BasicQuery` serves tag, time and key recall.
+``MemoryQuery``, ``TagFilter`` and ``ScoredEntry`` come from the retrieval layer (free-text
+and filtered recall); :class:`BasicQuery` serves plain tag, time and key listing.
 """
 
 from __future__ import annotations
+
+from retrieval.query import MemoryQuery, TagFilter
+from retrieval.scoring import ScoredEntry
 
 from .access import AccessPolicy
 from .agent import AgentMemory, Retriever
@@ -52,6 +55,7 @@ __all__ = [
     "LevelConfig",
     "MemoryLevel",
     "MemoryMap",
+    "MemoryQuery",
     "MemorySubscription",
     "Observation",
     "OwnerKind",
@@ -61,8 +65,10 @@ __all__ = [
     "ScopeName",
     "ScopeStats",
     "ScopeView",
+    "ScoredEntry",
     "SemanticRecallUnavailable",
     "StrengthHistogram",
+    "TagFilter",
     "TagMatch",
     "Trigger",
     "agent_scope",

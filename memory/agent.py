@@ -8,7 +8,9 @@ import logging
 from collections.abc import Awaitable, Callable, Collection, Iterable, Mapping, Sequence
 from typing import Any, Protocol
 
-from blackboard import Blackboard, Entry, EventType, InvalidArgument, NotFound
+from redis import exceptions as rexc
+
+from blackboard import AccessDenied, Blackboard, Entry, EventType, InvalidArgument, NotFound
 from blackboard.ids import deterministic_id
 
 from .access import AccessPolicy
@@ -16,7 +18,7 @@ from .errors import SemanticRecallUnavailable
 from .hierarchy import Hierarchy, install_default_hierarchy
 from .levels import MemoryLevel
 from .memory_map import MemoryMap, build_memory_map
-from .naming import agent_scope, agent_scopes, team_scope
+from .naming import agent_scope, agent_scopes, parse_scope, team_scope
 from .observers import ChangeHandle, Handler
 from .producers import (
     CallRecord,
@@ -52,7 +54,8 @@ class AgentMemory(ProducerHost):
     """
 
     def __init__(self, bb: Blackboard, agent_id: str, teams: Iterable[str] = (), *,
-                 retriever: Retriever | None = None, registry: Registry | None = None) -> None:
+                 retriever: Retriever | None = None, registry: Registry | None = None,
+                 default_retriever: bool = True) -> None:
         agent_scope(agent_id, MemoryLevel.WORKING)  # validates the id
         self.bb = bb
         self.agent_id = agent_id
@@ -61,6 +64,10 @@ class AgentMemory(ProducerHost):
             team_scope(t)
         self.access = AccessPolicy(agent_id, frozenset(self.teams))
         self.retriever = retriever
+        # No retriever given: the retrieval layer's default one, made on the first free-text
+        # recall (it loads an embedder and indexes the readable scopes) and closed with us.
+        self._default_retriever = default_retriever and retriever is None
+        self._owns_retriever = False
         self.producer_errors = 0  # failed producer writes (logged, never raised)
         self._registry = registry
         self._owns_registry = registry is None
@@ -93,6 +100,10 @@ class AgentMemory(ProducerHost):
         if self._registry is not None and self._owns_registry:
             await self._registry.aclose()
             self._registry = None
+        if self._owns_retriever and self.retriever is not None:
+            own, self.retriever = self.retriever, None
+            self._owns_retriever = False
+            await own.aclose()  # type: ignore[attr-defined]
 
     async def __aenter__(self) -> AgentMemory:
         return self
@@ -124,7 +135,14 @@ class AgentMemory(ProducerHost):
     async def _ensure(self, scope_id: str) -> None:
         """Register the scope with its level default once, so its policy is enforced."""
         if scope_id not in self._ensured:
-            await self.registry.ensure_scope(scope_id)
+            try:
+                await self.registry.ensure_scope(scope_id)
+            except (AccessDenied, rexc.NoPermissionError):
+                # A confined agent user may not write the registry or cfg hashes: its
+                # scopes are provisioned by `blackboard acl grant` (memory.access.
+                # provision_agent); an unprovisioned one runs on the scripts' defaults.
+                log.warning("scope %s is not registered and this Redis user may not "
+                            "register it; its level defaults are not enforced", scope_id)
             self._ensured.add(scope_id)
 
     async def install_default_hierarchy(
@@ -153,10 +171,17 @@ class AgentMemory(ProducerHost):
             source=source,
         )
 
-    async def recall(self, query: str | BasicQuery | Any, *, limit: int | None = None) -> list[Any]:
-        """Entries for a :class:`BasicQuery` (tags/time/key, newest first); other queries
-        (free text, retrieval queries) go to the retriever, or raise
-        :class:`SemanticRecallUnavailable` when there is none."""
+    async def recall(self, query: str | BasicQuery | Any, *, limit: int | None = None,
+                     explain: bool = False) -> list[Any]:
+        """Recall, best first.
+
+        Text or a :class:`MemoryQuery`: hybrid recall (dense + BM25 + hard filters) over
+        the readable scopes, narrowed by the query's ``scopes`` (each checked) and
+        ``levels`` (``"working"``, ``"semantic"`` or ``"ltm:semantic"``...: those levels of
+        the agent's and its teams' scopes); -> ``list[ScoredEntry]``; ``explain`` logs each
+        hit's score breakdown. A :class:`BasicQuery`: tag/time/key recall, newest first,
+        -> ``list[Entry]``. With ``default_retriever=False`` and no retriever, free text
+        raises :class:`SemanticRecallUnavailable`."""
         if isinstance(query, BasicQuery):
             if limit is not None:
                 query = BasicQuery(**{**_fields(query), "limit": limit})
@@ -165,13 +190,43 @@ class AgentMemory(ProducerHost):
             return await recall_basic(self.bb, select_scopes(self.readable_scopes(), query), query)
         for s in getattr(query, "scopes", None) or ():
             self.access.check_read(s)
+        if self.retriever is None and self._default_retriever:
+            from retrieval.recall import Retriever as DefaultRetriever
+
+            self.retriever = DefaultRetriever(self.bb)
+            self._owns_retriever = True
         if self.retriever is None:
             raise SemanticRecallUnavailable(
                 "free-text recall needs a retriever (AgentMemory(..., retriever=...)); "
                 "use BasicQuery for tag, time and key queries"
             )
+        from retrieval.recall import Retriever as DefaultRetriever
+
+        if isinstance(self.retriever, DefaultRetriever):
+            from retrieval.recall import as_query
+
+            q = as_query(query, limit, explain)
+            return await self.retriever.recall(q, self.recall_scopes(q.scopes, q.levels))
         hits = await self.retriever(query, self.readable_scopes())
         return hits[:limit] if limit is not None else hits
+
+    def recall_scopes(self, scopes: Sequence[str] | None = None,
+                      levels: Sequence[str] | None = None) -> list[str]:
+        """The scopes a query searches: ``scopes`` (each checked) or every readable one,
+        kept to the given ``levels`` (level names or scope suffixes, e.g. ``ltm:semantic``)."""
+        names = [self.access.check_read(s) for s in scopes] if scopes else self.readable_scopes()
+        if not levels:
+            return names
+        want = {_level(x) for x in levels}
+        out = []
+        for s in names:
+            try:
+                lvl = parse_scope(s).level
+            except InvalidArgument:
+                continue
+            if lvl in want:
+                out.append(s)
+        return out
 
     async def locate(self, entry_id: str, scope: str | None = None) -> str:
         """The writable scope holding ``entry_id`` (checked if given); NotFound otherwise.
@@ -362,6 +417,19 @@ async def _close_bridge(state: tuple[Blackboard, Registry]) -> None:
     bb, reg = state
     await reg.aclose()
     await bb.close()
+
+
+def _level(name: str) -> MemoryLevel:
+    """A level from its name (``semantic``) or scope suffix (``ltm:semantic``)."""
+    lvl = MemoryLevel.from_segment(name)
+    if lvl is not None:
+        return lvl
+    try:
+        return MemoryLevel(name)
+    except ValueError:
+        raise InvalidArgument(
+            f"unknown memory level {name!r}; levels: {', '.join(m.value for m in MemoryLevel)}"
+        ) from None
 
 
 def _fields(q: BasicQuery) -> dict[str, Any]:

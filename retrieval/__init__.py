@@ -1,28 +1,85 @@
-"""The query layer: query model, lenses, embedders, dense and BM25 indexes, fusion and the
-in-process search engine. Imports only :mod:`blackboard`."""
+"""The query layer: query model, lenses, embedders, dense and BM25 indexes, fusion, the
+in-process search engine, the Redis index follower and the retriever behind
+``AgentMemory.recall``. Imports only :mod:`blackboard`.
+
+Names load lazily (PEP 562): ``import memory`` pulls in the query model without paying for
+FAISS, bm25s and numpy until an index is built.
+"""
 
 from __future__ import annotations
 
-from .analyzer import Analyzer
-from .bm25 import BM25Hits, BM25Index
-from .bm25_variants import BM25Params, BM25Variant, get_bm25_variant, register_bm25_variant
-from .dense import DenseHits, DenseIndex, DenseManifest, configure_faiss_threads
-from .embedders import (
-    Embedder,
-    EmbedderUnavailable,
-    HashingEmbedder,
-    MiniLMEmbedder,
-    OpenAIEmbedder,
-    default_embedder,
-    get_embedder,
-    register_embedder,
-)
-from .engine import EngineStats, SearchEngine
-from .fusion import convex, minmax, mmr, rrf
-from .lens import LensPreset, UnknownLens, facts_about, known_lenses, register_lens
-from .query import MemoryQuery, TagFilter
-from .scoring import ScoredEntry, ScoringConfig
-from .text import entry_text
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from .analyzer import Analyzer
+    from .bm25 import BM25Hits, BM25Index
+    from .bm25_variants import BM25Params, BM25Variant, get_bm25_variant, register_bm25_variant
+    from .dense import DenseHits, DenseIndex, DenseManifest, configure_faiss_threads
+    from .embedders import (
+        Embedder,
+        EmbedderUnavailable,
+        HashingEmbedder,
+        MiniLMEmbedder,
+        OpenAIEmbedder,
+        default_embedder,
+        get_embedder,
+        register_embedder,
+    )
+    from .engine import EngineStats, SearchEngine
+    from .follower import FollowerStats, IndexFollower
+    from .fusion import convex, minmax, mmr, rrf
+    from .lens import LensPreset, UnknownLens, facts_about, known_lenses, register_lens
+    from .query import MemoryQuery, TagFilter
+    from .recall import Retriever
+    from .scoring import ScoredEntry, ScoringConfig
+    from .snapshot import Snapshot, SnapshotManifest, load_snapshot, save_snapshot
+    from .text import entry_text
+
+_WHERE = {
+    "Analyzer": "analyzer",
+    "BM25Hits": "bm25",
+    "BM25Index": "bm25",
+    "BM25Params": "bm25_variants",
+    "BM25Variant": "bm25_variants",
+    "get_bm25_variant": "bm25_variants",
+    "register_bm25_variant": "bm25_variants",
+    "DenseHits": "dense",
+    "DenseIndex": "dense",
+    "DenseManifest": "dense",
+    "configure_faiss_threads": "dense",
+    "Embedder": "embedders",
+    "EmbedderUnavailable": "embedders",
+    "HashingEmbedder": "embedders",
+    "MiniLMEmbedder": "embedders",
+    "OpenAIEmbedder": "embedders",
+    "default_embedder": "embedders",
+    "get_embedder": "embedders",
+    "register_embedder": "embedders",
+    "EngineStats": "engine",
+    "SearchEngine": "engine",
+    "FollowerStats": "follower",
+    "IndexFollower": "follower",
+    "convex": "fusion",
+    "minmax": "fusion",
+    "mmr": "fusion",
+    "rrf": "fusion",
+    "LensPreset": "lens",
+    "UnknownLens": "lens",
+    "facts_about": "lens",
+    "known_lenses": "lens",
+    "register_lens": "lens",
+    "MemoryQuery": "query",
+    "TagFilter": "query",
+    "Retriever": "recall",
+    "ScoredEntry": "scoring",
+    "ScoringConfig": "scoring",
+    "Snapshot": "snapshot",
+    "SnapshotManifest": "snapshot",
+    "load_snapshot": "snapshot",
+    "save_snapshot": "snapshot",
+    "entry_text": "text",
+}
 
 __all__ = [
     "Analyzer",
@@ -36,14 +93,19 @@ __all__ = [
     "Embedder",
     "EmbedderUnavailable",
     "EngineStats",
+    "FollowerStats",
     "HashingEmbedder",
+    "IndexFollower",
     "LensPreset",
     "MemoryQuery",
     "MiniLMEmbedder",
     "OpenAIEmbedder",
+    "Retriever",
     "ScoredEntry",
     "ScoringConfig",
     "SearchEngine",
+    "Snapshot",
+    "SnapshotManifest",
     "TagFilter",
     "UnknownLens",
     "configure_faiss_threads",
@@ -54,10 +116,25 @@ __all__ = [
     "get_bm25_variant",
     "get_embedder",
     "known_lenses",
+    "load_snapshot",
     "minmax",
     "mmr",
     "register_bm25_variant",
     "register_embedder",
     "register_lens",
     "rrf",
+    "save_snapshot",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    mod = _WHERE.get(name)
+    if mod is None:
+        raise AttributeError(f"module 'retrieval' has no attribute {name!r}")
+    value = getattr(importlib.import_module(f".{mod}", __name__), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(_WHERE))

@@ -28,6 +28,7 @@ __all__ = ["EngineStats", "SearchEngine"]
 
 F64 = npt.NDArray[np.float64]
 I64 = npt.NDArray[np.int64]
+Vec = npt.NDArray[np.float32]
 
 
 @dataclass(frozen=True, slots=True)
@@ -86,6 +87,10 @@ class SearchEngine:
         self._pending: list[tuple[ScopeCatalog, int, str]] = []
         self._embed_calls = 0
         self._embedded_texts = 0
+        #: Called (under the engine lock, on whichever thread embedded) with each batch of
+        #: ``(entry, vector)`` the engine embedded, so a follower can store the vectors back
+        #: in Redis and never compute them again. Must be quick and thread-safe.
+        self.on_embedded: Callable[[list[tuple[Entry, Vec]]], None] | None = None
 
     # -- bookkeeping -----------------------------------------------------------
 
@@ -146,6 +151,7 @@ class SearchEngine:
             for e in entries:
                 by_scope.setdefault(e.scope, []).append(e)
             for scope, batch in by_scope.items():
+                kept = self._kept_vectors(batch) if emb is not None else {}
                 self._remove_locked([e.id for e in batch])
                 cat = self._catalog(scope)
                 rows, texts, vec_rows, vecs = [], [], [], []
@@ -157,7 +163,10 @@ class SearchEngine:
                     texts.append(text)
                     if emb is None:
                         continue
-                    if (
+                    if e.id in kept:
+                        vec_rows.append(row)
+                        vecs.append(kept[e.id])
+                    elif (
                         e.embedding is not None
                         and e.embedder == emb.name
                         and len(e.embedding) == emb.dim * 4
@@ -175,6 +184,26 @@ class SearchEngine:
             for cat in self._scopes.values():
                 if cat.dense is not None and cat.dense.needs_rebuild:
                     cat.dense.rebuild()
+
+    def _kept_vectors(self, batch: list[Entry]) -> dict[str, npt.NDArray[np.float32]]:
+        """Vectors of already indexed entries whose text is unchanged in ``batch`` (a
+        reinforcement or a tag change must not cost a model call)."""
+        out: dict[str, npt.NDArray[np.float32]] = {}
+        for e in batch:
+            scope = self._scope_of.get(e.id)
+            if scope is None:
+                continue
+            cat = self._scopes[scope]
+            row = cat.row_of[e.id]
+            old = cat.entries[row]
+            if (
+                cat.dense is not None
+                and cat.has_vec.a[row]
+                and old is not None
+                and self.text_fn(old) == self.text_fn(e)
+            ):
+                out[e.id] = cat.dense.reconstruct(np.asarray([row], np.int64))[0]
+        return out
 
     def flush_embeddings(self) -> int:
         """Embed every queued entry; returns how many were embedded."""
@@ -201,7 +230,29 @@ class SearchEngine:
                 assert cat.dense is not None
                 cat.dense.add(rows, vecs[js])
                 cat.has_vec.a[rows] = True
+            if self.on_embedded is not None:
+                made = [(c.entries[r], vecs[j]) for j, (c, r, _) in enumerate(part)]
+                self.on_embedded([(e, v) for e, v in made if e is not None])
         return len(todo)
+
+    def export_scope(
+        self, scope: str
+    ) -> tuple[list[Entry], npt.NDArray[np.float32] | None, npt.NDArray[np.bool_]]:
+        """The live entries of ``scope`` (row order), their vectors (``None`` without an
+        embedder; zero rows where ``has_vec`` is false) and ``has_vec``: a snapshot's input."""
+        with self._lock:
+            cat = self._scopes.get(scope)
+            if cat is None:
+                return [], None, np.zeros(0, np.bool_)
+            rows = np.flatnonzero(cat.alive.view).astype(np.int64)
+            entries = [cat.entries[r] for r in rows.tolist()]
+            has = cat.has_vec.a[rows].copy()
+            vecs = None
+            if cat.dense is not None and self.embedder is not None:
+                vecs = np.zeros((len(rows), self.embedder.dim), np.float32)
+                if has.any():
+                    vecs[has] = cat.dense.reconstruct(rows[has])
+            return [e for e in entries if e is not None], vecs, has
 
     def remove(self, entry_ids: Iterable[str]) -> int:
         """Drop entries from every index; returns how many were present."""

@@ -53,6 +53,7 @@ class Maintenance:
     settings: WorkerSettings = field(default_factory=WorkerSettings)
     similarity: Similarity | None = None
     reembed: Callable[[list[Entry]], Awaitable[int]] | None = None
+    embedder_name: str | None = None
     dedupe_threshold: float = 0.95
     dedupe_window: int = 2000
 
@@ -145,13 +146,18 @@ class Maintenance:
         return JobReport("dedupe", partition, dry_run, counts)
 
     async def reindex(self, partition: int, dry_run: bool = False) -> JobReport:
-        """Re-embed entries whose embedding is missing or from another embedder."""
+        """Re-embed entries whose embedding is missing or from another embedder (after the
+        configured embedder changed: never a mix of two models in one index)."""
         if self.reembed is None:
             return JobReport("reindex", partition, dry_run, {})
         counts: dict[str, int] = {}
         for raw in sorted(await self.bb.client.smembers(PartitionKeys(partition).scopes)):
             scope = self.bb.scope(raw.decode())
-            stale = [e for e in await scope.entries(limit=None) if e.embedding is None]
+            stale = [
+                e
+                for e in await scope.entries(limit=None)
+                if e.embedding is None or e.embedder != self.embedder_name
+            ]
             if stale:
                 counts[scope.id] = len(stale) if dry_run else await self.reembed(stale)
         return JobReport("reindex", partition, dry_run, counts)

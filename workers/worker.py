@@ -26,6 +26,7 @@ from memory.subscriptions import MemorySubscription
 
 from .dataflow import DataflowRunner
 from .heartbeat import Heartbeat, live_workers
+from .indexer import IndexRole, bind_reembed
 from .leases import LeaseSet
 from .maintenance import Maintenance
 from .metrics import MetricsServer, render_metrics
@@ -42,8 +43,11 @@ def llm_client(settings: WorkerSettings) -> OpenAIClient | None:
     if settings.llm_base_url is None or settings.llm_model is None:
         return None
     return OpenAIClient(
-        settings.llm_base_url, settings.llm_model, api_key=settings.llm_api_key,
-        rate=settings.llm_rate, token_budget=settings.llm_token_budget,
+        settings.llm_base_url,
+        settings.llm_model,
+        api_key=settings.llm_api_key,
+        rate=settings.llm_rate,
+        token_budget=settings.llm_token_budget,
     )
 
 
@@ -82,6 +86,19 @@ class Worker:
         self.maintenance = (
             Maintenance(bb, self.id, self.settings) if role == "maintenance" else None
         )
+        self.index_role = (
+            IndexRole(
+                bb,
+                self.id,
+                partitions=self.leases.current,
+                count=self.settings.batch_count,
+                block_ms=self.settings.block_ms,
+                claim_idle_ms=self.settings.claim_idle_ms,
+                max_deliveries=self.settings.max_deliveries,
+            )
+            if role == "index"
+            else None
+        )
         self.batches = 0
         self._due: set[int] = set()
         self._wake = asyncio.Event()
@@ -109,6 +126,15 @@ class Worker:
             await self.bb.ensure_groups([self.role])
         await self.refresh_edges()
         await self._tick_leases()
+        if self.index_role is not None:
+            await self.index_role.start()
+        if self.maintenance is not None:
+            from retrieval.embedders import default_embedder
+
+            emb = default_embedder()
+            if emb is not None:  # no dense model installed: nothing to re-embed with
+                self.maintenance.reembed = bind_reembed(self.bb, emb)
+                self.maintenance.embedder_name = emb.name
         if self.settings.metrics_port is not None:
             self._metrics = MetricsServer(
                 self.settings.metrics_port,
@@ -131,6 +157,8 @@ class Worker:
     async def stop(self) -> None:
         """Finish the batch in hand, release the leases, remove the heartbeat."""
         self._stopping.set()
+        if self.index_role is not None:
+            await self.index_role.stop()
         if self._scheduler is not None:
             self._scheduler.shutdown(wait=False)
         await self.join()

@@ -72,11 +72,13 @@ async def test_recall_basic_tags_time_key_levels(mem: AgentMemory) -> None:
     assert len(await mem.recall(BasicQuery(), limit=2)) == 2
 
 
-async def test_recall_free_text_needs_retriever(mem: AgentMemory, bb: Blackboard) -> None:
-    with pytest.raises(SemanticRecallUnavailable, match="retriever"):
-        await mem.recall("what did I do?")
-    with pytest.raises(NotImplementedError):
-        await mem.recall("text")
+async def test_recall_free_text_needs_retriever(bb: Blackboard) -> None:
+    # The default retriever (retrieval layer) is on unless turned off: off, text raises.
+    async with AgentMemory(bb, "a1", teams=["t1"], default_retriever=False) as mem:
+        with pytest.raises(SemanticRecallUnavailable, match="retriever"):
+            await mem.recall("what did I do?")
+        with pytest.raises(NotImplementedError):
+            await mem.recall("text")
     seen: list[tuple[Any, Sequence[str]]] = []
 
     async def retriever(query: Any, scopes: Sequence[str]) -> list[Any]:

@@ -1,0 +1,411 @@
+"""The index follower: keeps a :class:`SearchEngine` in sync with a set of scopes in Redis.
+
+Redis is the source of truth and the engine a cache of it. A scope is bootstrapped (its
+newest feed id read first, then its entries paged in, so no event is lost between the
+two), or loaded from a current snapshot; then its feed is followed. One reader task per
+partition: the feeds of a partition share a hash slot, so one ``XREAD`` blocks on all of
+them (as :mod:`memory.observers` does), also on Redis Cluster.
+
+Applying events is state based: an entry touched by ``written``/``updated``/``reinforced``
+is re-read and upserted (gone: removed); ``deleted``/``expired``/``evicted`` remove it.
+Re-reading under one lock makes replays and overlaps (reader and catch-up) harmless.
+
+Embeddings: an entry whose stored vector comes from the engine's embedder is never
+re-embedded; any other is queued in the engine, embedded in batches in a thread (or by the
+next search, whichever comes first), and the vector is stored back in Redis with
+``set_embeddings`` so a restart reuses it.
+
+Read-your-writes: :meth:`IndexFollower.sync` reads each scope's newest feed id (one
+pipelined ``XREVRANGE COUNT 1`` per scope) and pulls the gap itself (``XRANGE``), bounded
+by a timeout.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import time
+from collections import defaultdict, deque
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+from blackboard import Blackboard, Entry, Event, EventType
+from blackboard.entry import ScopePolicy, decode_entry, decode_event
+
+from .engine import SearchEngine
+from .snapshot import Snapshot, load_snapshot, save_snapshot
+
+__all__ = ["FollowerStats", "IndexFollower", "feed_id_gt"]
+
+log = logging.getLogger(__name__)
+
+_REMOVALS = frozenset({EventType.DELETED, EventType.EXPIRED, EventType.EVICTED})
+
+
+def _sid(s: str) -> tuple[int, int]:
+    a, _, b = s.partition("-")
+    return int(a), int(b or 0)
+
+
+def feed_id_gt(a: str, b: str) -> bool:
+    """Whether stream id ``a`` is after ``b``."""
+    return _sid(a) > _sid(b)
+
+
+def _dec(x: Any) -> str:
+    return x.decode() if isinstance(x, bytes) else str(x)
+
+
+@dataclass(frozen=True, slots=True)
+class FollowerStats:
+    """Counters: ``events`` applied, ``bootstrapped`` entries read in bulk,
+    ``from_snapshot`` entries loaded from disk, ``stored_embeddings`` vectors written back,
+    ``sync_timeouts`` queries that searched before catching up."""
+
+    scopes: int
+    events: int
+    bootstrapped: int
+    from_snapshot: int
+    stored_embeddings: int
+    sync_timeouts: int
+
+
+class IndexFollower:
+    """Follows scopes into ``engine``. ``await follow(scopes)`` adds scopes (idempotent);
+    ``await sync(scopes)`` catches up to the writes acknowledged so far; ``await aclose()``
+    stops the readers (and saves a snapshot when ``snapshot_dir`` is set).
+
+    ``write_back``: store computed vectors in Redis (off for a read-only ACL user).
+    """
+
+    def __init__(
+        self,
+        bb: Blackboard,
+        engine: SearchEngine,
+        *,
+        snapshot_dir: str | Path | None = None,
+        block_ms: int = 1000,
+        page: int = 256,
+        write_back: bool = True,
+    ) -> None:
+        self.bb, self.engine = bb, engine
+        self.snapshot_dir = Path(snapshot_dir) if snapshot_dir is not None else None
+        self.block_ms, self.page, self.write_back = block_ms, page, write_back
+        self._applied: dict[str, str] = {}
+        self._by_part: dict[int, set[str]] = defaultdict(set)
+        self._readers: dict[int, asyncio.Task[None]] = {}
+        self._lock = asyncio.Lock()
+        self._stopped = False
+        self._snapshot: Snapshot | None = None
+        self._snapshot_read = False
+        self._embed_wake = asyncio.Event()
+        self._store_wake = asyncio.Event()
+        self._to_store: deque[tuple[str, str, int, bytes]] = deque()
+        self._tasks: list[asyncio.Task[None]] = []
+        self._loop = asyncio.get_running_loop()
+        self._n = {"events": 0, "bootstrapped": 0, "from_snapshot": 0, "stored": 0,
+                   "timeouts": 0}
+        engine.on_embedded = self._embedded
+        self._tasks = [self._loop.create_task(self._embed_loop()),
+                       self._loop.create_task(self._store_loop())]
+
+    # -- public ---------------------------------------------------------------------------
+
+    def scopes(self) -> list[str]:
+        return sorted(self._applied)
+
+    def applied(self, scope: str) -> str | None:
+        """The last feed id applied for ``scope`` (None: not followed)."""
+        return self._applied.get(scope)
+
+    def stats(self) -> FollowerStats:
+        n = self._n
+        return FollowerStats(len(self._applied), n["events"], n["bootstrapped"],
+                             n["from_snapshot"], n["stored"], n["timeouts"])
+
+    async def follow(self, scopes: Iterable[str]) -> None:
+        """Index ``scopes`` from now on (a no-op for scopes already followed)."""
+        new = sorted({s for s in scopes if s not in self._applied})
+        if not new or self._stopped:
+            return
+        async with self._lock:
+            new = [s for s in new if s not in self._applied]
+            if not new:
+                return
+            loaded = await self._from_snapshot(new)
+            await self._bootstrap([s for s in new if s not in loaded])
+            for s in new:
+                self._by_part[self.bb.scope(s).partition].add(s)
+        if loaded:  # replay what was written since the snapshot
+            await self._catch_up(await self._newest(sorted(loaded)))
+        for p in {self.bb.scope(s).partition for s in new}:
+            if p not in self._readers:
+                self._readers[p] = self._loop.create_task(self._read(p))
+        self._embed_wake.set()
+
+    async def sync(self, scopes: Sequence[str], wait_s: float = 2.0) -> bool:
+        """Wait (at most ``wait_s`` seconds) until every write acknowledged in ``scopes`` before
+        this call is applied; False (and a log line) when the time ran out."""
+        await self.follow(scopes)
+        behind = {s: t for s, t in (await self._newest(scopes)).items()
+                  if feed_id_gt(t, self._applied.get(s, "0-0"))}
+        if not behind:
+            return True
+        # Shielded: a timed-out wait leaves the catch-up running, never half applied.
+        task = self._loop.create_task(self._catch_up(behind))
+        try:
+            await asyncio.wait_for(asyncio.shield(task), wait_s)
+            return True
+        except TimeoutError:
+            self._n["timeouts"] += 1
+            log.warning("index of %d scope(s) not caught up after %.2f s; searching anyway",
+                        len(behind), wait_s)
+            return False
+
+    async def save_snapshot(self) -> Path | None:
+        """Write a snapshot of every followed scope; its path (None: no ``snapshot_dir``)."""
+        if self.snapshot_dir is None:
+            return None
+        async with self._lock:
+            applied = dict(self._applied)
+            data = {s: self.engine.export_scope(s) for s in applied}
+        emb = self.engine.embedder
+        await asyncio.to_thread(save_snapshot, self.snapshot_dir, applied, data,
+                                emb.name if emb else None, emb.dim if emb else 0)
+        return self.snapshot_dir
+
+    async def aclose(self, *, snapshot: bool = True) -> None:
+        if self._stopped:
+            return
+        self._stopped = True
+        readers = list(self._readers.values())
+        for t in readers:
+            t.cancel()
+        await asyncio.gather(*readers, return_exceptions=True)
+        self._store_wake.set()
+        self._embed_wake.set()
+        await asyncio.gather(*self._tasks, return_exceptions=True)
+        await self._store_pending()
+        if snapshot and self.snapshot_dir is not None:
+            await self.save_snapshot()
+        self.engine.on_embedded = None
+
+    # -- loading --------------------------------------------------------------------------
+
+    async def _newest(self, scopes: Sequence[str]) -> dict[str, str]:
+        async with self.bb.client.pipeline(transaction=False) as pipe:
+            for s in scopes:
+                pipe.xrevrange(self.bb.scope(s).keys.feed, count=1)
+            lasts = await pipe.execute()
+        return {s: (_dec(last[0][0]) if last else "0-0")
+                for s, last in zip(scopes, lasts, strict=True)}
+
+    async def _from_snapshot(self, scopes: list[str]) -> set[str]:
+        """Load the scopes a current snapshot holds: its feed id for them is still in the
+        feed (or is the newest), so the gap can be replayed. Returns those scopes."""
+        if self.snapshot_dir is None:
+            return set()
+        if not self._snapshot_read:
+            self._snapshot_read = True
+            self._snapshot = await asyncio.to_thread(load_snapshot, self.snapshot_dir)
+        snap = self._snapshot
+        if snap is None:
+            return set()
+        wanted = [s for s in scopes if s in snap.manifest.scopes]
+        if not wanted:
+            return set()
+        async with self.bb.client.pipeline(transaction=False) as pipe:
+            for s in wanted:
+                feed, at = self.bb.scope(s).keys.feed, snap.manifest.scopes[s]
+                pipe.xrange(feed, at, at, count=1)
+                pipe.xrevrange(feed, count=1)
+                pipe.hgetall(self.bb.scope(s).keys.cfg)
+            got = await pipe.execute()
+        loaded: set[str] = set()
+        emb = self.engine.embedder
+        for i, s in enumerate(wanted):
+            at = snap.manifest.scopes[s]
+            kept, newest, cfg = got[3 * i : 3 * i + 3]
+            newest_id = _dec(newest[0][0]) if newest else "0-0"
+            if not kept and newest_id != at:
+                continue  # trimmed past our position (or reset): bootstrap from Redis
+            entries = snap.entries.get(s, [])
+            if emb is None or snap.manifest.embedder != emb.name:
+                entries = [replace(e, embedding=None, embedder=None) for e in entries]
+            self.engine.set_policy(s, ScopePolicy.from_redis(cfg))
+            self.engine.add(entries, embed_now=False)
+            self._applied[s] = at
+            self._n["from_snapshot"] += len(entries)
+            loaded.add(s)
+        return loaded
+
+    async def _bootstrap(self, scopes: list[str]) -> None:
+        """Read the scopes from Redis: newest feed ids first, then every entry."""
+        if not scopes:
+            return
+        client = self.bb.client
+        async with client.pipeline(transaction=False) as pipe:
+            for s in scopes:
+                k = self.bb.scope(s).keys
+                pipe.xrevrange(k.feed, count=1)
+                pipe.zrange(k.ix, 0, -1)
+                pipe.hgetall(k.cfg)
+            got = await pipe.execute()
+        for i, s in enumerate(scopes):
+            last, ids, cfg = got[3 * i], got[3 * i + 1], got[3 * i + 2]
+            self.engine.set_policy(s, ScopePolicy.from_redis(cfg))
+            scope = self.bb.scope(s)
+            id_list = [_dec(x) for x in ids]
+            for j in range(0, len(id_list), self.page):
+                batch = [e for e in await scope.get_many(id_list[j : j + self.page]) if e]
+                self._upsert(batch)
+                self._n["bootstrapped"] += len(batch)
+            self._applied[s] = _dec(last[0][0]) if last else "0-0"
+
+    # -- applying events ------------------------------------------------------------------
+
+    def _upsert(self, entries: list[Entry]) -> None:
+        emb = self.engine.embedder
+        out = []
+        for e in entries:
+            if e.embedding is not None and emb is not None and e.embedder == emb.name:
+                old = self.engine.get(e.id)
+                # An update that changed the text keeps the old stored vector (the update
+                # script does not clear it): embed the new text instead.
+                if old is not None and old.version != e.version and (
+                    self.engine.text_fn(old) != self.engine.text_fn(e)
+                ):
+                    e = replace(e, embedding=None, embedder=None)
+            out.append(e)
+        if out:
+            self.engine.add(out, embed_now=False)
+            self._embed_wake.set()
+
+    async def _apply(self, events: list[Event]) -> None:
+        """Apply feed events (caller holds the lock); skips those already applied."""
+        fresh = [ev for ev in events
+                 if ev.scope in self._applied and feed_id_gt(ev.id, self._applied[ev.scope])]
+        if not fresh:
+            return
+        last: dict[tuple[str, str], Event] = {}
+        for ev in fresh:
+            last[(ev.scope, ev.entry_id)] = ev
+        gone = [eid for (_, eid), ev in last.items() if ev.type in _REMOVALS]
+        reread: dict[str, list[str]] = defaultdict(list)
+        for (s, eid), ev in last.items():
+            if ev.type not in _REMOVALS:
+                reread[s].append(eid)
+        scopes = list(reread)
+        if scopes:
+            async with self.bb.client.pipeline(transaction=False) as pipe:
+                for s in scopes:
+                    k = self.bb.scope(s).keys
+                    for eid in reread[s]:
+                        pipe.hgetall(k.entry(eid))
+                hashes = iter(await pipe.execute())
+            now = int(time.time() * 1000)
+            ups: list[Entry] = []
+            for s in scopes:
+                for eid in reread[s]:
+                    h = next(hashes)
+                    e = decode_entry(s, h) if h else None
+                    if e is None or e.expired(now):
+                        gone.append(eid)
+                    else:
+                        ups.append(e)
+            self._upsert(ups)
+        if gone:
+            self.engine.remove(gone)
+        for ev in fresh:
+            if feed_id_gt(ev.id, self._applied[ev.scope]):
+                self._applied[ev.scope] = ev.id
+        self._n["events"] += len(fresh)
+
+    async def _catch_up(self, targets: dict[str, str]) -> None:
+        """Pull and apply each scope's events up to its target id (``XRANGE``)."""
+        async with self._lock:
+            todo = {s: t for s, t in targets.items()
+                    if s in self._applied and feed_id_gt(t, self._applied[s])}
+            while todo:
+                async with self.bb.client.pipeline(transaction=False) as pipe:
+                    for s, t in todo.items():
+                        pipe.xrange(self.bb.scope(s).keys.feed, f"({self._applied[s]}", t,
+                                    count=500)
+                    replies = await pipe.execute()
+                events = []
+                for s, items in zip(todo, replies, strict=True):
+                    p = self.bb.scope(s).partition
+                    events += [decode_event(sid, f, p) for sid, f in items]
+                if not events:
+                    break  # the target was trimmed away already: nothing left to pull
+                await self._apply(events)
+                todo = {s: t for s, t in todo.items() if feed_id_gt(t, self._applied[s])}
+
+    async def _read(self, partition: int) -> None:
+        client = self.bb.client
+        while not self._stopped:
+            scopes = sorted(self._by_part[partition])
+            pos = {self.bb.scope(s).keys.feed: self._applied[s] for s in scopes}
+            try:
+                reply = await client.xread(pos, count=200, block=self.block_ms)
+            except asyncio.CancelledError:
+                raise
+            except Exception:  # a dropped connection must not end the follower
+                if self._stopped:
+                    return
+                log.exception("index follower of partition %d failed; retrying", partition)
+                await asyncio.sleep(0.5)
+                continue
+            events = [decode_event(sid, f, partition)
+                      for _stream, items in reply or () for sid, f in items]
+            if events:
+                async with self._lock:
+                    await self._apply(events)
+
+    # -- embeddings -----------------------------------------------------------------------
+
+    def _embedded(self, made: list[tuple[Entry, npt.NDArray[np.float32]]]) -> None:
+        # Runs on whichever thread embedded (a search or the embed loop): queue only.
+        for e, v in made:
+            self._to_store.append((e.scope, e.id, e.version, np.asarray(v, np.float32).tobytes()))
+        with contextlib.suppress(RuntimeError):  # loop closed: the vectors stay unstored
+            self._loop.call_soon_threadsafe(self._store_wake.set)
+
+    async def _embed_loop(self) -> None:
+        while not self._stopped:
+            await self._embed_wake.wait()
+            self._embed_wake.clear()
+            if self._stopped:
+                return
+            try:
+                await asyncio.to_thread(self.engine.flush_embeddings)
+            except Exception:
+                log.exception("embedding queued entries failed; the next search retries")
+
+    async def _store_loop(self) -> None:
+        while not self._stopped:
+            await self._store_wake.wait()
+            self._store_wake.clear()
+            await self._store_pending()
+
+    async def _store_pending(self) -> None:
+        emb = self.engine.embedder
+        if emb is None or not self._to_store:
+            return
+        by_scope: dict[str, list[tuple[str, int, bytes]]] = defaultdict(list)
+        while self._to_store:
+            s, eid, ver, vec = self._to_store.popleft()
+            by_scope[s].append((eid, ver, vec))
+        if not self.write_back:
+            return
+        for s, items in by_scope.items():
+            try:
+                self._n["stored"] += await self.bb.scope(s).set_embeddings(items, emb.name)
+            except Exception as exc:  # e.g. an ACL user without write access to the scope
+                log.warning("could not store %d embedding(s) in %s: %s", len(items), s, exc)

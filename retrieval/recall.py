@@ -1,0 +1,134 @@
+"""The retriever behind ``AgentMemory.recall``: a :class:`SearchEngine` kept in sync with
+Redis by an :class:`IndexFollower`, searched with read-your-writes.
+
+It implements :class:`memory.agent.Retriever`: ``await retriever(query, scopes)`` with the
+scopes already resolved and access-checked by the caller (the memory layer owns access
+rules and level names); hits of every scope come back in one ranking, so their scores are
+comparable.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any, Literal
+
+from blackboard import Blackboard, Entry
+
+from .embedders.base import Embedder
+from .engine import SearchEngine
+from .follower import IndexFollower
+from .query import MemoryQuery
+from .scoring import ScoredEntry, ScoringConfig
+
+__all__ = ["Retriever", "as_query"]
+
+log = logging.getLogger(__name__)
+
+
+def as_query(query: MemoryQuery | str | Any, limit: int | None = None,
+             explain: bool = False) -> MemoryQuery:
+    """``query`` as a :class:`MemoryQuery` (text becomes its ``query``); ``limit`` sets
+    ``max_results``, ``explain`` the explain flag."""
+    q = query if isinstance(query, MemoryQuery) else MemoryQuery(query=str(query))
+    update: dict[str, Any] = {}
+    if limit is not None:
+        update["max_results"] = limit
+    if explain:
+        update["explain"] = True
+    if not update:
+        return q
+    # model_validate (not model_copy) so the new values are validated too
+    return MemoryQuery.model_validate({**q.model_dump(exclude={"lens"}), **update})
+
+
+def origin_of(entry: Entry) -> str:
+    """The entry a copy was made from (``metadata["origin_id"]``), else the entry itself."""
+    v = entry.metadata.get("origin_id")
+    return v if isinstance(v, str) else entry.id
+
+
+def collapse_copies(hits: Sequence[ScoredEntry]) -> list[ScoredEntry]:
+    """Hits in order, keeping only the best-ranked one of each origin."""
+    seen: set[str] = set()
+    out = []
+    for h in hits:
+        o = origin_of(h.entry)
+        if o not in seen:
+            seen.add(o)
+            out.append(h)
+    return out
+
+
+class Retriever:
+    """Hybrid recall over Redis scopes.
+
+    ``embedder``: ``"default"`` (MiniLM when installed; otherwise BM25 plus filters, with one
+    warning per process), an :class:`Embedder`, or None (BM25 only). ``engine`` replaces
+    the engine made from ``embedder``/``config``. ``wait_timeout``: at most this long a
+    query waits for writes acknowledged before it (then it searches anyway and logs).
+    ``snapshot_dir``: load the index from / save it to this directory.
+    """
+
+    def __init__(
+        self,
+        bb: Blackboard,
+        *,
+        embedder: Embedder | Literal["default"] | None = "default",
+        config: ScoringConfig | None = None,
+        engine: SearchEngine | None = None,
+        wait_timeout: float = 2.0,
+        snapshot_dir: str | Path | None = None,
+        block_ms: int = 1000,
+        write_back: bool = True,
+    ) -> None:
+        self.bb = bb
+        self.engine = engine if engine is not None else SearchEngine(embedder, config)
+        self.wait_timeout = wait_timeout
+        self._follower_args: dict[str, Any] = {
+            "snapshot_dir": snapshot_dir, "block_ms": block_ms, "write_back": write_back,
+        }
+        self._follower: IndexFollower | None = None
+
+    @property
+    def follower(self) -> IndexFollower:
+        """The follower (created on first use: it needs a running loop)."""
+        if self._follower is None:
+            self._follower = IndexFollower(self.bb, self.engine, **self._follower_args)
+        return self._follower
+
+    async def __call__(
+        self, query: MemoryQuery | str | Any, scopes: Sequence[str]
+    ) -> list[ScoredEntry]:
+        return await self.recall(query, scopes)
+
+    async def recall(
+        self, query: MemoryQuery | str | Any, scopes: Sequence[str] | None = None, *,
+        limit: int | None = None, explain: bool = False,
+    ) -> list[ScoredEntry]:
+        """The best hits for ``query`` in ``scopes`` (default: the query's ``scopes``),
+        best first. Sees every write acknowledged before the call (bounded wait)."""
+        q = as_query(query, limit, explain)
+        names = list(dict.fromkeys(scopes if scopes is not None else q.scopes or ()))
+        if not names:
+            return []
+        await self.follower.sync(names, self.wait_timeout)
+        # Copies made by dataflow edges (working -> stm keeps the steps) hold the same
+        # content as their origin: ask for more, then keep one hit per origin.
+        wide = q.model_copy(update={"max_results": q.max_results * 3})
+        hits = collapse_copies(self.engine.search(wide, names))[: q.max_results]
+        if q.explain:
+            for h in hits:
+                log.info("recall %r: %s", q.query, h.explain())
+        return hits
+
+    async def aclose(self) -> None:
+        if self._follower is not None:
+            await self._follower.aclose()
+
+    async def __aenter__(self) -> Retriever:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.aclose()

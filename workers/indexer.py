@@ -1,0 +1,164 @@
+"""The ``index`` role: embed entries that lack a current embedding, off the write path.
+
+Consumes the partition buses as consumer group ``index``; for each batch, reads the
+entries its ``written``/``updated`` events name, embeds those whose stored vector is
+missing or from another embedder (an ``updated`` entry always: the update script keeps the
+old vector, which may no longer match the text), in batches, stores the vectors with
+``Scope.set_embeddings`` (version-checked: an entry changed since is skipped, its own
+event re-embeds it) and then acks. A crash before the ack re-delivers the batch; embedding
+twice is harmless.
+
+Lead's wiring (workers/worker.py): ``IndexRole(bb, worker_id, partitions=leases.current)``,
+``await role.start()`` / ``await role.stop()``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import functools
+import logging
+from collections import defaultdict
+from collections.abc import Awaitable, Callable, Collection, Iterable, Sequence
+from typing import Literal
+
+import numpy as np
+
+from blackboard import Blackboard, Entry, Event, EventType
+from retrieval.embedders import Embedder, default_embedder
+from retrieval.text import entry_text
+
+__all__ = ["IndexRole", "bind_reembed", "reembed", "run_index_batch"]
+
+log = logging.getLogger(__name__)
+
+ROLE = "index"
+_EMBED = frozenset({EventType.WRITTEN, EventType.UPDATED})
+
+
+def _current(e: Entry, embedder: Embedder) -> bool:
+    return (
+        e.embedding is not None
+        and e.embedder == embedder.name
+        and len(e.embedding) == embedder.dim * 4
+    )
+
+
+async def reembed(
+    bb: Blackboard, entries: Sequence[Entry], embedder: Embedder, *, batch: int = 64
+) -> int:
+    """Embed ``entries`` (any scopes) in batches and store the vectors; -> how many were
+    stored (an entry changed since it was read is skipped). The model runs in a thread."""
+    stored = 0
+    items = list(entries)
+    for i in range(0, len(items), batch):
+        part = items[i : i + batch]
+        vecs = await asyncio.to_thread(embedder.embed, [entry_text(e) for e in part])
+        by_scope: dict[str, list[tuple[str, int, bytes]]] = defaultdict(list)
+        for e, v in zip(part, vecs, strict=True):
+            by_scope[e.scope].append((e.id, e.version, np.asarray(v, np.float32).tobytes()))
+        for scope, its in by_scope.items():
+            stored += await bb.scope(scope).set_embeddings(its, embedder.name)
+    return stored
+
+
+def bind_reembed(bb: Blackboard, embedder: Embedder) -> Callable[[list[Entry]], Awaitable[int]]:
+    """:func:`reembed` bound to ``bb`` and ``embedder``: the maintenance job's hook."""
+    return functools.partial(reembed, bb, embedder=embedder)
+
+
+async def run_index_batch(bb: Blackboard, events: Iterable[Event], embedder: Embedder) -> int:
+    """Embed the entries of ``events`` lacking a current embedding; -> vectors stored."""
+    latest: dict[tuple[str, str], Event] = {}
+    for ev in events:
+        latest[(ev.scope, ev.entry_id)] = ev
+    want: dict[str, list[str]] = defaultdict(list)
+    updated: set[str] = set()
+    for (scope, eid), ev in latest.items():
+        if ev.type in _EMBED:
+            want[scope].append(eid)
+            if ev.type is EventType.UPDATED:
+                updated.add(eid)
+    todo: list[Entry] = []
+    for scope, ids in want.items():
+        for e in await bb.scope(scope).get_many(ids):
+            if e is not None and (e.id in updated or not _current(e, embedder)):
+                todo.append(e)
+    return await reembed(bb, todo, embedder) if todo else 0
+
+
+class IndexRole:
+    """The consume loop of the ``index`` role. ``partitions``: the partitions to read (a
+    collection, or a callable giving the current set, as partition leases do; None: all).
+    ``embedder``: ``"default"`` is MiniLM when installed; with no model the role idles
+    (acks, embeds nothing) after one warning."""
+
+    def __init__(
+        self,
+        bb: Blackboard,
+        consumer: str,
+        *,
+        embedder: Embedder | Literal["default"] | None = "default",
+        partitions: Collection[int] | Callable[[], Collection[int]] | None = None,
+        count: int = 200,
+        block_ms: int = 500,
+        claim_idle_ms: int = 5_000,
+        max_deliveries: int = 5,
+    ) -> None:
+        self.bb, self.consumer = bb, consumer
+        self.embedder = default_embedder() if embedder == "default" else embedder
+        self.partitions = partitions
+        self.count, self.block_ms = count, block_ms
+        self.claim_idle_ms, self.max_deliveries = claim_idle_ms, max_deliveries
+        self._stopping = asyncio.Event()
+        self._task: asyncio.Task[None] | None = None
+        self.batches = 0
+        self.embedded = 0
+        self.failures = 0
+
+    async def start(self) -> None:
+        """Create the consumer group and start consuming; returns at once."""
+        await self.bb.ensure_groups([ROLE])
+        self._stopping.clear()
+        self._task = asyncio.create_task(self._loop(), name=f"{self.consumer}-index")
+
+    async def stop(self) -> None:
+        """Finish the batch in hand and stop."""
+        self._stopping.set()
+        if self._task is not None:
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._task
+            self._task = None
+
+    async def _loop(self) -> None:
+        stream = self.bb.consume(
+            ROLE, self.consumer, partitions=self.partitions, count=self.count,
+            block_ms=self.block_ms, claim_idle_ms=self.claim_idle_ms,
+            max_deliveries=self.max_deliveries,
+        )
+        stop = asyncio.ensure_future(self._stopping.wait())
+        try:
+            it = stream.__aiter__()
+            while not self._stopping.is_set():
+                nxt = asyncio.ensure_future(it.__anext__())
+                done, _ = await asyncio.wait({nxt, stop}, return_when=asyncio.FIRST_COMPLETED)
+                if nxt not in done:
+                    nxt.cancel()
+                    with contextlib.suppress(asyncio.CancelledError, StopAsyncIteration):
+                        await nxt
+                    break
+                batch = nxt.result()
+                try:
+                    if self.embedder is not None:
+                        self.embedded += await run_index_batch(self.bb, batch.events,
+                                                               self.embedder)
+                    await batch.ack()
+                    self.batches += 1
+                except Exception:
+                    self.failures += 1
+                    log.exception("index batch on partition %d failed; it stays pending",
+                                  batch.partition)
+                    batch.release()
+        finally:
+            stop.cancel()
+            await stream.aclose()  # type: ignore[attr-defined]
