@@ -21,7 +21,7 @@ from .consumer import Batch, ConsumeOptions, PartitionSource, consume, ensure_gr
 from .errors import ConfigMismatch, InvalidArgument, ServerUnavailable
 from .keys import PartitionKeys, ScopeKeys
 from .scope import Scope
-from .scripts import SCRIPTS, run_script
+from .scripts import SCRIPTS, load_script, run_script
 from .settings import ClientSettings
 from .validation import validate_scope
 
@@ -252,7 +252,7 @@ class Blackboard:
                     pipe.execute_command("EVALSHA", sha, len(keys), *keys, *args)
                 replies = await pipe.execute(raise_on_error=False)
             if attempt == 0 and any(isinstance(r, rexc.NoScriptError) for r in replies):
-                await self.client.script_load(SCRIPTS[name].source)
+                await load_script(self.client, name)
                 continue  # writes are idempotent by id: re-running the batch is safe
             return list(replies)
         raise AssertionError("unreachable")
@@ -271,8 +271,13 @@ class Blackboard:
         for p in partitions if partitions is not None else range(self.partitions):
             due = await self.client.zrangebyscore(PartitionKeys(p).ttl, "-inf", now)
             for raw in due:
-                scope_id = raw.decode()
-                sk = self.scope_keys(scope_id)
+                scope_id = raw.decode("utf-8", "replace")
+                try:
+                    sk = self.scope_keys(scope_id)
+                except InvalidArgument:
+                    # junk a confined agent may ZADD into the schedule: drop it, go on
+                    await self.client.zrem(PartitionKeys(p).ttl, raw)
+                    continue
                 total = 0
                 while True:
                     removed, pending = await run_script(

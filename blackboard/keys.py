@@ -13,6 +13,7 @@ import zlib
 from dataclasses import dataclass
 
 __all__ = [
+    "ACL_AGENTS",
     "CONFIG",
     "EDGES",
     "EDGE_RECORDS",
@@ -39,6 +40,8 @@ WORKERS = f"{ROOT}:workers"  # worker heartbeats (prefix of the redis-om records
 # so a Query Engine index ``ON HASH PREFIX bb:scopes:`` never sees them.
 SCOPE_RECORDS = f"{ROOT}:registry:scopes"  # set of scope ids with a config record
 EDGE_RECORDS = f"{ROOT}:registry:edges"  # set of dataflow edge ids
+# Hash agent id -> JSON list of its teams: the ACL grants (written by `acl grant`, admin only).
+ACL_AGENTS = f"{ROOT}:acl:agents"
 
 
 def scope_record(scope_id: str) -> str:
@@ -188,21 +191,21 @@ class ScopeKeys:
         return self.part.cfg(self.scope_id)
 
     def script_keys(self) -> list[str]:
-        """The fixed KEYS of every per-scope mutation script, in header order."""
-        p = self.part
+        """The declared KEYS of every per-scope mutation script, in header order.
+
+        Only keys of the scope itself: EVALSHA needs read and write permission on each
+        declared key, and a confined agent must hold neither read on the partition bus nor
+        write on the scope's cfg. The scripts derive those (bus, cfg, partition scopes /
+        ttl / prune) from the prefix in KEYS[1]; see ``scripts/_lib.lua``.
+        """
         return [
-            self.prefix,  # KEYS[1] is the prefix: entry and tag keys derive from it
+            self.prefix,  # KEYS[1] is the prefix: entry, tag and partition keys derive from it
             self.ix,
             self.tags,
             self.keys,
             self.exp,
             self.evict,
             self.feed,
-            p.bus,
-            self.cfg,
-            p.scopes,
-            p.ttl,
-            p.prune,
         ]
 
 

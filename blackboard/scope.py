@@ -14,7 +14,7 @@ from .errors import InvalidArgument, NotFound
 from .ids import is_entry_id
 from .keys import ScopeKeys, partition_of
 from .request import EncodedWrite, WriteRequest, encode_write
-from .scripts import SCRIPTS, raise_for_script_error, run_script
+from .scripts import SCRIPTS, load_script, raise_for_script_error, run_script
 from .validation import (
     check_importance,
     check_size,
@@ -267,7 +267,7 @@ class Scope:
                     )
                 replies = await pipe.execute(raise_on_error=False)
             if attempt == 0 and any(isinstance(r, rexc.NoScriptError) for r in replies):
-                await self.bb.client.script_load(SCRIPTS["embed"].source)
+                await load_script(self.bb.client, "embed")
                 continue
             break
         for r in replies:

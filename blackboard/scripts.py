@@ -20,12 +20,13 @@ from .errors import (
     AccessDenied,
     BlackboardError,
     EntryTooLarge,
+    InvalidArgument,
     NotFound,
     ScopeFull,
     VersionConflict,
 )
 
-__all__ = ["SCRIPTS", "Script", "raise_for_script_error", "run_script"]
+__all__ = ["SCRIPTS", "Script", "load_script", "raise_for_script_error", "run_script"]
 
 _LIB = "_lib.lua"
 _WITH_LIB = ("write", "update", "delete", "expire", "reinforce", "prune")
@@ -66,12 +67,15 @@ class _Scripts:
 
 SCRIPTS = _Scripts()
 
-_ERR = re.compile(r"(ENTRY_TOO_LARGE|SCOPE_FULL|VERSION_CONFLICT|NOT_FOUND)\s*(.*)")
+_ACL_FAIL = re.compile(r"ACL failure in script|^NOPERM|no permissions to")
+_ERR = re.compile(r"(ENTRY_TOO_LARGE|SCOPE_FULL|VERSION_CONFLICT|NOT_FOUND|BAD_SCOPE)\s*(.*)")
 
 
 def raise_for_script_error(exc: BaseException, entry_id: str = "", scope: str = "") -> None:
     """Raise the library error a script's error reply stands for (or re-raise ``exc``)."""
-    if isinstance(exc, rexc.NoPermissionError):
+    # A command refused inside a script surfaces as a plain error reply ("ACL failure in
+    # script" on 7.0, "NOPERM" on newer servers), not as NoPermissionError.
+    if isinstance(exc, rexc.NoPermissionError) or _ACL_FAIL.search(str(exc)):
         raise AccessDenied(f"Redis refused the operation: {exc}") from exc
     m = _ERR.search(str(exc))
     if not m:
@@ -79,6 +83,8 @@ def raise_for_script_error(exc: BaseException, entry_id: str = "", scope: str = 
             raise BlackboardError(f"Redis error: {exc}") from exc
         raise exc
     code, rest = m.group(1), m.group(2).split()
+    if code == "BAD_SCOPE":
+        raise InvalidArgument(f"script called with mismatched scope keys: {m.group(2)}") from None
     if code == "ENTRY_TOO_LARGE":
         raise EntryTooLarge(int(rest[0]), int(rest[1])) from None
     if code == "SCOPE_FULL":
@@ -88,11 +94,28 @@ def raise_for_script_error(exc: BaseException, entry_id: str = "", scope: str = 
     raise NotFound(f"no entry {entry_id or rest[0]!r} in scope {scope!r}") from None
 
 
+async def load_script(client: Any, name: str) -> None:
+    """SCRIPT LOAD one script; :class:`AccessDenied` with the remedy when the user may not.
+
+    Confined agent users may not SCRIPT LOAD (that would let them EVALSHA Lua of their
+    own); the service user loads every script on connect, and ``blackboard acl
+    load-scripts`` does it after a restart or SCRIPT FLUSH emptied the script cache.
+    """
+    try:
+        await client.script_load(SCRIPTS[name].source)
+    except rexc.NoPermissionError as exc:
+        raise AccessDenied(
+            f"the {name!r} script is not loaded on the server and this Redis user may not "
+            "load it: connect once as the service user (any worker does) or run "
+            "`blackboard acl load-scripts`"
+        ) from exc
+
+
 async def run_script(client: Any, name: str, keys: list[str], args: list[Any]) -> Any:
     """Run a script by SHA, loading it on ``NOSCRIPT`` (after a restart or failover)."""
     script = SCRIPTS[name]
     try:
         return await client.evalsha(script.sha, len(keys), *keys, *args)
     except rexc.NoScriptError:
-        await client.script_load(script.source)
+        await load_script(client, name)
         return await client.evalsha(script.sha, len(keys), *keys, *args)

@@ -10,12 +10,12 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from blackboard import AccessDenied
+from blackboard import AccessDenied, Blackboard
 
 from .levels import MemoryLevel
 from .naming import COLLECTIVE, agent_scopes, team_scope
 
-__all__ = ["AccessPolicy"]
+__all__ = ["AccessPolicy", "provision_agent"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -59,3 +59,24 @@ class AccessPolicy:
 
     def writable(self, scope_ids: Iterable[str]) -> list[str]:
         return [s for s in scope_ids if self.can_write(s)]
+
+
+async def provision_agent(bb: Blackboard, agent_id: str, teams: Iterable[str] = ()) -> list[str]:
+    """Register (as the service or admin user) every scope the agent may write: its level
+    scopes with the default hierarchy, and each team's root and level scopes. A confined
+    agent user may not write the registry or the cfg hashes, so ``blackboard acl grant``
+    does this for it; idempotent. Returns the registered scope ids."""
+    from .hierarchy import install_default_hierarchy
+    from .registry import Registry
+
+    teams = sorted(set(teams))
+    reg = Registry(bb)
+    try:
+        h = await install_default_hierarchy(bb, agent_id, teams, registry=reg)
+        done = [c.scope_id for c in h.scopes]
+        for t in teams:
+            for lvl in MemoryLevel:
+                done.append((await reg.ensure_scope(team_scope(t, lvl))).scope_id)
+        return sorted(set(done))
+    finally:
+        await reg.aclose()

@@ -243,7 +243,10 @@ class Registry:
         return True
 
     async def _all(self, model: Any, pk_set: str) -> list[Any]:
-        pks = sorted(await self.db.smembers(pk_set))
+        try:
+            pks = sorted(await self.db.smembers(pk_set))
+        except rexc.NoPermissionError:
+            return []  # a confined agent user may not list the registry
         return await self._many(model, pks)
 
     async def _many(self, model: Any, pks: list[str]) -> list[Any]:
@@ -253,6 +256,11 @@ class Registry:
         async with self.db.pipeline(transaction=False) as pipe:
             for pk in pks:
                 pipe.hgetall(model.make_primary_key(pk))
-            docs = await pipe.execute()
+            docs = await pipe.execute(raise_on_error=False)
+        for d in docs:
+            # A confined agent user may read only its own and its teams' records: the
+            # others are simply not visible to it.
+            if isinstance(d, Exception) and not isinstance(d, rexc.NoPermissionError):
+                raise d
         return [model.model_validate({**d, "pk": pk}) for pk, d in zip(pks, docs, strict=True)
-                if d]
+                if d and not isinstance(d, Exception)]

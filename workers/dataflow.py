@@ -22,8 +22,11 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from blackboard import Blackboard, Entry, Event, EventType, WriteRequest
+from blackboard.errors import InvalidScope
+from blackboard.ids import is_entry_id
 from blackboard.keys import PartitionKeys
 from blackboard.scripts import run_script
+from blackboard.validation import validate_scope
 from memory.subscriptions import MemorySubscription
 
 __all__ = ["BufferItem", "DataflowRunner", "max_batch"]
@@ -58,6 +61,14 @@ class BufferItem:
         s = raw.decode() if isinstance(raw, bytes) else raw
         at, scope, entry_id = s.split("|", 2)
         return cls(int(at), scope, entry_id)
+
+
+def _valid_scope(scope_id: str) -> bool:
+    try:
+        validate_scope(scope_id)
+    except InvalidScope:
+        return False
+    return True
 
 
 def _parse_pending_key(key: str, part: PartitionKeys) -> tuple[str, str]:
@@ -228,6 +239,11 @@ class DataflowRunner:
         by_scope: dict[str, list[str]] = defaultdict(list)
         order: list[tuple[str, str]] = []
         for it in items:
+            # A bus event is a hint: a forged one may name no valid scope or id. Skip it
+            # rather than fail (and dead-letter) the real items batched with it.
+            if not (is_entry_id(it.entry_id) and _valid_scope(it.scope)):
+                log.warning("skipping buffered item naming an invalid scope/id: %r", it)
+                continue
             if (it.scope, it.entry_id) in order:
                 continue
             order.append((it.scope, it.entry_id))

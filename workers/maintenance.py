@@ -9,14 +9,16 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass, field
 
 import numpy as np
 
 from blackboard import Blackboard, Entry
+from blackboard.errors import InvalidScope
 from blackboard.keys import PartitionKeys
 from blackboard.scripts import run_script
+from blackboard.validation import validate_scope
 from consolidation.dedupe import find_duplicates
 from consolidation.transformer import Similarity
 
@@ -57,6 +59,11 @@ class Maintenance:
     dedupe_threshold: float = 0.95
     dedupe_window: int = 2000
 
+    async def _scopes(self, partition: int) -> list[str]:
+        """The partition's scope ids; junk members (an agent may SADD there) are skipped."""
+        raw = await self.bb.client.smembers(PartitionKeys(partition).scopes)
+        return sorted(valid_scopes(r.decode("utf-8", "replace") for r in raw))
+
     # -- jobs -----------------------------------------------------------------------------
 
     async def sweep(self, partition: int, dry_run: bool = False) -> JobReport:
@@ -82,7 +89,7 @@ class Maintenance:
         self, job: str, partition: int, scopes: list[str], mode: str, dry_run: bool
     ) -> JobReport:
         counts: dict[str, int] = {}
-        for scope_id in sorted(scopes):
+        for scope_id in sorted(valid_scopes(scopes)):
             sk = self.bb.scope_keys(scope_id)
             while True:
                 removed, due = await run_script(
@@ -107,8 +114,8 @@ class Maintenance:
         the cohesion guard of :func:`consolidation.dedupe.find_duplicates`.
         """
         counts: dict[str, int] = {}
-        for raw in sorted(await self.bb.client.smembers(PartitionKeys(partition).scopes)):
-            scope = self.bb.scope(raw.decode())
+        for scope_id in await self._scopes(partition):
+            scope = self.bb.scope(scope_id)
             entries = await scope.entries(limit=self.dedupe_window)
             if len(entries) < 2:
                 continue
@@ -151,8 +158,8 @@ class Maintenance:
         if self.reembed is None:
             return JobReport("reindex", partition, dry_run, {})
         counts: dict[str, int] = {}
-        for raw in sorted(await self.bb.client.smembers(PartitionKeys(partition).scopes)):
-            scope = self.bb.scope(raw.decode())
+        for scope_id in await self._scopes(partition):
+            scope = self.bb.scope(scope_id)
             stale = [
                 e
                 for e in await scope.entries(limit=None)
@@ -206,6 +213,17 @@ class Maintenance:
                 coalesce=True,
                 next_run_time=None if job == "reindex" else _now(),
             )
+
+
+def valid_scopes(names: Iterable[str]) -> list[str]:
+    """The names that are valid scope ids (schedules are hints; agents can write junk)."""
+    out = []
+    for n in names:
+        try:
+            out.append(validate_scope(n))
+        except InvalidScope:
+            log.warning("skipping invalid scope id %r in a partition schedule", n[:80])
+    return out
 
 
 def _now() -> object:

@@ -1,12 +1,41 @@
 -- _lib.lua: helpers prepended to every mutation script (not a script of its own).
 --
--- Per-scope keys are derived from the scope prefix KEYS[1] ('bb:{pN}:s:<scope>:'):
---   prefix .. 'e:' .. id      entry hash
---   prefix .. 'tag:' .. tag   tag set
--- Every other key a script touches is passed in KEYS (see blackboard/keys.py, ScopeKeys.script_keys):
---   KEYS[1] prefix  KEYS[2] ix  KEYS[3] tags  KEYS[4] keys  KEYS[5] exp  KEYS[6] evict
---   KEYS[7] feed    KEYS[8] bus KEYS[9] cfg   KEYS[10] partition scopes
---   KEYS[11] partition ttl      KEYS[12] partition prune
+-- Declared KEYS are only keys of the scope itself (see ScopeKeys.script_keys). EVALSHA's
+-- key-spec is "RW access update", so Redis ACLs demand read AND write permission on every
+-- declared key: declaring the partition bus or the scope's cfg hash would force a confined
+-- agent user to hold %RW~ on them (it could then XRANGE the bus or rewrite its own limits).
+--   KEYS[1] scope prefix 'bb:{pN}:s:<scope>:'  KEYS[2] ix  KEYS[3] tags  KEYS[4] keys
+--   KEYS[5] exp  KEYS[6] evict  KEYS[7] feed
+-- Derived from KEYS[1] (same hash tag, so the same slot: Redis Cluster allows a script to
+-- reach undeclared keys of the slot of its declared keys). Derived rather than passed in
+-- ARGV, so a hostile caller cannot point the script at another cfg hash or another stream;
+-- each command on them is still ACL-checked on its own (XADD/SADD/ZADD/ZREM need only
+-- write permission, HMGET only read):
+--   PREFIX .. 'e:' .. id      entry hash
+--   PREFIX .. 'tag:' .. tag   tag set
+--   BUS      'bb:{pN}:bus'           partition bus (XADD only)
+--   CFG      'bb:{pN}:cfg:<scope>'   the scope's enforced limits (HMGET only)
+--   PSCOPES  'bb:{pN}:scopes'        partition scope set (SADD only)
+--   PTTL     'bb:{pN}:ttl'           partition ttl schedule (ZADD/ZREM)
+--   PPRUNE   'bb:{pN}:prune'         partition prune schedule (ZADD/ZREM)
+-- SCOPE is the scope id parsed from KEYS[1]; scripts refuse an ARGV scope id that differs
+-- ('BAD_SCOPE'), so an event can never name a scope other than the one written.
+
+local PREFIX = KEYS[1]
+local BASE, SCOPE = string.match(PREFIX, '^([^{}]*{p%d+}):s:([^{}]+):$')
+if not BASE then return redis.error_reply('BAD_SCOPE prefix ' .. tostring(PREFIX)) end
+local BUS = BASE .. ':bus'
+local CFG = BASE .. ':cfg:' .. SCOPE
+local PSCOPES = BASE .. ':scopes'
+local PTTL = BASE .. ':ttl'
+local PPRUNE = BASE .. ':prune'
+
+local function check_scope(scope)
+  if scope ~= SCOPE then
+    return redis.error_reply('BAD_SCOPE ' .. tostring(scope) .. ' is not ' .. SCOPE)
+  end
+  return nil
+end
 
 local function now_ms()
   local t = redis.call('TIME')
@@ -57,7 +86,7 @@ end
 local function emit(cfg, typ, id, version, tags_json, at, scope)
   local ev = redis.call('XADD', KEYS[7], 'MAXLEN', '~', cfg.feed_maxlen, '*',
     'scope', scope, 'type', typ, 'entry', id, 'version', version, 'tags', tags_json, 'at', at)
-  redis.call('XADD', KEYS[8], '*',
+  redis.call('XADD', BUS, '*',
     'scope', scope, 'type', typ, 'entry', id, 'version', version, 'tags', tags_json, 'at', at)
   return ev
 end
@@ -80,13 +109,13 @@ end
 
 -- Schedule the scope in the partition-wide ttl / prune zsets (earliest time wins).
 local function schedule_ttl(scope, at)
-  redis.call('ZADD', KEYS[11], 'LT', at, scope)
+  redis.call('ZADD', PTTL, 'LT', at, scope)
 end
 
 local function reschedule_ttl(scope)
   local first = redis.call('ZRANGE', KEYS[5], 0, 0, 'WITHSCORES')
-  if first[2] then redis.call('ZADD', KEYS[11], first[2], scope)
-  else redis.call('ZREM', KEYS[11], scope) end
+  if first[2] then redis.call('ZADD', PTTL, first[2], scope)
+  else redis.call('ZREM', PTTL, scope) end
 end
 
 -- Remove an entry with all its index members and emit `typ` (deleted/expired/evicted).

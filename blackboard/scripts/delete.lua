@@ -1,14 +1,15 @@
 -- delete.lua: remove one entry and every index member of it, and publish `deleted`.
 --
 -- KEYS (as _lib.lua): [1] scope prefix, [2] ix, [3] tags, [4] keys, [5] exp, [6] evict,
---   [7] feed, [8] bus, [9] cfg, [10] partition scopes, [11] partition ttl,
---   [12] partition prune; derived: prefix..'e:'..id, prefix..'tag:'..tag.
+--   [7] feed; derived from [1] (see _lib.lua): BUS, CFG, PSCOPES, PTTL, PPRUNE,
+--   prefix..'e:'..id, prefix..'tag:'..tag.
 -- ARGV: [1] entry id, [2] scope id, [3] expected version ('' = any).
 -- Returns: the feed event id, or false when no such entry exists (deleting twice is harmless).
 -- Errors: 'VERSION_CONFLICT <expected> <actual>'.
 
 local id, scope = ARGV[1], ARGV[2]
-local cfg = load_cfg(KEYS[9])
+do local bad = check_scope(scope); if bad then return bad end end
+local cfg = load_cfg(CFG)
 local now = now_ms()
 if ARGV[3] ~= '' then
   local v = redis.call('HGET', KEYS[1] .. 'e:' .. id, 'version')

@@ -1,14 +1,15 @@
 -- expire.lua: sweep one scope: remove entries whose TTL has passed and publish `expired`.
 --
 -- KEYS (as _lib.lua): [1] scope prefix, [2] ix, [3] tags, [4] keys, [5] exp, [6] evict,
---   [7] feed, [8] bus, [9] cfg, [10] partition scopes, [11] partition ttl,
---   [12] partition prune; derived: prefix..'e:'..id, prefix..'tag:'..tag.
+--   [7] feed; derived from [1] (see _lib.lua): BUS, CFG, PSCOPES, PTTL, PPRUNE,
+--   prefix..'e:'..id, prefix..'tag:'..tag.
 -- ARGV: [1] scope id, [2] at most this many entries, [3] dry run ('1' = only count).
 -- Returns: {removed count, due count}; the scope's score in the partition ttl zset is
 --   moved to its next expiry (or removed when none is left).
 
 local scope, limit = ARGV[1], tonumber(ARGV[2])
-local cfg = load_cfg(KEYS[9])
+do local bad = check_scope(scope); if bad then return bad end end
+local cfg = load_cfg(CFG)
 local now = now_ms()
 local due = redis.call('ZCOUNT', KEYS[5], '-inf', now)
 if ARGV[3] == '1' then return {0, due} end

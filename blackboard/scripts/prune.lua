@@ -3,21 +3,22 @@
 -- publishing `evicted` for each.
 --
 -- KEYS (as _lib.lua): [1] scope prefix, [2] ix, [3] tags, [4] keys, [5] exp, [6] evict,
---   [7] feed, [8] bus, [9] cfg, [10] partition scopes, [11] partition ttl,
---   [12] partition prune; derived: prefix..'e:'..id, prefix..'tag:'..tag.
+--   [7] feed; derived from [1] (see _lib.lua): BUS, CFG, PSCOPES, PTTL, PPRUNE,
+--   prefix..'e:'..id, prefix..'tag:'..tag.
 -- ARGV: [1] scope id, [2] mode ('decay' | 'capacity'), [3] at most this many entries,
 --   [4] dry run ('1' = only count).
 -- Returns: {removed count, due count}. Mode 'decay' moves the scope's score in the
 --   partition prune zset to its next eviction time (or removes it). Cost: O(evicted).
 
 local scope, mode, limit = ARGV[1], ARGV[2], tonumber(ARGV[3])
-local cfg = load_cfg(KEYS[9])
+do local bad = check_scope(scope); if bad then return bad end end
+local cfg = load_cfg(CFG)
 local now = now_ms()
 local ids
 local due
 if mode == 'decay' then
   if cfg.decay_rate <= 0 then
-    redis.call('ZREM', KEYS[12], scope)
+    redis.call('ZREM', PPRUNE, scope)
     return {0, 0}
   end
   due = redis.call('ZCOUNT', KEYS[6], '-inf', now)
@@ -37,7 +38,7 @@ end
 if n > 0 then reschedule_ttl(scope) end
 if mode == 'decay' then
   local first = redis.call('ZRANGE', KEYS[6], 0, 0, 'WITHSCORES')
-  if first[2] then redis.call('ZADD', KEYS[12], first[2], scope)
-  else redis.call('ZREM', KEYS[12], scope) end
+  if first[2] then redis.call('ZADD', PPRUNE, first[2], scope)
+  else redis.call('ZREM', PPRUNE, scope) end
 end
 return {n, due}

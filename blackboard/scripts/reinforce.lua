@@ -1,17 +1,18 @@
 -- reinforce.lua: boost an entry's strength (memory-pool reinforcement) and slow its decay.
 --
 -- KEYS (as _lib.lua): [1] scope prefix, [2] ix, [3] tags, [4] keys, [5] exp, [6] evict,
---   [7] feed, [8] bus, [9] cfg, [10] partition scopes, [11] partition ttl,
---   [12] partition prune; derived: prefix..'e:'..id.
+--   [7] feed; derived from [1] (see _lib.lua): BUS, CFG, PSCOPES, PTTL, PPRUNE,
+--   prefix..'e:'..id.
 -- ARGV: [1] entry id, [2] scope id, [3] reinforcing agent id, [4] boost, [5] max strength.
 -- Returns: {strength after, reinforcements after, version}; strength is the decayed
 --   strength at this moment plus the boost, capped at max strength.
 -- Errors: 'NOT_FOUND <id>'.
 
 local id, scope, agent = ARGV[1], ARGV[2], ARGV[3]
+do local bad = check_scope(scope); if bad then return bad end end
 local boost, cap = tonumber(ARGV[4]), tonumber(ARGV[5])
 local ekey = KEYS[1] .. 'e:' .. id
-local cfg = load_cfg(KEYS[9])
+local cfg = load_cfg(CFG)
 local now = now_ms()
 local cur = redis.call('HMGET', ekey, 'strength', 'strength_at', 'reinforcements',
   'reinforced_by', 'version', 'tags', 'expires_at')

@@ -1,18 +1,20 @@
 -- update.lua: change fields of a live entry, with optional compare-and-set on its version.
 --
 -- KEYS (as _lib.lua): [1] scope prefix, [2] ix, [3] tags, [4] keys, [5] exp, [6] evict,
---   [7] feed, [8] bus, [9] cfg, [10] partition scopes, [11] partition ttl,
---   [12] partition prune; derived: prefix..'e:'..id, prefix..'tag:'..tag.
+--   [7] feed; derived from [1] (see _lib.lua): BUS, CFG, PSCOPES, PTTL, PPRUNE,
+--   prefix..'e:'..id, prefix..'tag:'..tag.
 -- ARGV: [1] entry id, [2] expected version ('' = any), [3] scope id, then pairs
 --   field, value with field one of: value, tags (JSON list), metadata, importance,
 --   ttl_ms ('0' = no expiry), source, embedding, embedder, op_id.
+-- A change of value or metadata without a new embedding drops the stored one.
 -- Returns: {'updated', id, field, value, ...} the whole stored hash after the update,
 --   or {'unchanged', id, ...} when op_id equals the stored op_id (a retried update).
 -- Errors: 'NOT_FOUND <id>', 'VERSION_CONFLICT <expected> <actual>', 'ENTRY_TOO_LARGE <size> <limit>'.
 
 local id, scope = ARGV[1], ARGV[3]
+do local bad = check_scope(scope); if bad then return bad end end
 local ekey = KEYS[1] .. 'e:' .. id
-local cfg = load_cfg(KEYS[9])
+local cfg = load_cfg(CFG)
 local now = now_ms()
 local cur = redis.call('HMGET', ekey, 'version', 'expires_at', 'tags', 'value', 'metadata', 'op_id')
 if not cur[1] then return redis.error_reply('NOT_FOUND ' .. id) end
@@ -36,6 +38,11 @@ if ch.tags then
   remove_tags(id, cjson.decode(cur[3]))
   add_tags(id, cjson.decode(ch.tags))
   tags_json = ch.tags
+end
+-- A vector computed from the old text would silently describe the new one: drop it
+-- unless the caller sends the new text's vector along.
+if (ch.value or ch.metadata) and not ch.embedding then
+  redis.call('HDEL', ekey, 'embedding', 'embedder')
 end
 for _, f in ipairs({'value', 'metadata', 'importance', 'source', 'embedding', 'embedder', 'op_id'}) do
   if ch[f] then redis.call('HSET', ekey, f, ch[f]) end

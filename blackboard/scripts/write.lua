@@ -1,8 +1,8 @@
 -- write.lua: store one entry with its indexes and publish its event, or upsert by key.
 --
 -- KEYS (as _lib.lua): [1] scope prefix, [2] ix, [3] tags, [4] keys, [5] exp, [6] evict,
---   [7] feed, [8] bus, [9] cfg, [10] partition scopes, [11] partition ttl,
---   [12] partition prune; derived: prefix..'e:'..id (entry, and evicted entries),
+--   [7] feed; derived from [1] (see _lib.lua): BUS, CFG, PSCOPES, PTTL, PPRUNE,
+--   prefix..'e:'..id (entry, and evicted entries),
 --   prefix..'tag:'..tag (tag sets of the new and of evicted entries).
 -- ARGV: [1] entry id, [2] value (JSON), [3] tags (JSON list), [4] metadata (JSON object),
 --   [5] logical key or '', [6] importance, [7] initial strength,
@@ -18,8 +18,9 @@
 -- Checks first, then writes: a failing call writes nothing.
 
 local id, scope = ARGV[1], ARGV[12]
+do local bad = check_scope(scope); if bad then return bad end end
 local ekey = KEYS[1] .. 'e:' .. id
-local cfg = load_cfg(KEYS[9])
+local cfg = load_cfg(CFG)
 local now = now_ms()
 
 if redis.call('EXISTS', ekey) == 1 then return flat_entry('exists', id) end
@@ -106,8 +107,8 @@ if expires_at > 0 then
 end
 local escore = evict_score(cfg, strength, now, 0)
 redis.call('ZADD', KEYS[6], escore, id)
-if cfg.decay_rate > 0 then redis.call('ZADD', KEYS[12], 'LT', escore, scope) end
-redis.call('SADD', KEYS[10], scope)
+if cfg.decay_rate > 0 then redis.call('ZADD', PPRUNE, 'LT', escore, scope) end
+redis.call('SADD', PSCOPES, scope)
 local ev = emit(cfg, 'written', id, 1, ARGV[3], now, scope)
 redis.call('HSET', ekey, 'event_id', ev, 'last_event_id', ev)
 if supersede then

@@ -1,0 +1,176 @@
+"""Administration commands: ``blackboard acl grant|revoke|list|service|load-scripts`` and
+``blackboard check``.
+
+``acl`` commands change Redis users and need an admin connection (``--redis-url`` with a
+user holding ``@admin``, e.g. ``default``); ``check`` runs as the service user.
+Exit codes: 0 done, 1 a :class:`BlackboardError` (message on stderr), 2 bad usage,
+3 ``check`` found drift (and did not repair it).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+from rich.table import Table
+
+from blackboard import Blackboard, BlackboardError
+from blackboard.acl import AclAdmin, Grant
+from blackboard.check import check as run_check
+
+from .output import console, err_console, print_json
+
+__all__ = ["register"]
+
+RedisUrl = Annotated[
+    str | None,
+    typer.Option("--redis-url", envvar="BLACKBOARD_REDIS_URL", help="Redis URL (redis://...)."),
+]
+Json = Annotated[bool, typer.Option("--json", help="Print JSON for programs.")]
+PasswordFile = Annotated[
+    Path | None,
+    typer.Option("--password-file", help="Write the new password to this file (mode 0600) "
+                 "instead of printing it."),
+]
+
+acl_app = typer.Typer(help="Per-agent Redis ACL users (needs an admin Redis user).",
+                      no_args_is_help=True)
+
+
+def _url(url: str | None) -> str:
+    if not url:
+        err_console.print("[red]no Redis URL[/]: pass --redis-url or set BLACKBOARD_REDIS_URL")
+        raise typer.Exit(2)
+    return url
+
+
+def _with_bb(url: str | None, fn: Callable[[Blackboard], Awaitable[Any]]) -> Any:
+    async def go() -> Any:
+        async with Blackboard.connect(_url(url)) as bb:
+            return await fn(bb)
+
+    try:
+        return asyncio.run(go())
+    except BlackboardError as exc:
+        err_console.print(f"[red]error:[/] {exc}")
+        raise typer.Exit(1) from None
+
+
+def _emit_password(g: Grant, path: Path | None, json_out: bool) -> None:
+    out = {"username": g.username, "agent": g.agent, "teams": list(g.teams),
+           "password_changed": g.password is not None}
+    if g.password is not None and path is not None:
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        with os.fdopen(fd, "w") as f:
+            f.write(g.password + "\n")
+        os.chmod(path, 0o600)  # also when the file existed with a wider mode
+        out["password_file"] = str(path)
+    elif g.password is not None:
+        out["password"] = g.password  # printed once; Redis keeps only its hash
+    if json_out:
+        print_json(out)
+        return
+    console.print(f"user [bold]{g.username}[/] teams={','.join(g.teams) or '-'}")
+    if "password" in out:
+        console.print(f"password (shown once): {g.password}")
+    elif "password_file" in out:
+        console.print(f"password written to {path} (mode 0600)")
+    else:
+        console.print("password unchanged")
+
+
+@acl_app.command("grant")
+def grant(
+    agent: Annotated[str, typer.Argument(help="Agent id.")],
+    team: Annotated[list[str] | None, typer.Option("--team", help="A team (repeatable).")] = None,
+    rotate: Annotated[bool, typer.Option(help="Generate a new password.")] = False,
+    provision: Annotated[bool, typer.Option(help="Register the agent's scopes.")] = True,
+    password_file: PasswordFile = None,
+    redis_url: RedisUrl = None,
+    json_out: Json = False,
+) -> None:
+    """Create or update AGENT's Redis user for exactly the given teams (and provision its
+    scopes, which a confined user may not register itself)."""
+    async def go(bb: Blackboard) -> Grant:
+        g = await AclAdmin(bb).grant(agent, team or (), rotate=rotate)
+        if provision:
+            from memory.access import provision_agent
+
+            await provision_agent(bb, agent, team or ())
+        return g
+
+    _emit_password(_with_bb(redis_url, go), password_file, json_out)
+
+
+@acl_app.command("revoke")
+def revoke(agent: Annotated[str, typer.Argument(help="Agent id.")],
+           redis_url: RedisUrl = None, json_out: Json = False) -> None:
+    """Delete AGENT's Redis user (its open connections are closed by Redis)."""
+    done = _with_bb(redis_url, lambda bb: AclAdmin(bb).revoke(agent))
+    if json_out:
+        print_json({"agent": agent, "revoked": bool(done)})
+    else:
+        console.print(f"{agent}: {'revoked' if done else 'had no user'}")
+
+
+@acl_app.command("list")
+def list_users(redis_url: RedisUrl = None, json_out: Json = False) -> None:
+    """The agents with a Redis user, their teams and whether the user is enabled."""
+    users = _with_bb(redis_url, lambda bb: AclAdmin(bb).list())
+    if json_out:
+        print_json([{"agent": u.agent, "username": u.username, "teams": list(u.teams),
+                     "enabled": u.enabled, "exists": u.exists} for u in users])
+        return
+    t = Table("agent", "user", "teams", "enabled")
+    for u in users:
+        t.add_row(u.agent, u.username, ",".join(u.teams) or "-",
+                  "yes" if u.enabled else ("no" if u.exists else "missing"))
+    console.print(t)
+
+
+@acl_app.command("service")
+def service(rotate: Annotated[bool, typer.Option(help="Generate a new password.")] = False,
+            password_file: PasswordFile = None, redis_url: RedisUrl = None,
+            json_out: Json = False) -> None:
+    """Create or update the service user (workers and CLI)."""
+    g = _with_bb(redis_url, lambda bb: AclAdmin(bb).grant_service(rotate=rotate))
+    _emit_password(g, password_file, json_out)
+
+
+@acl_app.command("load-scripts")
+def load_scripts(redis_url: RedisUrl = None) -> None:
+    """Load the Lua scripts (agents may not; needed after a restart or SCRIPT FLUSH)."""
+    n = _with_bb(redis_url, lambda bb: AclAdmin(bb).load_scripts())
+    console.print(f"{n} scripts loaded")
+
+
+def check(
+    repair: Annotated[
+        bool, typer.Option(help="Rewrite drifting indexes from the entries.")
+    ] = False,
+    scope: Annotated[list[str] | None, typer.Option("--scope", help="Only this scope.")] = None,
+    redis_url: RedisUrl = None,
+    json_out: Json = False,
+) -> None:
+    """Verify every index against the entries; exit 3 when drift remains."""
+    report = _with_bb(redis_url, lambda bb: run_check(bb, repair=repair, scopes=scope))
+    if json_out:
+        print_json(report.to_json())
+    else:
+        for d in report.drift:
+            mark = "[dim]note[/]" if d.harmless else "[red]drift[/]"
+            console.print(f"{mark} {d.scope} {d.index} {d.member!r}: {d.problem}")
+        console.print(f"{report.scopes} scopes, {report.entries} entries, "
+                      f"{len(report.drift)} findings{' (repaired)' if repair else ''}")
+    if not report.ok and not repair:
+        raise typer.Exit(3)
+
+
+def register(app: typer.Typer) -> None:
+    """Mount ``acl`` and ``check`` on the ``blackboard`` command."""
+    app.add_typer(acl_app, name="acl")
+    app.command("check")(check)
