@@ -342,3 +342,17 @@ async def test_rejected_write_over_a_dangling_key_writes_nothing(
     await s.set_policy(ScopePolicy())
     e = await s.write("b", key="k")
     assert (await s.get_by_key("k")).id == e.id
+
+
+async def test_update_of_text_drops_a_stale_embedding(bb: Blackboard) -> None:
+    import numpy as np
+
+    s = bb.scope("agent:emb:stm")
+    vec = np.ones(4, dtype=np.float32).tobytes()
+    e = await s.write("old text", embedding=vec, embedder="hash-4")
+    kept = await s.update(e.id, importance=0.9)  # not a change of text: the vector stays
+    assert kept.embedding == vec and kept.embedder == "hash-4"
+    changed = await s.update(e.id, value="new text")
+    assert changed.embedding is None and changed.embedder is None
+    fresh = await s.update(e.id, value="newer", embedding=vec, embedder="hash-4")
+    assert fresh.embedding == vec
