@@ -93,6 +93,8 @@ class Blackboard:
         self.partitions = settings.partitions
         self.cluster = cluster
         self._scopes: dict[str, Scope] = {}
+        #: Credentials the client connected with, for companion clients (the registry's).
+        self.auth: dict[str, Any] = {}
 
     @staticmethod
     def connect(
@@ -155,6 +157,7 @@ class Blackboard:
                         "health_check_interval": s.health_check_interval}
                 client = aredis.Redis.from_url(s.redis_url, **(kw | pool))
             bb = cls_(client, s, bool(is_cluster))
+            bb.auth = dict(auth)
             try:
                 await bb._pin_config(explicit_partitions)
             except BaseException:

@@ -114,7 +114,9 @@ class Registry:
     @staticmethod
     def _client(bb: Blackboard) -> Any:
         if bb.cluster:
-            return RedisCluster.from_url(bb.settings.redis_url or "", decode_responses=True)
+            return RedisCluster.from_url(
+                bb.settings.redis_url or "", decode_responses=True, **bb.auth
+            )
         pool = bb.client.connection_pool
         kw = {**pool.connection_kwargs, "decode_responses": True}
         return aredis.Redis(connection_pool=aredis.ConnectionPool(

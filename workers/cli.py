@@ -70,6 +70,14 @@ def server(
     except BlackboardError as exc:
         err_console.print(f"[red]error:[/] {exc}")
         raise typer.Exit(1) from None
+
+    def _forward(signum: int, frame: object) -> None:
+        # Only forward: redis-server flushes its AOF and exits, and join() below returns.
+        if srv.proc is not None and srv.proc.poll() is None:
+            srv.proc.send_signal(signal.SIGTERM)
+
+    signal.signal(signal.SIGTERM, _forward)
+    signal.signal(signal.SIGINT, _forward)
     info = {
         "url": srv.url,
         "data_dir": str(srv.data_dir),
@@ -84,12 +92,6 @@ def server(
             f"redis-server {info['version']} on [bold]{srv.url}[/] "
             f"(AOF in {srv.data_dir}, appendfsync {appendfsync}); Ctrl-C to stop"
         )
-
-    def _stop(signum: int, frame: object) -> None:
-        srv.stop()
-
-    signal.signal(signal.SIGTERM, _stop)
-    signal.signal(signal.SIGINT, _stop)
     code = srv.join()
     srv.stop()
     if not json_out:
