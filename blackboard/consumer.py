@@ -42,6 +42,10 @@ class ConsumeOptions:
     block_ms: int = 1000
     claim_idle_ms: int = 30_000
     claim_every_ms: int = 5_000
+    #: Idle time above which a reader that just took a partition claims others' pending
+    #: events (None: ``claim_idle_ms``). 0 suits consumers whose effect checks ownership
+    #: (the workers' buffer script): the previous owner's in-hand batch moves over at once.
+    takeover_idle_ms: int | None = None
     max_deliveries: int = 5
     rebalance_every_ms: int = 1_000
     dlq_maxlen: int = 100_000
@@ -58,6 +62,7 @@ class Batch:
     _bb: Blackboard = field(repr=False)
     _done: asyncio.Event = field(default_factory=asyncio.Event, repr=False)
     acked: bool = False
+    reader: object = field(default=None, repr=False, compare=False)
 
     def __len__(self) -> int:
         return len(self.events)
@@ -72,6 +77,11 @@ class Batch:
             self.acked = True
             self._done.set()
         return n
+
+    def mark_acked(self) -> None:
+        """The events were acked by a script (e.g. ``buffer.lua``, with their effect)."""
+        self.acked = True
+        self._done.set()
 
     def release(self) -> None:
         """Leave un-acked events pending (they are re-delivered, counting a delivery)."""
@@ -116,6 +126,11 @@ class _Reader:
         self.opts, self.out = opts, out
         self.bus = PartitionKeys(partition).bus
         self._last_claim = 0.0
+        #: Set when the partition is given up. The reader must stop even if a cancellation
+        #: is swallowed mid-read: a lingering reader would keep re-claiming (and counting
+        #: deliveries of) events that no one processes, until they land in the DLQ.
+        self.retired = False
+        self._redeliver_delay = 0.0
         self._bad: list[tuple[Any, dict[bytes, bytes]]] = []
 
     def _events(self, items: Iterable[Any]) -> list[Event]:
@@ -145,7 +160,9 @@ class _Reader:
     async def _deliver(self, events: list[Event]) -> bool:
         if not events:
             return True
-        batch = Batch(self.role, self.consumer, self.partition, events, self.bb)
+        if self.retired:
+            return False
+        batch = Batch(self.role, self.consumer, self.partition, events, self.bb, reader=self)
         await self.out.put(batch)
         await batch._done.wait()
         return batch.acked
@@ -175,18 +192,28 @@ class _Reader:
         items = await client.xclaim(self.bus, self.role, self.consumer, 0, keep)
         return self._events(items)
 
-    async def _claim_dead(self) -> None:
+    async def _claim_dead(self, idle_ms: int | None = None) -> None:
         """Take over events other consumers left pending for longer than claim_idle_ms."""
         start = "0-0"
         while True:
             reply = await run_script(
                 self.bb.client, "claim", [self.bus],
-                [self.role, self.consumer, str(self.opts.claim_idle_ms), start,
+                [self.role, self.consumer,
+                 str(self.opts.claim_idle_ms if idle_ms is None else idle_ms), start,
                  str(self.opts.count)],
             )
             start = reply[0].decode() if isinstance(reply[0], bytes) else str(reply[0])
             if start == "0-0":
                 break
+
+    async def _after(self, acked: bool) -> None:
+        """Back off before re-delivering a batch that was not acked (each re-delivery counts
+        toward ``max_deliveries``, so a transient failure must not burn them at once)."""
+        if acked:
+            self._redeliver_delay = 0.0
+            return
+        self._redeliver_delay = min(max(0.05, self._redeliver_delay * 2), 2.0)
+        await asyncio.sleep(self._redeliver_delay)
 
     async def run(self) -> None:
         try:
@@ -195,17 +222,18 @@ class _Reader:
             # was not fully acked; skipping XPENDING otherwise saves a round trip per batch
             # (it sat between every ack and the next XREADGROUP, delaying delivery).
             check_pending = True
-            while True:
+            while not self.retired:
                 now = time.monotonic()
                 if now - self._last_claim >= self.opts.claim_every_ms / 1000:
+                    first = self._last_claim == 0.0
                     self._last_claim = now
-                    await self._claim_dead()
+                    await self._claim_dead(self.opts.takeover_idle_ms if first else None)
                     check_pending = True
                 if check_pending:
                     pending = await self._pending_mine()
                     await self._flush_bad()
                     if pending:
-                        await self._deliver(pending)
+                        await self._after(await self._deliver(pending))
                         continue
                     check_pending = False
                 reply = await self.bb.client.xreadgroup(
@@ -215,8 +243,9 @@ class _Reader:
                 for _stream, items in reply or ():
                     evs = self._events(items)
                     await self._flush_bad()
-                    if not await self._deliver(evs):
-                        check_pending = True
+                    acked = await self._deliver(evs)
+                    check_pending = check_pending or not acked
+                    await self._after(acked)
         except asyncio.CancelledError:
             raise
         except BaseException as exc:  # surfaced to the consumer loop, not swallowed
@@ -240,6 +269,7 @@ async def consume(
     queue: asyncio.Queue[Batch | BaseException] = asyncio.Queue()
     tasks: dict[int, asyncio.Task[None]] = {}
     retiring: set[asyncio.Task[None]] = set()  # readers of given-up partitions, until gone
+    readers: dict[int, _Reader] = {}
 
     def owned() -> set[int]:
         if partitions is None:
@@ -257,10 +287,11 @@ async def consume(
         for p in list(tasks):
             if p not in want or tasks[p].done():
                 t = tasks.pop(p)
+                readers.pop(p).retired = True
                 t.cancel()
                 retiring.add(t)
         for p in want - tasks.keys():
-            reader = _Reader(bb, role, consumer, p, opts, queue)
+            reader = readers[p] = _Reader(bb, role, consumer, p, opts, queue)
             tasks[p] = asyncio.create_task(reader.run(), name=f"bb-consume-{role}-{p}")
 
     rebalance()
@@ -279,7 +310,7 @@ async def consume(
                 continue
             if isinstance(item, BaseException):
                 raise item
-            if item.partition not in tasks:
+            if item.partition not in tasks or item.reader is not readers.get(item.partition):
                 item.release()  # partition given up meanwhile: its new owner re-delivers
                 continue
             try:

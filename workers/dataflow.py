@@ -104,6 +104,10 @@ class DataflowRunner:
     transform: Callable[[MemorySubscription, str, list[Entry], int], Any]
     max_failures: int = 3
     crash_window_ms: int = 0
+    #: Whether this runner still owns a partition (its lease): firing stops as soon as it
+    #: does not, so a worker that handed a partition over does not keep draining (and
+    #: duplicating the work of) the new owner.
+    owns: Callable[[int], bool] = lambda p: True
     counters: RunnerCounters = field(default_factory=RunnerCounters)
 
     def __post_init__(self) -> None:
@@ -164,7 +168,7 @@ class DataflowRunner:
                 edge = self._edge(edge_id)
                 if edge is None:
                     continue  # another role's edge, or a removed one (its buffer is kept)
-                while await self._maybe_fire(part, key, edge, target):
+                while self.owns(partition) and await self._maybe_fire(part, key, edge, target):
                     fired += 1
         return fired
 

@@ -32,7 +32,7 @@ class WorkerSettings:
 
     heartbeat_ms: int = 1_000
     lease_ttl_ms: int = 5_000
-    claim_idle_ms: int = 5_000
+    claim_idle_ms: int = 1_000
     batch_count: int = 200
     block_ms: int = 500
     max_deliveries: int = 5

@@ -19,7 +19,7 @@ from collections.abc import Callable, Coroutine
 from dataclasses import asdict
 from typing import Any
 
-from blackboard import Blackboard
+from blackboard import Blackboard, ConsumeOptions
 from consolidation.llm.openai import OpenAIClient
 from memory.registry import Registry
 from memory.subscriptions import MemorySubscription
@@ -78,6 +78,7 @@ class Worker:
             bridge or TransformBridge(bb, llm=llm_client(self.settings)),
             max_failures=self.settings.max_failures,
             crash_window_ms=self.settings.crash_window_ms,
+            owns=lambda p: p in self.leases.owned,
         )
         self._stopping = asyncio.Event()
         self._tasks: list[asyncio.Task[None]] = []
@@ -207,16 +208,34 @@ class Worker:
                 log.exception("could not refresh edges; keeping the old ones")
 
     async def _consume_loop(self) -> None:
+        """Consume until stopped; a failed stream (Redis unreachable, a reader's error) is
+        logged and reopened after a backoff, never left dead while the leases are renewed."""
+        backoff = 0.1
+        while not self._stopping.is_set():
+            try:
+                await self._consume_once()
+                backoff = 0.1
+            except Exception:
+                log.exception("consume loop failed; reopening in %.1fs", backoff)
+                if not await self._sleep(int(backoff * 1000)):
+                    return
+                backoff = min(backoff * 2, 5.0)
+
+    async def _consume_once(self) -> None:
         s = self.settings
-        stream = self.bb.consume(
-            self.role,
-            self.id,
-            partitions=self.leases.current,
+        # Claiming from another consumer is safe here even while it is alive: buffer.lua
+        # appends only events still pending for the caller, so the slower one appends
+        # nothing. That lets a new partition owner take over events a retiring reader
+        # received during the handover within a second, instead of waiting minutes.
+        opts = ConsumeOptions(
             count=s.batch_count,
             block_ms=s.block_ms,
             claim_idle_ms=s.claim_idle_ms,
+            claim_every_ms=min(s.claim_idle_ms, 1_000),
+            takeover_idle_ms=0,
             max_deliveries=s.max_deliveries,
         )
+        stream = self.bb.consume(self.role, self.id, partitions=self.leases.current, options=opts)
         stop = asyncio.ensure_future(self._stopping.wait())
         try:
             it = stream.__aiter__()
@@ -231,16 +250,17 @@ class Worker:
                 batch = nxt.result()
                 try:
                     keys = await self.runner.buffer(batch.partition, self.id, batch.events)
-                    self.batches += 1
-                    if keys:
-                        # Firing runs in the trigger loop, so this loop only buffers and acks:
-                        # events never wait in memory long enough to be claimed by others.
-                        self._due.add(batch.partition)
-                        self._wake.set()
                 except Exception:
                     log.exception("batch on partition %d failed; it stays pending", batch.partition)
-                finally:
-                    batch.release()  # buffer.lua acked what it appended
+                    batch.release()
+                    continue
+                batch.mark_acked()  # buffer.lua acked the events with their append
+                self.batches += 1
+                if keys:
+                    # Firing runs in the trigger loop, so this loop only buffers and acks:
+                    # events never wait in memory long enough to be claimed by others.
+                    self._due.add(batch.partition)
+                    self._wake.set()
         finally:
             stop.cancel()
             await stream.aclose()  # type: ignore[attr-defined]

@@ -1,0 +1,351 @@
+"""Consolidation throughput: events/s through the summarize edge (working -> stm) for 1 and 2
+worker PROCESSES, against a raw loop on the same Redis in the same run.
+
+The raw loop is the floor of the work a consolidating consumer must do: XREADGROUP from the
+partition buses, write one derived entry per batch (HSET + ZADD), XACK the batch. Both sides
+get the same backlog of N working-memory events, written before they start; the raw loop is
+timed from its first read, the workers from the moment the first one holds a partition,
+until every source is consolidated (provenance counted at the end).
+
+    .venv/bin/python bench/consolidation.py [--events N] [--json] [--repeat K]
+
+Uses ``BLACKBOARD_REDIS_URL`` when set, else an embedded redis-server.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import signal
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+import redis
+from rich.console import Console
+from rich.table import Table
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from blackboard import Blackboard, WriteRequest
+from blackboard import keys as K
+from blackboard.keys import PartitionKeys
+from memory.registry import Registry
+from memory.subscriptions import MemorySubscription, Trigger
+from workers.embedded import redis_or_embedded
+
+PARTITIONS = 8
+AGENTS = 64  # many scopes, so the 8 partitions carry even loads (placement is by crc32)
+BATCH = 100
+CHUNK = 100
+WORKER_ENV = {
+    "BLACKBOARD_WORKER_HEARTBEAT_MS": "200",
+    "BLACKBOARD_WORKER_LEASE_TTL_MS": "1000",
+    "BLACKBOARD_WORKER_TRIGGER_CHECK_MS": "100",
+    "BLACKBOARD_WORKER_BLOCK_MS": "200",
+}
+
+
+def _text(i: int) -> str:
+    return (
+        f"step {i}: checked service {i % 17} and found latency {i * 7 % 93} ms; "
+        f"{'restarted it' if i % 3 else 'left it running'}."
+    )
+
+
+async def _write_all(bb: Blackboard, n: int) -> None:
+    """n working-memory entries, round robin over the agents, in pipelined chunks."""
+    for start in range(0, n, CHUNK):
+        a = (start // CHUNK) % AGENTS
+        reqs = [
+            WriteRequest({"text": _text(i)}, tags={"step"})
+            for i in range(start, min(n, start + CHUNK))
+        ]
+        await bb.scope(f"agent:a{a}:working").write_many(reqs)
+
+
+def _reset(url: str) -> None:
+    r = redis.Redis.from_url(url)
+    r.flushall()
+    r.close()
+
+
+async def _consolidated(bb: Blackboard) -> int:
+    n = 0
+    for a in range(AGENTS):
+        for e in await bb.scope(f"agent:a{a}:stm").entries(limit=None):
+            n += len(e.metadata["provenance"]["sources"])
+    return n
+
+
+async def _idle(bb: Blackboard) -> bool:
+    """Every event consumed and acked, no buffered or in-flight batch left."""
+    for p in range(bb.partitions):
+        pk = PartitionKeys(p)
+        async with bb.client.pipeline(transaction=False) as pipe:
+            pipe.scard(pk.pendings)
+            pipe.hlen(pk.inflight)
+            pipe.xinfo_groups(pk.bus)
+            bufs, inflight, groups = await pipe.execute()
+        if bufs or inflight:
+            return False
+        for g in groups:
+            if int(g["pending"]) or g.get("lag") not in (0, None):
+                return False
+    return True
+
+
+async def _remaining(bb: Blackboard, group: str) -> int:
+    """Events of ``group`` not yet consolidated: undelivered + unacked + still buffered."""
+    left = 0
+    for p in range(bb.partitions):
+        pk = PartitionKeys(p)
+        async with bb.client.pipeline(transaction=False) as pipe:
+            pipe.xinfo_groups(pk.bus)
+            pipe.smembers(pk.pendings)
+            groups, bufs = await pipe.execute()
+        for g in groups:
+            name = g["name"].decode() if isinstance(g["name"], bytes) else g["name"]
+            if name == group:
+                left += int(g["pending"]) + int(g.get("lag") or 0)
+        for b in bufs:
+            left += int(await bb.client.llen(b))
+    return left
+
+
+def steady_rate(samples: list[tuple[float, int]], n: int) -> float:
+    """Events/s between the moments 80% and 20% of the backlog remained (interpolated):
+    the steady state, without start-up (imports, leases) or the last, partial batches."""
+
+    def crossing(level: float) -> float:
+        for (t0, r0), (t1, r1) in zip(samples, samples[1:], strict=False):
+            if r0 >= level >= r1:
+                return t0 if r0 == r1 else t0 + (t1 - t0) * (r0 - level) / (r0 - r1)
+        raise RuntimeError(f"the backlog never crossed {level:.0f} remaining")
+
+    return 0.6 * n / (crossing(0.2 * n) - crossing(0.8 * n))
+
+
+async def _sample(
+    bb: Blackboard, group: str, out: list[tuple[float, int]], stop: asyncio.Event
+) -> None:
+    while not stop.is_set():
+        out.append((time.perf_counter(), await _remaining(bb, group)))
+        await asyncio.sleep(0.05)  # cheap: the sampler must not steal the CPU it measures
+
+
+async def run_workers(url: str, n: int, procs: int) -> dict[str, Any]:
+    _reset(url)
+    async with Blackboard.connect(url, partitions=PARTITIONS) as bb:
+        reg = Registry(bb)
+        await reg.save_edge(
+            MemorySubscription(
+                "agent:*:working",
+                "agent:{1}:stm",
+                "summarize",
+                params={"max_batch": BATCH},
+                trigger=Trigger.any_of(Trigger.count(BATCH), Trigger.age(0.3)),
+            )
+        )
+        await reg.aclose()
+        await bb.ensure_groups(["summarize"])
+        tw = time.perf_counter()
+        await _write_all(bb, n)  # a backlog: the workers' throughput, not the writer's
+        t_write = time.perf_counter() - tw
+        env = {**os.environ, **WORKER_ENV}
+        # Worker stderr is kept in files (named in any failure) for diagnosis.
+        logs = [
+            tempfile.NamedTemporaryFile(  # noqa: SIM115 - handed to a child process
+                "w+b", prefix=f"bench-worker{i}-", suffix=".log", delete=False
+            )
+            for i in range(procs)
+        ]
+        ps = [
+            subprocess.Popen(  # noqa: ASYNC220 - starting, not waiting
+                [
+                    sys.executable,
+                    "-m",
+                    "workers",
+                    "worker",
+                    "--role",
+                    "summarize",
+                    "--redis-url",
+                    url,
+                ],
+                env=env,
+                stdout=subprocess.DEVNULL,
+                stderr=logs[i],
+            )
+            for i in range(procs)
+        ]
+        try:
+            # The clock starts when the first worker holds a partition (it can consume), so
+            # process start-up is not counted; the backlog was written before.
+            deadline = time.monotonic() + 30
+            while not any(
+                await bb.client.mget([K.lease("summarize", p) for p in range(PARTITIONS)])
+            ):
+                if time.monotonic() > deadline:
+                    raise RuntimeError("workers did not take the partitions")
+                await asyncio.sleep(0.05)  # cheap: the sampler must not steal the CPU it measures
+            t0 = time.perf_counter()
+            samples: list[tuple[float, int]] = [(t0, n)]
+            stop_sampling = asyncio.Event()
+            sampler = asyncio.create_task(_sample(bb, "summarize", samples, stop_sampling))
+            # Poll cheap signals (lag, pending, buffers) so the bench does not steal the CPU
+            # it measures; count the sources by provenance once at the end.
+            while not await _idle(bb):
+                if time.perf_counter() - t0 > 600:
+                    raise RuntimeError(
+                        f"not idle after 600 s; worker logs: {[f.name for f in logs]}"
+                    )
+                await asyncio.sleep(0.02)
+            elapsed = time.perf_counter() - t0
+            stop_sampling.set()
+            await sampler
+            samples.append((time.perf_counter(), 0))
+            done = await _consolidated(bb)
+            if done != n:
+                names = [f.name for f in logs]
+                raise RuntimeError(f"{done} sources consolidated for {n} events; logs: {names}")
+        finally:
+            for p in ps:
+                p.send_signal(signal.SIGTERM)
+            for p in ps:
+                p.wait(30)
+    return {
+        "mode": f"{procs} worker process{'es' if procs > 1 else ''}",
+        "events": n,
+        "seconds": elapsed,
+        "write_seconds": t_write,
+        "events_per_s": steady_rate(samples, n),
+        "overall_events_per_s": n / elapsed,
+    }
+
+
+async def run_raw(url: str, n: int) -> dict[str, Any]:
+    """XREADGROUP a batch from the buses, write one derived entry per event (HSET + ZADD),
+    XACK the batch, pipelined: the least a consumer can do to consolidate each event."""
+    _reset(url)
+    async with Blackboard.connect(url, partitions=PARTITIONS) as bb:
+        await bb.ensure_groups(["raw"])
+        buses = {PartitionKeys(p).bus: ">" for p in range(PARTITIONS)}
+        r = bb.client
+        consumed = 0
+        derived = 0
+
+        async def consumer() -> None:
+            nonlocal consumed, derived
+            while consumed < n:  # an event without an entry would stall it: checked below
+                got = await r.xreadgroup("raw", "c1", buses, count=BATCH, block=200)
+                for bus, items in got or []:
+                    if not items:
+                        continue
+                    ids = [i for i, _ in items]
+                    sources = [f[b"entry"] for _, f in items if b"entry" in f]
+                    async with r.pipeline(transaction=False) as pipe:
+                        for src in sources:
+                            key = f"raw:derived:{derived}"
+                            pipe.hset(
+                                key,
+                                mapping={"value": json.dumps({"of": src.decode()}), "source": src},
+                            )
+                            pipe.zadd("raw:ix", {key: time.time()})
+                            derived += 1
+                        pipe.xack(bus, "raw", *ids)
+                        await pipe.execute()
+                    consumed += len(sources)
+
+        tw = time.perf_counter()
+        await _write_all(bb, n)  # the same backlog as the workers get
+        t_write = time.perf_counter() - tw
+        t0 = time.perf_counter()
+        samples: list[tuple[float, int]] = [(t0, n)]
+        stop = asyncio.Event()
+        sampler = asyncio.create_task(_sample(bb, "raw", samples, stop))
+        await asyncio.wait_for(consumer(), 600)
+        elapsed = time.perf_counter() - t0
+        stop.set()
+        await sampler
+        samples.append((time.perf_counter(), 0))
+        assert consumed == n, f"raw loop saw {consumed} of {n}"
+    return {
+        "mode": "raw loop (XREADGROUP/HSET+ZADD/XACK)",
+        "events": n,
+        "seconds": elapsed,
+        "write_seconds": t_write,
+        "events_per_s": steady_rate(samples, n),
+        "overall_events_per_s": n / elapsed,
+    }
+
+
+async def bench(url: str, n: int, repeat: int) -> dict[str, Any]:
+    runs: dict[str, list[dict[str, Any]]] = {"raw": [], "w1": [], "w2": []}
+    for _ in range(repeat):
+        runs["raw"].append(await run_raw(url, n))
+        runs["w1"].append(await run_workers(url, n, 1))
+        runs["w2"].append(await run_workers(url, n, 2))
+    med = {k: statistics.median(x["events_per_s"] for x in v) for k, v in runs.items()}
+    ratios = {
+        "one_worker_vs_raw": med["w1"] / med["raw"],
+        "two_workers_vs_one": med["w2"] / med["w1"],
+    }
+    per_run = [
+        {
+            "one_worker_vs_raw": a["events_per_s"] / r["events_per_s"],
+            "two_workers_vs_one": b["events_per_s"] / a["events_per_s"],
+        }
+        for r, a, b in zip(runs["raw"], runs["w1"], runs["w2"], strict=True)
+    ]
+    return {
+        "events": n,
+        "repeat": repeat,
+        "runs": runs,
+        "median_events_per_s": med,
+        "ratios": ratios,
+        "per_run_ratios": per_run,
+        "targets": {"one_worker_vs_raw": 0.5, "two_workers_vs_one": 1.5},
+    }
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--events", type=int, default=10_000)
+    ap.add_argument("--repeat", type=int, default=3)
+    ap.add_argument("--json", action="store_true", help="print JSON")
+    args = ap.parse_args()
+    with redis_or_embedded(None) as url:
+        res = asyncio.run(bench(url, args.events, args.repeat))
+    if args.json:
+        print(json.dumps(res, indent=2))
+        return 0
+    c = Console()
+    t = Table(title=f"summarize edge, {args.events} events, {args.repeat} runs (median, range)")
+    for col in ("mode", "steady events/s", "range", "overall events/s", "seconds"):
+        t.add_column(col, justify="left" if col == "mode" else "right")
+    for v in res["runs"].values():
+        eps = [x["events_per_s"] for x in v]
+        t.add_row(
+            v[0]["mode"],
+            f"{statistics.median(eps):,.0f}",
+            f"{min(eps):,.0f} - {max(eps):,.0f}",
+            f"{statistics.median(x['overall_events_per_s'] for x in v):,.0f}",
+            f"{statistics.median(x['seconds'] for x in v):.2f}",
+        )
+    c.print(t)
+    for name, target in res["targets"].items():
+        got = res["ratios"][name]
+        rng = [x[name] for x in res["per_run_ratios"]]
+        ok = "[green]met[/]" if got >= target else "[red]missed[/]"
+        c.print(f"{name}: {got:.2f} (runs {min(rng):.2f}-{max(rng):.2f}; target >= {target}) {ok}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
