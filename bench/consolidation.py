@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import itertools
 import json
 import os
 import signal
@@ -124,7 +125,7 @@ def steady_rate(samples: list[tuple[float, int]], n: int) -> float:
     the steady state, without start-up (imports, leases) or the last, partial batches."""
 
     def crossing(level: float) -> float:
-        for (t0, r0), (t1, r1) in zip(samples, samples[1:], strict=False):
+        for (t0, r0), (t1, r1) in itertools.pairwise(samples):
             if r0 >= level >= r1:
                 return t0 if r0 == r1 else t0 + (t1 - t0) * (r0 - level) / (r0 - r1)
         raise RuntimeError(f"the backlog never crossed {level:.0f} remaining")
