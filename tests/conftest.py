@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import os
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator, Callable, Iterator
 
 import pytest
 import redis
+from redis_snapshot import Snapshot, snapshot_of
 
 from blackboard import Blackboard
 from blackboard.server import RedisClusterServer, RedisServer
@@ -58,3 +59,9 @@ async def cbb(cluster: RedisClusterServer) -> AsyncIterator[Blackboard]:
         r.close()
     async with Blackboard.connect(cluster.url, partitions=8) as board:
         yield board
+
+
+@pytest.fixture()
+def snapshot(clean_redis: redis.Redis) -> Callable[[], Snapshot]:
+    """``snapshot()`` -> {key: DUMP} of the whole (single) Redis the ``bb`` fixture uses."""
+    return lambda: snapshot_of(clean_redis)

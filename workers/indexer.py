@@ -30,6 +30,8 @@ from retrieval.text import entry_text
 
 __all__ = ["IndexRole", "bind_reembed", "reembed", "run_index_batch"]
 
+from .streams import until_stopped
+
 log = logging.getLogger(__name__)
 
 ROLE = "index"
@@ -132,33 +134,23 @@ class IndexRole:
 
     async def _loop(self) -> None:
         stream = self.bb.consume(
-            ROLE, self.consumer, partitions=self.partitions, count=self.count,
-            block_ms=self.block_ms, claim_idle_ms=self.claim_idle_ms,
+            ROLE,
+            self.consumer,
+            partitions=self.partitions,
+            count=self.count,
+            block_ms=self.block_ms,
+            claim_idle_ms=self.claim_idle_ms,
             max_deliveries=self.max_deliveries,
         )
-        stop = asyncio.ensure_future(self._stopping.wait())
-        try:
-            it = stream.__aiter__()
-            while not self._stopping.is_set():
-                nxt = asyncio.ensure_future(it.__anext__())
-                done, _ = await asyncio.wait({nxt, stop}, return_when=asyncio.FIRST_COMPLETED)
-                if nxt not in done:
-                    nxt.cancel()
-                    with contextlib.suppress(asyncio.CancelledError, StopAsyncIteration):
-                        await nxt
-                    break
-                batch = nxt.result()
-                try:
-                    if self.embedder is not None:
-                        self.embedded += await run_index_batch(self.bb, batch.events,
-                                                               self.embedder)
-                    await batch.ack()
-                    self.batches += 1
-                except Exception:
-                    self.failures += 1
-                    log.exception("index batch on partition %d failed; it stays pending",
-                                  batch.partition)
-                    batch.release()
-        finally:
-            stop.cancel()
-            await stream.aclose()  # type: ignore[attr-defined]
+        async for batch in until_stopped(stream, self._stopping):
+            try:
+                if self.embedder is not None:
+                    self.embedded += await run_index_batch(self.bb, batch.events, self.embedder)
+                await batch.ack()
+                self.batches += 1
+            except Exception:
+                self.failures += 1
+                log.exception(
+                    "index batch on partition %d failed; it stays pending", batch.partition
+                )
+                batch.release()

@@ -31,6 +31,7 @@ from .leases import LeaseSet
 from .maintenance import Maintenance
 from .metrics import MetricsServer, render_metrics
 from .settings import CONSUMING_ROLES, ROLES, WorkerSettings
+from .streams import until_stopped
 from .transform import ROLE_TRANSFORMERS, TransformBridge
 
 __all__ = ["Worker", "run_worker"]
@@ -236,34 +237,20 @@ class Worker:
             max_deliveries=s.max_deliveries,
         )
         stream = self.bb.consume(self.role, self.id, partitions=self.leases.current, options=opts)
-        stop = asyncio.ensure_future(self._stopping.wait())
-        try:
-            it = stream.__aiter__()
-            while not self._stopping.is_set():
-                nxt = asyncio.ensure_future(it.__anext__())
-                done, _ = await asyncio.wait({nxt, stop}, return_when=asyncio.FIRST_COMPLETED)
-                if nxt not in done:
-                    nxt.cancel()
-                    with contextlib.suppress(asyncio.CancelledError, StopAsyncIteration):
-                        await nxt
-                    break
-                batch = nxt.result()
-                try:
-                    keys = await self.runner.buffer(batch.partition, self.id, batch.events)
-                except Exception:
-                    log.exception("batch on partition %d failed; it stays pending", batch.partition)
-                    batch.release()
-                    continue
-                batch.mark_acked()  # buffer.lua acked the events with their append
-                self.batches += 1
-                if keys:
-                    # Firing runs in the trigger loop, so this loop only buffers and acks:
-                    # events never wait in memory long enough to be claimed by others.
-                    self._due.add(batch.partition)
-                    self._wake.set()
-        finally:
-            stop.cancel()
-            await stream.aclose()  # type: ignore[attr-defined]
+        async for batch in until_stopped(stream, self._stopping):
+            try:
+                keys = await self.runner.buffer(batch.partition, self.id, batch.events)
+            except Exception:
+                log.exception("batch on partition %d failed; it stays pending", batch.partition)
+                batch.release()
+                continue
+            batch.mark_acked()  # buffer.lua acked the events with their append
+            self.batches += 1
+            if keys:
+                # Firing runs in the trigger loop, so this loop only buffers and acks:
+                # events never wait in memory long enough to be claimed by others.
+                self._due.add(batch.partition)
+                self._wake.set()
 
     async def _trigger_loop(self) -> None:
         """Check every owned partition each ``trigger_check_ms``, and at once when the

@@ -8,29 +8,10 @@ from typing import Any
 
 import pytest
 import redis
+from redis_snapshot import Snapshot
+from redis_snapshot import snapshot_of as _snapshot
 
 from blackboard import Blackboard, Scope
-
-Snapshot = dict[bytes, bytes]
-
-
-def _snapshot(r: redis.Redis) -> Snapshot:
-    """Every key with its DUMP payload (DEBUG DIGEST is disabled by default on Redis >= 7).
-
-    DUMP is byte-exact for a value, so any change of any key (or a new/removed key) shows.
-    """
-    out: Snapshot = {}
-    for k in r.scan_iter(count=1000):
-        d = r.dump(k)
-        if d is not None:
-            out[k] = d
-    return out
-
-
-@pytest.fixture()
-def snapshot(clean_redis: redis.Redis) -> Callable[[], Snapshot]:
-    """``snapshot()`` -> {key: DUMP} of the whole (single) Redis the ``bb`` fixture uses."""
-    return lambda: _snapshot(clean_redis)
 
 
 @pytest.fixture(params=["single", pytest.param("cluster", marks=pytest.mark.cluster)])

@@ -5,27 +5,9 @@ from __future__ import annotations
 from collections.abc import AsyncIterator, Awaitable, Callable
 
 import pytest
-import redis
 
 from blackboard import Blackboard
 from blackboard.acl import AclAdmin
-
-Snapshot = dict[bytes, bytes]
-
-
-def snapshot_of(r: redis.Redis) -> Snapshot:
-    """Every key with its DUMP payload: any change of any key (or a new/removed key) shows."""
-    out: Snapshot = {}
-    for k in r.scan_iter(count=1000):
-        d = r.dump(k)
-        if d is not None:
-            out[k] = d
-    return out
-
-
-@pytest.fixture()
-def snapshot(clean_redis: redis.Redis) -> Callable[[], Snapshot]:
-    return lambda: snapshot_of(clean_redis)
 
 
 @pytest.fixture()

@@ -10,15 +10,11 @@ from typing import Any
 import redis
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from redis_snapshot import snapshot_of
 from typer.testing import CliRunner
 
 from blackboard import Blackboard, BlackboardError, InvalidArgument
 from workers.cli import app
-
-
-def snapshot_of(r: redis.Redis) -> dict[bytes, bytes]:
-    return {k: d for k in r.scan_iter(count=1000) if (d := r.dump(k)) is not None}
-
 
 _ODD = st.text(alphabet=st.characters(codec="utf-8"), max_size=300) | st.sampled_from(
     ["", "a" * 5000, "a{b}", "x*", "\x00", "a b", "\udcff", "agent:a:working", "team:t"])

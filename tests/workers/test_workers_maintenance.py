@@ -11,6 +11,7 @@ from collections.abc import Sequence
 import numpy as np
 import pytest
 import redis
+from redis_snapshot import snapshot_of
 
 from blackboard import Blackboard, ScopePolicy
 from blackboard import decay as D
@@ -20,11 +21,6 @@ from workers.settings import WorkerSettings
 
 RATE, TICK_S, THRESHOLD = 0.5, 0.2, 0.1
 TICK_MS = int(TICK_S * 1000)
-
-
-def snapshot(r: redis.Redis) -> dict[bytes, bytes | None]:
-    """Every key's DUMP (value and, for streams, group state): equal means unchanged."""
-    return {k: r.dump(k) for k in sorted(r.keys("*"))}
 
 
 def evalsha_calls(r: redis.Redis) -> int:
@@ -103,9 +99,9 @@ async def test_decay_reinforce_and_prune_follow_the_formula(
         due_now = {
             x.decode() for x in r.zrangebyscore(keys.evict, "-inf", int(time.time() * 1000))
         }
-        snap = snapshot(r)
+        snap = snapshot_of(r)
         dry = await m.prune(scope.partition, dry_run=True)
-        assert snapshot(r) == snap  # a dry run changes nothing
+        assert snapshot_of(r) == snap  # a dry run changes nothing
         assert dry.counts.get(scope.id, 0) >= len(due_now)
         rep = await m.prune(scope.partition)
         gone = before - set(await scope.ids())
@@ -160,9 +156,9 @@ async def test_capacity_after_tightening_evicts_the_weakest(
     es = [await scope.write(f"e{i}", strength=0.2 + 0.07 * i) for i in range(10)]
     await scope.set_policy(ScopePolicy(decay_rate=0.1, decay_tick=3600.0, max_entries=4))
     m = await _maint(bb)
-    snap = snapshot(r)
+    snap = snapshot_of(r)
     assert await _all(m, "capacity", True) == 6
-    assert snapshot(r) == snap
+    assert snapshot_of(r) == snap
     assert await _all(m, "capacity", False) == 6
     assert set(await scope.ids()) == {e.id for e in es[-4:]}  # the four strongest
     assert await _all(m, "capacity", False) == 0
@@ -177,9 +173,9 @@ async def test_sweep_removes_exactly_the_expired(
     keep = [await scope.write(f"k{i}", ttl=60) for i in range(2)] + [await scope.write("forever")]
     await asyncio.sleep(0.5)
     m = await _maint(bb)
-    snap = snapshot(r)
+    snap = snapshot_of(r)
     assert await _all(m, "sweep", True) == 3
-    assert snapshot(r) == snap
+    assert snapshot_of(r) == snap
     assert await _all(m, "sweep", False) == 3
     assert set(await scope.ids()) == {e.id for e in keep}
     assert not {e.id for e in short} & set(await scope.ids())
@@ -214,9 +210,9 @@ async def test_dedupe_threshold_guard_and_exact_merge_provenance(
     await scope.reinforce(g2.id, boost=0.0)
     await scope.reinforce(g2.id, boost=0.0)
     m = await _maint(bb, similarity=similarity, dedupe_threshold=0.95)
-    snap = snapshot(r)
+    snap = snapshot_of(r)
     assert await _all(m, "dedupe", True) == 1
-    assert snapshot(r) == snap
+    assert snapshot_of(r) == snap
     assert await _all(m, "dedupe", False) == 1
     ids = set(await scope.ids())
     assert ids == {a.id, b.id, g1.id}  # alpha/beta (0.94) never merged
@@ -246,9 +242,9 @@ async def test_trim_only_behind_the_slowest_group(
     slow = r.xreadgroup("episodic", "c2", {bus: ">"}, count=6)
     r.xack(bus, "episodic", *[i for i, _ in slow[0][1]][:4])  # 2 delivered, still pending
     m = await _maint(bb)
-    snap = snapshot(r)
+    snap = snapshot_of(r)
     dry = await m.trim(scope.partition, dry_run=True)
-    assert snapshot(r) == snap
+    assert snapshot_of(r) == snap
     await m.trim(scope.partition)
     left = [i.decode() for i, _ in r.xrange(bus)]
     assert set(ids[4:]) <= set(left)  # the slowest group's pending and unread events stay
