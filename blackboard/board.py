@@ -114,7 +114,7 @@ class Blackboard:
         base = settings or ClientSettings.from_env()
         s = ClientSettings(
             redis_url=url or base.redis_url,
-            partitions=partitions or base.partitions,
+            partitions=partitions if partitions is not None else base.partitions,
             max_entry_bytes=base.max_entry_bytes,
             socket_timeout=base.socket_timeout,
             connect_timeout=base.connect_timeout,

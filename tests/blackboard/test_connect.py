@@ -91,3 +91,10 @@ async def test_noscript_recovery(board: Blackboard) -> None:
     assert (await s.update(e.id, value="after")).version == 2
     await board.client.script_flush()
     assert await s.delete(e.id)
+
+
+async def test_zero_partitions_is_refused_not_defaulted(redis_url: str) -> None:
+    from blackboard import InvalidArgument
+
+    with pytest.raises(InvalidArgument, match="partitions"):
+        await Blackboard.connect(redis_url, partitions=0)
