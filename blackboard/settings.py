@@ -3,14 +3,49 @@
 from __future__ import annotations
 
 import os
+import typing
+from collections.abc import Mapping
 from dataclasses import dataclass, fields, replace
 from typing import Any
 
 from .errors import InvalidArgument
 
-__all__ = ["ClientSettings"]
+__all__ = ["ClientSettings", "env_values"]
 
 ENV_PREFIX = "BLACKBOARD_"
+
+
+def _scalar(tp: Any) -> Any:
+    """``int`` of ``int | None`` (the settings' only unions are optionals)."""
+    args = [a for a in typing.get_args(tp) if a is not type(None)]
+    return args[0] if args else tp
+
+
+def env_values(cls: type, prefix: str, env: Mapping[str, str] | None = None) -> dict[str, Any]:
+    """Values for the fields of dataclass ``cls`` from ``<prefix><FIELD>`` variables,
+    converted by each field's annotation (str, int, float, bool, or an optional of them).
+    Empty variables are ignored; a value that does not convert raises InvalidArgument."""
+    src = os.environ if env is None else env
+    hints = typing.get_type_hints(cls)
+    values: dict[str, Any] = {}
+    for f in fields(cls):
+        name = prefix + f.name.upper()
+        raw = src.get(name)
+        if not raw:
+            continue
+        tp = _scalar(hints[f.name])
+        try:
+            if tp is bool:
+                values[f.name] = raw.strip().lower() in ("1", "true", "yes", "on")
+            elif tp in (int, float):
+                values[f.name] = tp(raw)
+            else:
+                values[f.name] = raw
+        except ValueError:
+            raise InvalidArgument(
+                f"environment variable {name}={raw!r} is not a valid {tp.__name__}"
+            ) from None
+    return values
 
 
 @dataclass(frozen=True, slots=True)
@@ -39,26 +74,8 @@ class ClientSettings:
             raise InvalidArgument("max_entry_bytes must be positive")
 
     @classmethod
-    def from_env(cls, env: dict[str, str] | None = None, **overrides: Any) -> ClientSettings:
+    def from_env(cls, env: Mapping[str, str] | None = None, **overrides: Any) -> ClientSettings:
         """Settings from ``BLACKBOARD_<FIELD>`` variables, then ``overrides`` (non-None)."""
-        env = dict(os.environ if env is None else env)
-        values: dict[str, Any] = {}
-        for f in fields(cls):
-            raw = env.get(ENV_PREFIX + f.name.upper())
-            if raw is None or raw == "":
-                continue
-            try:
-                if f.name == "redis_url":
-                    values[f.name] = raw
-                elif f.name == "cluster":
-                    values[f.name] = raw.lower() in ("1", "true", "yes")
-                elif f.type in ("int",):
-                    values[f.name] = int(raw)
-                else:
-                    values[f.name] = float(raw)
-            except ValueError:
-                raise InvalidArgument(
-                    f"environment variable {ENV_PREFIX}{f.name.upper()}={raw!r} is not valid"
-                ) from None
+        values = env_values(cls, ENV_PREFIX, env)
         settings = cls(**values)
         return replace(settings, **{k: v for k, v in overrides.items() if v is not None})

@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
-import os
-from dataclasses import dataclass, fields, replace
+from collections.abc import Mapping
+from dataclasses import dataclass, replace
 from typing import Any
 
 from blackboard.errors import InvalidArgument
+from blackboard.settings import env_values
 
 __all__ = ["CONSUMING_ROLES", "ROLES", "WorkerSettings"]
 
@@ -17,9 +18,6 @@ ROLES = ("summarize", "episodic", "semantic", "procedural", "team", "index", "ma
 #: Roles that read the partition buses through a consumer group of their name. Only these
 #: get groups: a group nobody reads would hold bus trimming back forever.
 CONSUMING_ROLES = ("summarize", "episodic", "semantic", "procedural", "team", "index")
-
-
-_STR_FIELDS = frozenset({"llm_base_url", "llm_model", "llm_api_key", "metrics_host"})
 
 
 @dataclass(frozen=True, slots=True)
@@ -66,22 +64,7 @@ class WorkerSettings:
             raise InvalidArgument("set both llm_base_url and llm_model, or neither")
 
     @classmethod
-    def from_env(cls, env: dict[str, str] | None = None, **overrides: Any) -> WorkerSettings:
-        env = dict(os.environ if env is None else env)
-        values: dict[str, Any] = {}
-        for f in fields(cls):
-            raw = env.get(ENV_PREFIX + f.name.upper())
-            if raw in (None, ""):
-                continue
-            try:
-                if f.name in _STR_FIELDS:
-                    values[f.name] = raw
-                elif f.name.endswith(("_s", "_rate")):
-                    values[f.name] = float(raw)
-                else:
-                    values[f.name] = int(raw)
-            except ValueError:
-                raise InvalidArgument(
-                    f"environment variable {ENV_PREFIX}{f.name.upper()}={raw!r} is not a number"
-                ) from None
+    def from_env(cls, env: Mapping[str, str] | None = None, **overrides: Any) -> WorkerSettings:
+        """Settings from ``BLACKBOARD_WORKER_<FIELD>`` variables, then ``overrides``."""
+        values = env_values(cls, ENV_PREFIX, env)
         return replace(cls(**values), **{k: v for k, v in overrides.items() if v is not None})
