@@ -13,6 +13,7 @@ from .entry import Entry, Event, ScopePolicy, decode_entry, decode_event
 from .errors import InvalidArgument, NotFound
 from .ids import is_entry_id
 from .keys import ScopeKeys, partition_of
+from .listing import list_entries
 from .request import EncodedWrite, WriteRequest, encode_write
 from .scripts import SCRIPTS, load_script, raise_for_script_error, run_script
 from .validation import (
@@ -372,63 +373,10 @@ class Scope:
         Tag sets narrow the candidates on the server (SINTER/SUNION); the time order comes
         from the ``ix`` zset. ``limit=None`` returns every match.
         """
-        a, o, n = validate_tags(all_of), validate_tags(any_of), set(validate_tags(none_of))
-        if limit is not None and (
-            isinstance(limit, bool) or not isinstance(limit, int) or limit < 0
-        ):
-            raise InvalidArgument(f"limit must be a non-negative int or None, got {limit!r}")
-        if set(a) & n:
-            return []
-        lo = "-inf" if start_ms is None else int(start_ms)
-        hi = "+inf" if end_ms is None else int(end_ms)
-        client = self.bb.client
-        if a or o:
-            candidates: set[bytes] = set()
-            if a:
-                candidates = set(await client.sinter([self.keys.tag_set(t) for t in a]))
-            if o:
-                union = set(await client.sunion([self.keys.tag_set(t) for t in o]))
-                candidates = candidates & union if a else union
-            ordered = sorted(candidates)
-            if not ordered:
-                return []
-            scores = await client.zmscore(self.keys.ix, ordered)
-            pairs = [
-                (s, i) for i, s in zip(ordered, scores, strict=True)
-                if s is not None and (lo == "-inf" or s >= lo) and (hi == "+inf" or s <= hi)
-            ]
-            pairs.sort(reverse=newest_first)
-            return await self._fetch_filtered([i.decode() for _, i in pairs], n, limit)
-        # No positive tag filter: walk the time index in pages.
-        out: list[Entry] = []
-        offset, page = 0, max(32, min(1000, (limit or 1000) * 2))
-        while limit is None or len(out) < limit:
-            if newest_first:
-                ids = await client.zrevrangebyscore(self.keys.ix, hi, lo, start=offset, num=page)
-            else:
-                ids = await client.zrangebyscore(self.keys.ix, lo, hi, start=offset, num=page)
-            if not ids:
-                break
-            offset += len(ids)
-            need = None if limit is None else limit - len(out)
-            out += await self._fetch_filtered([i.decode() for i in ids], n, need)
-            if len(ids) < page:
-                break
-        return out
-
-    async def _fetch_filtered(
-        self, ids: list[str], none_of: set[str], limit: int | None
-    ) -> list[Entry]:
-        out: list[Entry] = []
-        step = 256
-        for i in range(0, len(ids), step):
-            for e in await self.get_many(ids[i : i + step]):
-                if e is None or (none_of and e.tags & none_of):
-                    continue
-                out.append(e)
-                if limit is not None and len(out) >= limit:
-                    return out
-        return out
+        return await list_entries(
+            self, all_of=all_of, any_of=any_of, none_of=none_of, start_ms=start_ms,
+            end_ms=end_ms, limit=limit, newest_first=newest_first,
+        )
 
     # -- events ---------------------------------------------------------------------------
 
