@@ -11,6 +11,7 @@ from redis import exceptions as rexc
 
 from .entry import Entry, Event, ScopePolicy, decode_entry, decode_event
 from .errors import InvalidArgument, NotFound
+from .feeds import newest_ids, read_feeds
 from .ids import is_entry_id
 from .keys import ScopeKeys, partition_of
 from .listing import list_entries
@@ -382,8 +383,7 @@ class Scope:
 
     async def last_event_id(self) -> str:
         """Id of the newest event in the feed, ``0-0`` when it is empty."""
-        last = await self.bb.client.xrevrange(self.keys.feed, count=1)
-        return last[0][0].decode() if last else "0-0"
+        return (await newest_ids(self.bb, [self.keys.feed]))[self.keys.feed]
 
     async def feed(
         self, since: str | None = None, *, block_ms: int = 1000, count: int = 100
@@ -393,12 +393,12 @@ class Scope:
         """
         last = since if since is not None else await self.last_event_id()
         while True:
-            reply = await self.bb.client.xread({self.keys.feed: last}, count=count, block=block_ms)
-            for _stream, items in reply or ():
-                for sid, fields in items:
-                    ev = decode_event(sid, fields, self.partition)
-                    last = ev.id
-                    yield ev
+            got = await read_feeds(
+                self.bb, {self.keys.feed: last}, self.partition, count=count, block_ms=block_ms
+            )
+            for _feed, ev in got:
+                last = ev.id
+                yield ev
 
     async def events(
         self, since: str = "-", until: str = "+", count: int | None = None

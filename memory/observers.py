@@ -15,7 +15,7 @@ from collections.abc import Awaitable, Callable, Collection, Sequence
 from typing import Any
 
 from blackboard import Blackboard, Event, EventType
-from blackboard.entry import decode_event
+from blackboard.feeds import newest_ids, read_feeds
 
 from .subscriptions import TagMatch
 
@@ -75,18 +75,12 @@ class ChangeHandle:
         return any(not t.done() for t in self._tasks)
 
     async def _read(self, partition: int, scopes: list[str]) -> None:
-        client = self._bb.client
         feeds = {self._bb.scope(s).keys.feed: s for s in scopes}
         try:
             if self._since is not None:
                 pos = dict.fromkeys(feeds, self._since)
             else:
-                async with client.pipeline(transaction=False) as pipe:
-                    for f in feeds:
-                        pipe.xrevrange(f, count=1)
-                    lasts = await pipe.execute()
-                pos = {f: (last[0][0].decode() if last else "0-0")
-                       for f, last in zip(feeds, lasts, strict=True)}
+                pos = await newest_ids(self._bb, list(feeds))
         finally:
             self._pending_ready -= 1
             if self._pending_ready <= 0:
@@ -95,7 +89,8 @@ class ChangeHandle:
         # surface as a TimeoutError that the client retries, losing the cancellation.
         while not self._stopped:
             try:
-                reply = await client.xread(pos, count=100, block=self._block_ms)
+                got = await read_feeds(self._bb, pos, partition, count=100,
+                                       block_ms=self._block_ms)
             except asyncio.CancelledError:
                 raise
             except Exception:  # a dropped connection must not end the subscription
@@ -104,12 +99,9 @@ class ChangeHandle:
                 log.exception("on_change reader of partition %d failed; retrying", partition)
                 await asyncio.sleep(0.5)
                 continue
-            for stream, items in reply or ():
-                key = stream.decode() if isinstance(stream, bytes) else stream
-                for sid, fields in items:
-                    ev = decode_event(sid, fields, partition)
-                    pos[key] = ev.id
-                    await self._deliver(ev)
+            for key, ev in got:
+                pos[key] = ev.id
+                await self._deliver(ev)
 
     async def _deliver(self, ev: Event) -> None:
         if self._types is not None and ev.type not in self._types:

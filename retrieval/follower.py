@@ -37,6 +37,7 @@ import numpy.typing as npt
 
 from blackboard import Blackboard, Entry, Event, EventType
 from blackboard.entry import ScopePolicy, decode_entry, decode_event
+from blackboard.feeds import newest_ids, read_feeds
 
 from .engine import SearchEngine
 from .snapshot import Snapshot, load_snapshot, save_snapshot
@@ -199,12 +200,9 @@ class IndexFollower:
     # -- loading --------------------------------------------------------------------------
 
     async def _newest(self, scopes: Sequence[str]) -> dict[str, str]:
-        async with self.bb.client.pipeline(transaction=False) as pipe:
-            for s in scopes:
-                pipe.xrevrange(self.bb.scope(s).keys.feed, count=1)
-            lasts = await pipe.execute()
-        return {s: (_dec(last[0][0]) if last else "0-0")
-                for s, last in zip(scopes, lasts, strict=True)}
+        feeds = {s: self.bb.scope(s).keys.feed for s in scopes}
+        newest = await newest_ids(self.bb, list(feeds.values()))
+        return {s: newest[f] for s, f in feeds.items()}
 
     async def _from_snapshot(self, scopes: list[str]) -> set[str]:
         """Load the scopes a current snapshot holds: its feed id for them is still in the
@@ -348,12 +346,12 @@ class IndexFollower:
                 todo = {s: t for s, t in todo.items() if feed_id_gt(t, self._applied[s])}
 
     async def _read(self, partition: int) -> None:
-        client = self.bb.client
         while not self._stopped:
             scopes = sorted(self._by_part[partition])
             pos = {self.bb.scope(s).keys.feed: self._applied[s] for s in scopes}
             try:
-                reply = await client.xread(pos, count=200, block=self.block_ms)
+                got = await read_feeds(self.bb, pos, partition, count=200,
+                                       block_ms=self.block_ms)
             except asyncio.CancelledError:
                 raise
             except Exception:  # a dropped connection must not end the follower
@@ -362,8 +360,7 @@ class IndexFollower:
                 log.exception("index follower of partition %d failed; retrying", partition)
                 await asyncio.sleep(0.5)
                 continue
-            events = [decode_event(sid, f, partition)
-                      for _stream, items in reply or () for sid, f in items]
+            events = [ev for _feed, ev in got]
             if events:
                 async with self._lock:
                     await self._apply(events)

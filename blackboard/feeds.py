@@ -1,0 +1,43 @@
+"""Reading scope feeds: the newest ids, and blocking reads of several feeds at once.
+
+Several feeds can be read in one XREAD only when they share a hash slot, i.e. one
+partition; callers (observers, index followers, ``Scope.feed``) group by partition.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING
+
+from .entry import Event, decode_event
+
+if TYPE_CHECKING:
+    from .board import Blackboard
+
+__all__ = ["newest_ids", "read_feeds"]
+
+
+async def newest_ids(bb: Blackboard, feeds: Sequence[str]) -> dict[str, str]:
+    """Feed key -> id of its newest event (``0-0`` when empty), in one round trip."""
+    if not feeds:
+        return {}
+    async with bb.client.pipeline(transaction=False) as pipe:
+        for f in feeds:
+            pipe.xrevrange(f, count=1)
+        lasts = await pipe.execute()
+    return {
+        f: (last[0][0].decode() if last else "0-0") for f, last in zip(feeds, lasts, strict=True)
+    }
+
+
+async def read_feeds(
+    bb: Blackboard, positions: Mapping[str, str], partition: int, *, count: int, block_ms: int
+) -> list[tuple[str, Event]]:
+    """Events after ``positions`` (feed key -> last id seen) of feeds of one partition, as
+    (feed key, event) in stream order per feed; waits up to ``block_ms`` for the first."""
+    reply = await bb.client.xread(dict(positions), count=count, block=block_ms)
+    out: list[tuple[str, Event]] = []
+    for stream, items in reply or ():
+        key = stream.decode() if isinstance(stream, bytes) else stream
+        out += [(key, decode_event(sid, fields, partition)) for sid, fields in items]
+    return out
