@@ -189,10 +189,13 @@ class Worker:
     # -- loops ----------------------------------------------------------------------------
 
     async def _tick_leases(self) -> None:
+        # Beat first, so the live count (the fair share) includes this worker from its
+        # first tick; beat again only when the owned set changed, to publish it at once.
+        before = self.leases.current()
+        await self.heartbeat.beat(before, self.counters())
         live = await live_workers(self.bb, self.role, self.settings.heartbeat_ms)
-        await self.heartbeat.beat(self.leases.current(), self.counters())
-        await self.leases.rebalance(max(live, 1))
-        await self.heartbeat.beat(self.leases.current(), self.counters())
+        if await self.leases.rebalance(max(live, 1)) != before:
+            await self.heartbeat.beat(self.leases.current(), self.counters())
 
     async def _lease_loop(self) -> None:
         while await self._sleep(self.settings.heartbeat_ms):
