@@ -364,14 +364,23 @@ class AgentMemory(ProducerHost):
         tags = sorted({action_tag(call.name), status, *spec.tags, *obs.tags})
         return obs, tags
 
+    def _record_of(
+        self, call: CallRecord, spec: ProducerSpec
+    ) -> tuple[Observation, list[str], dict[str, Any]] | None:
+        """What to store for an observed call: data, tags and metadata (None: nothing)."""
+        made = self._observation(call, spec)
+        if made is None:
+            return None
+        obs, tags = made
+        meta = {"producer": call.name, "duration_ms": round(call.duration_ms, 3), **obs.metadata}
+        return obs, tags, meta
+
     async def record(self, call: CallRecord, spec: ProducerSpec) -> None:
         try:
-            made = self._observation(call, spec)
+            made = self._record_of(call, spec)
             if made is None:
                 return
-            obs, tags = made
-            meta = {"producer": call.name, "duration_ms": round(call.duration_ms, 3),
-                    **obs.metadata}
+            obs, tags, meta = made
             await self.store(obs.data, spec.level, tags=tags, metadata=meta,
                              importance=spec.importance, team=spec.team)
         except Exception:
@@ -385,12 +394,10 @@ class AgentMemory(ProducerHost):
 
     def record_blocking(self, call: CallRecord, spec: ProducerSpec) -> None:
         try:
-            made = self._observation(call, spec)
+            made = self._record_of(call, spec)
             if made is None:
                 return
-            obs, tags = made
-            meta = {"producer": call.name, "duration_ms": round(call.duration_ms, 3),
-                    **obs.metadata}
+            obs, tags, meta = made
             sid = self.access.check_write(self.scope_for(spec.level, spec.team))
             if self._bridge is None:
                 self._bridge = SyncBridge(self._open_bridge, _close_bridge)
