@@ -16,7 +16,7 @@ import logging
 import time
 from collections.abc import AsyncIterator, Callable, Iterable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from redis import exceptions as rexc
 
@@ -27,7 +27,7 @@ from .scripts import run_script
 if TYPE_CHECKING:
     from .board import Blackboard
 
-__all__ = ["Batch", "ConsumeOptions", "PartitionSource", "consume"]
+__all__ = ["Batch", "ConsumeOptions", "PartitionSource", "ReaderPool", "consume"]
 
 log = logging.getLogger(__name__)
 
@@ -92,17 +92,38 @@ class Batch:
         return await _dead_letter(self._bb, self.role, self.partition, event, -1, reason)
 
 
+class _Sink(Protocol):
+    """Where a reader hands its batches (and its fatal error)."""
+
+    async def put(self, item: Batch | BaseException) -> None: ...
+
+
 async def _dead_letter(
-    bb: Blackboard, role: str, partition: int, event: Event, deliveries: int, reason: str,
+    bb: Blackboard,
+    role: str,
+    partition: int,
+    event: Event,
+    deliveries: int,
+    reason: str,
     maxlen: int = 100_000,
 ) -> bool:
     pk = PartitionKeys(partition)
     fields = [
-        "scope", event.scope, "type", str(event.type), "entry", event.entry_id,
-        "version", str(event.version), "at", str(event.at),
+        "scope",
+        event.scope,
+        "type",
+        str(event.type),
+        "entry",
+        event.entry_id,
+        "version",
+        str(event.version),
+        "at",
+        str(event.at),
     ]
     r = await run_script(
-        bb.client, "dlq", [pk.bus, pk.dlq],
+        bb.client,
+        "dlq",
+        [pk.bus, pk.dlq],
         [role, event.id, str(deliveries), reason, str(maxlen), *fields],
     )
     return bool(r)
@@ -119,8 +140,13 @@ async def ensure_group(bb: Blackboard, role: str, partition: int) -> None:
 
 class _Reader:
     def __init__(
-        self, bb: Blackboard, role: str, consumer: str, partition: int,
-        opts: ConsumeOptions, out: asyncio.Queue[Batch | BaseException],
+        self,
+        bb: Blackboard,
+        role: str,
+        consumer: str,
+        partition: int,
+        opts: ConsumeOptions,
+        out: _Sink,
     ) -> None:
         self.bb, self.role, self.consumer, self.partition = bb, role, consumer, partition
         self.opts, self.out = opts, out
@@ -153,7 +179,9 @@ class _Reader:
             for k, v in fields.items():
                 flat += [b"orig_" + k, v]
             await run_script(
-                self.bb.client, "dlq", [pk.bus, pk.dlq],
+                self.bb.client,
+                "dlq",
+                [pk.bus, pk.dlq],
                 [self.role, sid, "1", "undecodable event", str(self.opts.dlq_maxlen), *flat],
             )
 
@@ -184,7 +212,12 @@ class _Reader:
             for ev in self._events(items):
                 n = next(r["times_delivered"] for r in over if r["message_id"].decode() == ev.id)
                 await _dead_letter(
-                    self.bb, self.role, self.partition, ev, n, "max deliveries exceeded",
+                    self.bb,
+                    self.role,
+                    self.partition,
+                    ev,
+                    n,
+                    "max deliveries exceeded",
                     self.opts.dlq_maxlen,
                 )
         if not keep:
@@ -197,10 +230,16 @@ class _Reader:
         start = "0-0"
         while True:
             reply = await run_script(
-                self.bb.client, "claim", [self.bus],
-                [self.role, self.consumer,
-                 str(self.opts.claim_idle_ms if idle_ms is None else idle_ms), start,
-                 str(self.opts.count)],
+                self.bb.client,
+                "claim",
+                [self.bus],
+                [
+                    self.role,
+                    self.consumer,
+                    str(self.opts.claim_idle_ms if idle_ms is None else idle_ms),
+                    start,
+                    str(self.opts.count),
+                ],
             )
             start = reply[0].decode() if isinstance(reply[0], bytes) else str(reply[0])
             if start == "0-0":
@@ -237,8 +276,11 @@ class _Reader:
                         continue
                     check_pending = False
                 reply = await self.bb.client.xreadgroup(
-                    self.role, self.consumer, {self.bus: ">"},
-                    count=self.opts.count, block=self.opts.block_ms,
+                    self.role,
+                    self.consumer,
+                    {self.bus: ">"},
+                    count=self.opts.count,
+                    block=self.opts.block_ms,
                 )
                 for _stream, items in reply or ():
                     evs = self._events(items)
@@ -252,6 +294,76 @@ class _Reader:
             await self.out.put(exc)
 
 
+class ReaderPool:
+    """One reader task per owned partition, started and retired as ownership changes.
+
+    Readers hand their batches to ``out``: a queue (:func:`consume`) or a sink that runs a
+    handler in the reader's own task (:func:`blackboard.serve.serve`).
+    """
+
+    def __init__(
+        self,
+        bb: Blackboard,
+        role: str,
+        consumer: str,
+        partitions: PartitionSource,
+        opts: ConsumeOptions,
+        out: _Sink,
+    ) -> None:
+        self.bb, self.role, self.consumer = bb, role, consumer
+        self.partitions, self.opts, self.out = partitions, opts, out
+        self.tasks: dict[int, asyncio.Task[None]] = {}
+        self.readers: dict[int, _Reader] = {}
+        self._retiring: set[asyncio.Task[None]] = set()  # given-up partitions, until gone
+
+    def owned(self) -> set[int]:
+        if self.partitions is None:
+            return set(range(self.bb.partitions))
+        src = self.partitions() if callable(self.partitions) else self.partitions
+        return {p for p in src if 0 <= p < self.bb.partitions}
+
+    def current(self, batch: Batch) -> bool:
+        """Whether ``batch`` comes from the live reader of an owned partition."""
+        return batch.reader is self.readers.get(batch.partition)
+
+    def rebalance(self) -> None:
+        want = self.owned()
+        for t in list(self._retiring):
+            if t.done():
+                self._retiring.discard(t)
+            else:
+                t.cancel()  # again: a cancellation can be swallowed mid-read (see close)
+        for p in list(self.tasks):
+            if p not in want or self.tasks[p].done():
+                t = self.tasks.pop(p)
+                self.readers.pop(p).retired = True
+                t.cancel()
+                self._retiring.add(t)
+        for p in want - self.tasks.keys():
+            reader = self.readers[p] = _Reader(
+                self.bb, self.role, self.consumer, p, self.opts, self.out
+            )
+            self.tasks[p] = asyncio.create_task(reader.run(), name=f"bb-consume-{self.role}-{p}")
+
+    def retire_all(self) -> None:
+        """Readers stop before their next read; a batch in hand is finished."""
+        for r in self.readers.values():
+            r.retired = True
+
+    async def close(self) -> None:
+        # Cancel until every reader is gone: redis-py's cluster client can swallow a
+        # cancellation that lands mid-read (the reader then blocks on the next XREADGROUP),
+        # so a single cancel() followed by an unbounded await could hang here.
+        alive = set(self.tasks.values()) | self._retiring
+        while alive:
+            for t in alive:
+                t.cancel()
+            _, alive = await asyncio.wait(alive, timeout=0.2)
+        for t in self.tasks.values():
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await t
+
+
 async def consume(
     bb: Blackboard,
     role: str,
@@ -263,38 +375,12 @@ async def consume(
 
     ``partitions`` is a fixed collection, a callable returning the currently owned set
     (re-evaluated every ``rebalance_every_ms``; this is where leases plug in), or None for
-    all partitions.
+    all partitions. A batch not acked when the next one is asked for is released.
     """
     opts = opts or ConsumeOptions()
     queue: asyncio.Queue[Batch | BaseException] = asyncio.Queue()
-    tasks: dict[int, asyncio.Task[None]] = {}
-    retiring: set[asyncio.Task[None]] = set()  # readers of given-up partitions, until gone
-    readers: dict[int, _Reader] = {}
-
-    def owned() -> set[int]:
-        if partitions is None:
-            return set(range(bb.partitions))
-        src = partitions() if callable(partitions) else partitions
-        return {p for p in src if 0 <= p < bb.partitions}
-
-    def rebalance() -> None:
-        want = owned()
-        for t in list(retiring):
-            if t.done():
-                retiring.discard(t)
-            else:
-                t.cancel()  # again: a cancellation can be swallowed mid-read (see below)
-        for p in list(tasks):
-            if p not in want or tasks[p].done():
-                t = tasks.pop(p)
-                readers.pop(p).retired = True
-                t.cancel()
-                retiring.add(t)
-        for p in want - tasks.keys():
-            reader = readers[p] = _Reader(bb, role, consumer, p, opts, queue)
-            tasks[p] = asyncio.create_task(reader.run(), name=f"bb-consume-{role}-{p}")
-
-    rebalance()
+    pool = ReaderPool(bb, role, consumer, partitions, opts, queue)
+    pool.rebalance()
     last = time.monotonic()
     try:
         while True:
@@ -305,12 +391,12 @@ async def consume(
                 item = None
             if time.monotonic() - last >= opts.rebalance_every_ms / 1000:
                 last = time.monotonic()
-                rebalance()
+                pool.rebalance()
             if item is None:
                 continue
             if isinstance(item, BaseException):
                 raise item
-            if item.partition not in tasks or item.reader is not readers.get(item.partition):
+            if not pool.current(item):
                 item.release()  # partition given up meanwhile: its new owner re-delivers
                 continue
             try:
@@ -319,14 +405,4 @@ async def consume(
                 if not item._done.is_set():
                     item.release()
     finally:
-        # Cancel until every reader is gone: redis-py's cluster client can swallow a
-        # cancellation that lands mid-read (the reader then blocks on the next XREADGROUP),
-        # so a single cancel() followed by an unbounded await could hang here.
-        alive = set(tasks.values()) | retiring
-        while alive:
-            for t in alive:
-                t.cancel()
-            _, alive = await asyncio.wait(alive, timeout=0.2)
-        for t in tasks.values():
-            with contextlib.suppress(asyncio.CancelledError, Exception):
-                await t
+        await pool.close()

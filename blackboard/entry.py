@@ -8,7 +8,15 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any
 
-__all__ = ["Entry", "Event", "EventType", "ScopePolicy", "decode_entry", "decode_event"]
+__all__ = [
+    "ENTRY_FIELDS",
+    "Entry",
+    "Event",
+    "EventType",
+    "ScopePolicy",
+    "decode_entry",
+    "decode_event",
+]
 
 
 class EventType(StrEnum):
@@ -145,46 +153,84 @@ def _s(v: bytes | None, default: str = "") -> str:
     return v.decode("utf-8") if v is not None else default
 
 
-def decode_entry(scope: str, h: Mapping[bytes, bytes]) -> Entry:
+#: Stored JSON that most entries carry, decoded without the parser (hot on the worker's
+#: read path: every consolidated entry passes here).
+_EMPTY_LIST = (b"[]", b"", None)
+_EMPTY_OBJECT = (b"{}", b"", None)
+
+
+#: ``json.loads`` of bytes first sniffs the encoding; ours is always UTF-8, and decoding it
+#: ourselves then parsing the str is about 2.5x faster.
+_json_str = json.JSONDecoder().decode
+
+
+def _json(v: bytes | None) -> Any:
+    if v is None:
+        raise ValueError("missing JSON field")
+    return _json_str(v.decode("utf-8"))
+
+
+def _list(v: bytes | None) -> Any:
+    return [] if v in _EMPTY_LIST else _json(v)
+
+
+#: The hash fields :func:`decode_entry` reads (a batch read fetches only these).
+ENTRY_FIELDS: tuple[str, ...] = (
+    "id", "scope", "value", "tags", "metadata", "key", "importance", "strength",
+    "strength_at", "reinforcements", "reinforced_by", "created_at", "updated_at",
+    "expires_at", "version", "source", "event_id", "embedding", "embedder", "superseded_by",
+)  # fmt: skip
+ENTRY_FIELDS_B: tuple[bytes, ...] = tuple(f.encode() for f in ENTRY_FIELDS)
+
+
+def decode_entry(scope: str, h: Mapping[bytes, bytes | None]) -> Entry:
     """An :class:`Entry` from the fields of its Redis hash."""
-    key = _s(h.get(b"key"))
-    emb = h.get(b"embedding")
+    g = h.get
+    meta = g(b"metadata")
+    emb = g(b"embedding")
     return Entry(
-        id=_s(h.get(b"id")),
-        scope=_s(h.get(b"scope"), scope),
-        value=json.loads(h[b"value"]),
-        tags=frozenset(json.loads(h.get(b"tags") or b"[]")),
-        metadata=json.loads(h.get(b"metadata") or b"{}"),
-        key=key or None,
-        importance=float(h.get(b"importance") or 0.5),
-        strength=float(h.get(b"strength") or 1.0),
-        strength_at=int(h.get(b"strength_at") or 0),
-        reinforcements=int(h.get(b"reinforcements") or 0),
-        reinforced_by=tuple(json.loads(h.get(b"reinforced_by") or b"[]")),
-        created_at=int(h.get(b"created_at") or 0),
-        updated_at=int(h.get(b"updated_at") or 0),
-        expires_at=int(h.get(b"expires_at") or 0),
-        version=int(h.get(b"version") or 1),
-        source=tuple(json.loads(h.get(b"source") or b"[]")),
-        event_id=_s(h.get(b"event_id")),
+        id=_s(g(b"id")),
+        scope=_s(g(b"scope"), scope),
+        value=_json(g(b"value")),
+        tags=frozenset(_list(g(b"tags"))),
+        metadata={} if meta in _EMPTY_OBJECT else _json(meta),
+        key=_s(g(b"key")) or None,
+        importance=float(g(b"importance") or 0.5),
+        strength=float(g(b"strength") or 1.0),
+        strength_at=int(g(b"strength_at") or 0),
+        reinforcements=int(g(b"reinforcements") or 0),
+        reinforced_by=tuple(_list(g(b"reinforced_by"))),
+        created_at=int(g(b"created_at") or 0),
+        updated_at=int(g(b"updated_at") or 0),
+        expires_at=int(g(b"expires_at") or 0),
+        version=int(g(b"version") or 1),
+        source=tuple(_list(g(b"source"))),
+        event_id=_s(g(b"event_id")),
         embedding=emb if emb else None,
-        embedder=_s(h.get(b"embedder")) or None,
-        superseded_by=_s(h.get(b"superseded_by")) or None,
+        embedder=_s(g(b"embedder")) or None,
+        superseded_by=_s(g(b"superseded_by")) or None,
     )
+
+
+_EVENT_TYPES = {t.value.encode(): t for t in EventType}
 
 
 def decode_event(
     stream_id: bytes | str, f: Mapping[bytes, bytes], partition: int | None = None
 ) -> Event:
-    """An :class:`Event` from a stream entry's fields."""
+    """An :class:`Event` from a stream entry's fields; ValueError for an unknown type."""
     sid = stream_id.decode() if isinstance(stream_id, bytes) else stream_id
+    raw_type = f.get(b"type")
+    etype = _EVENT_TYPES.get(raw_type) if isinstance(raw_type, bytes) else None
+    if etype is None:
+        etype = EventType(_s(raw_type))  # str input, or the ValueError naming the bad type
     return Event(
         id=sid,
         scope=_s(f.get(b"scope")),
-        type=EventType(_s(f.get(b"type"))),
+        type=etype,
         entry_id=_s(f.get(b"entry")),
         version=int(f.get(b"version") or 0),
-        tags=frozenset(json.loads(f.get(b"tags") or b"[]")),
+        tags=frozenset(_list(f.get(b"tags"))),
         at=int(f.get(b"at") or 0),
         partition=partition,
     )

@@ -30,7 +30,16 @@ __all__ = ["SCRIPTS", "Script", "load_script", "raise_for_script_error", "run_sc
 
 _LIB = "_lib.lua"
 _WITH_LIB = ("write", "update", "delete", "expire", "reinforce", "prune")
-_STANDALONE = ("dlq", "claim", "lease", "buffer", "pending_take", "embed")
+_STANDALONE = (
+    "dlq",
+    "claim",
+    "lease",
+    "buffer",
+    "pending_head",
+    "pending_take",
+    "get_entries",
+    "embed",
+)
 
 
 @dataclass(frozen=True, slots=True)

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import re
+import string
 import unicodedata
 from collections.abc import Iterable, Sequence
 from typing import Any
@@ -133,11 +134,31 @@ def words(text: str, *, drop_stopwords: bool = False) -> list[str]:
     return [w for w in ws if w not in _STOPWORDS] if drop_stopwords else ws
 
 
+class _PunctToSpace(dict[int, str]):
+    """``str.translate`` table mapping punctuation and symbols (Unicode categories P*, S*)
+    to a space and every other character to itself, filled as characters are met: a full
+    table would classify all 1.1M code points up front. Only the first 64k code points are
+    remembered, which bounds the table at a few MB whatever text passes through."""
+
+    def __missing__(self, cp: int) -> str:
+        c = chr(cp)
+        out = " " if unicodedata.category(c)[0] in "PS" else c
+        if cp < 0x10000:
+            self[cp] = out
+        return out
+
+
+_PUNCT_TO_SPACE = _PunctToSpace()
+_ASCII_PUNCT_TO_SPACE = str.maketrans({c: " " for c in string.punctuation})
+
+
 def normalise_text(text: str) -> str:
-    """Text as compared for exact duplicates: NFKC, casefolded, punctuation dropped,
-    whitespace collapsed."""
-    t = unicodedata.normalize("NFKC", text).casefold()
-    t = "".join(" " if unicodedata.category(c).startswith(("P", "S")) else c for c in t)
+    """Text as compared for exact duplicates: NFKC, casefolded, punctuation and symbols
+    dropped, whitespace collapsed."""
+    if text.isascii():  # NFKC is the identity on ASCII; all ASCII P/S are string.punctuation
+        t = text.lower().translate(_ASCII_PUNCT_TO_SPACE)
+    else:
+        t = unicodedata.normalize("NFKC", text).casefold().translate(_PUNCT_TO_SPACE)
     return " ".join(t.split())
 
 

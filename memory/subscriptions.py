@@ -7,6 +7,7 @@ n-th ``*`` of the source (1-based). Pure logic; the registry stores the edges.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import re
@@ -130,6 +131,7 @@ class Trigger:
         return cls(d.get("min_count"), d.get("max_age"), d.get("every"))
 
 
+@functools.lru_cache(maxsize=1024)
 def _pattern_regex(pattern: str) -> re.Pattern[str]:
     parts = (re.escape(p) for p in pattern.split("*"))
     return re.compile(f"({_SEG}+)".join(parts))

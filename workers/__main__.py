@@ -2,6 +2,6 @@
 
 from __future__ import annotations
 
-from .cli import app
+from . import main
 
-app(prog_name="blackboard")
+main()

@@ -3,10 +3,11 @@
 1. For each batch of bus events, the events whose scope matches an edge's source pattern and
    whose tags pass its filter are appended to ``pending:<edge>:<target>`` and acked in one
    script (``buffer.lua``).
-2. When the edge's trigger fires (count, age, timer), the buffer's head batch is read, the
-   entries it names are re-read (an event is only a hint: a forged one can at most cause a
-   real entry to be re-processed), the transformer runs, its drafts are written to the target
-   scope with deterministic ids, then the head is trimmed (``pending_take.lua``).
+2. When the edge's trigger fires (count, age, timer), the buffer's head batch is fixed and
+   read (``pending_head.lua``), the entries it names are re-read in one call (an event is
+   only a hint: a forged one can at most cause a real entry to be re-processed), the
+   transformer runs, its drafts are written to the target scope with deterministic ids,
+   then the head is trimmed (``pending_take.lua``).
 A crash anywhere replays to the same target entries: the ids depend only on the edge, the
 target and the sources, so re-writing them is a no-op.
 """
@@ -23,8 +24,9 @@ from typing import Any
 
 from blackboard import Blackboard, Entry, Event, EventType, WriteRequest
 from blackboard.errors import InvalidScope
+from blackboard.fetch import EntryRef, fetch_entries
 from blackboard.ids import is_entry_id
-from blackboard.keys import PartitionKeys
+from blackboard.keys import PartitionKeys, partition_of
 from blackboard.scripts import run_script
 from blackboard.validation import validate_scope
 from memory.subscriptions import MemorySubscription
@@ -69,6 +71,12 @@ def _valid_scope(scope_id: str) -> bool:
     except InvalidScope:
         return False
     return True
+
+
+def _stream_id(sid: str) -> tuple[int, int]:
+    """A stream id ``<ms>-<seq>`` as a pair that sorts like the stream."""
+    ms, _, seq = sid.partition("-")
+    return int(ms), int(seq or 0)
 
 
 def _parse_pending_key(key: str, part: PartitionKeys) -> tuple[str, str]:
@@ -132,7 +140,17 @@ class DataflowRunner:
         part = PartitionKeys(partition)
         keys: list[str] = []
         index: dict[str, int] = {}
-        args: list[str] = [self.role, consumer, str(len(events))]
+        if not events:
+            return set()
+        ids = sorted(_stream_id(ev.id) for ev in events)
+        lo, hi = ids[0], ids[-1]
+        args: list[str] = [
+            self.role,
+            consumer,
+            str(len(events)),
+            f"{lo[0]}-{lo[1]}",
+            f"{hi[0]}-{hi[1]}",
+        ]
         for ev in events:
             pairs: list[str] = []
             if ev.type in (EventType.WRITTEN, EventType.UPDATED):
@@ -178,7 +196,7 @@ class DataflowRunner:
         async with self.bb.client.pipeline(transaction=False) as pipe:
             pipe.llen(key)
             pipe.lindex(key, 0)
-            pipe.hget(part.inflight, key)
+            pipe.hexists(part.inflight, key)
             size, head, inflight = await pipe.execute()
         if not size:
             return False
@@ -188,7 +206,7 @@ class DataflowRunner:
         oldest = BufferItem.decode(head).at / 1000
         since = now - self._last_fire.get(key, 0.0)
         # A batch left in flight by a crash is replayed at once, whatever the trigger says.
-        if inflight is None and not edge.trigger.fires(int(size), max(0.0, now - oldest), since):
+        if not inflight and not edge.trigger.fires(int(size), max(0.0, now - oldest), since):
             return False
         await self._fire(part, key, edge, target, max_batch(edge))
         self._last_fire[key] = time.time()
@@ -197,19 +215,14 @@ class DataflowRunner:
     async def _fire(
         self, part: PartitionKeys, key: str, edge: MemorySubscription, target: str, limit: int
     ) -> None:
-        # The batch boundary is made durable before the transformer runs: a replay after a
-        # crash takes exactly the same items even if the buffer has grown meanwhile, so it
-        # produces the same draft ids (sources are part of them).
-        inflight = await self.bb.client.hget(part.inflight, key)
-        size = int(inflight) if inflight is not None else limit
-        raw = await self.bb.client.lrange(key, 0, size - 1)
+        # pending_head.lua makes the batch boundary durable before the transformer runs: a
+        # replay after a crash takes exactly the same items even if the buffer has grown
+        # meanwhile, so it produces the same draft ids (sources are part of them).
+        raw = await run_script(self.bb.client, "pending_head", [key, part.inflight], [str(limit)])
         if not raw:
-            await self.bb.client.hdel(part.inflight, key)
             return
-        if inflight is None:
-            await self.bb.client.hset(part.inflight, key, len(raw))
         items = [BufferItem.decode(r) for r in raw]
-        entries = await self._load(items)
+        entries = await self._load(part.partition, items)
         now_ms = max(i.at for i in items)  # reproducible: depends on the batch, not the clock
         try:
             if entries:
@@ -238,26 +251,23 @@ class DataflowRunner:
         await self._take(part, key, raw, "trim", "", edge.id, target)
         self.counters.fired += 1
 
-    async def _load(self, items: list[BufferItem]) -> list[Entry]:
+    async def _load(self, partition: int, items: list[BufferItem]) -> list[Entry]:
         """Re-read the entries the items name (once each, in buffer order; gone ones skipped)."""
-        by_scope: dict[str, list[str]] = defaultdict(list)
-        order: list[tuple[str, str]] = []
+        refs: dict[EntryRef, None] = {}
         for it in items:
-            # A bus event is a hint: a forged one may name no valid scope or id. Skip it
-            # rather than fail (and dead-letter) the real items batched with it.
-            if not (is_entry_id(it.entry_id) and _valid_scope(it.scope)):
+            # A bus event is a hint: a forged one may name no valid scope or id, or a scope
+            # of another partition. Skip it rather than fail (and dead-letter) the real
+            # items batched with it.
+            if not (
+                is_entry_id(it.entry_id)
+                and _valid_scope(it.scope)
+                and partition_of(it.scope, self.bb.partitions) == partition
+            ):
                 log.warning("skipping buffered item naming an invalid scope/id: %r", it)
                 continue
-            if (it.scope, it.entry_id) in order:
-                continue
-            order.append((it.scope, it.entry_id))
-            by_scope[it.scope].append(it.entry_id)
-        found: dict[tuple[str, str], Entry] = {}
-        for scope_id, ids in by_scope.items():
-            for e in await self.bb.scope(scope_id).get_many(ids):
-                if e is not None:
-                    found[(scope_id, e.id)] = e
-        return [found[k] for k in order if k in found]
+            refs[EntryRef(it.scope, it.entry_id)] = None
+        found = await fetch_entries(self.bb, partition, list(refs))
+        return [e for e in found if e is not None]
 
     async def _write(self, target: str, requests: Sequence[WriteRequest]) -> None:
         if not requests:

@@ -19,7 +19,8 @@ from collections.abc import Callable, Coroutine
 from dataclasses import asdict
 from typing import Any
 
-from blackboard import Blackboard, ConsumeOptions
+from blackboard import Batch, Blackboard, ConsumeOptions
+from blackboard.serve import serve
 from consolidation.llm.openai import OpenAIClient
 from memory.registry import Registry
 from memory.subscriptions import MemorySubscription
@@ -31,7 +32,6 @@ from .leases import LeaseSet
 from .maintenance import Maintenance
 from .metrics import MetricsServer, render_metrics
 from .settings import CONSUMING_ROLES, ROLES, WorkerSettings
-from .streams import until_stopped
 from .transform import ROLE_TRANSFORMERS, TransformBridge
 
 __all__ = ["Worker", "run_worker"]
@@ -79,7 +79,8 @@ class Worker:
             bridge or TransformBridge(bb, llm=llm_client(self.settings)),
             max_failures=self.settings.max_failures,
             crash_window_ms=self.settings.crash_window_ms,
-            owns=lambda p: p in self.leases.owned,
+            # Stopping ends firing after the batch in hand, as losing the lease does.
+            owns=lambda p: p in self.leases.owned and not self._stopping.is_set(),
         )
         self._stopping = asyncio.Event()
         self._tasks: list[asyncio.Task[None]] = []
@@ -102,8 +103,7 @@ class Worker:
             else None
         )
         self.batches = 0
-        self._due: set[int] = set()
-        self._wake = asyncio.Event()
+        self._due: dict[int, asyncio.Event] = {}
 
     # -- state ----------------------------------------------------------------------------
 
@@ -239,38 +239,60 @@ class Worker:
             takeover_idle_ms=0,
             max_deliveries=s.max_deliveries,
         )
-        stream = self.bb.consume(self.role, self.id, partitions=self.leases.current, options=opts)
-        async for batch in until_stopped(stream, self._stopping):
-            try:
-                keys = await self.runner.buffer(batch.partition, self.id, batch.events)
-            except Exception:
-                log.exception("batch on partition %d failed; it stays pending", batch.partition)
-                batch.release()
-                continue
-            batch.mark_acked()  # buffer.lua acked the events with their append
-            self.batches += 1
-            if keys:
-                # Firing runs in the trigger loop, so this loop only buffers and acks:
-                # events never wait in memory long enough to be claimed by others.
-                self._due.add(batch.partition)
-                self._wake.set()
+        # Each partition's reader buffers its own batches: one round trip per batch, and
+        # the partitions' round trips overlap instead of queueing behind one another.
+        await serve(
+            self.bb, self.role, self.id, self._buffer, self._stopping, self.leases.current, opts
+        )
+
+    async def _buffer(self, batch: Batch) -> None:
+        try:
+            keys = await self.runner.buffer(batch.partition, self.id, batch.events)
+        except Exception:
+            log.exception("batch on partition %d failed; it stays pending", batch.partition)
+            return  # released: re-delivered after a backoff
+        batch.mark_acked()  # buffer.lua acked the events with their append
+        self.batches += 1
+        if keys:
+            # Firing runs in the partition's fire loop, so buffering only appends and
+            # acks: events never wait in memory long enough to be claimed by others.
+            self._wake(batch.partition)
+
+    def _wake(self, p: int) -> None:
+        ev = self._due.get(p)
+        if ev is not None:
+            ev.set()
 
     async def _trigger_loop(self) -> None:
-        """Check every owned partition each ``trigger_check_ms``, and at once when the
-        consume loop buffered new items (count triggers fire without waiting)."""
-        while not self._stopping.is_set():
+        """Keep one fire loop per owned partition: partitions fire independently, so one
+        partition's round trips overlap another's transformer."""
+        loops: dict[int, asyncio.Task[None]] = {}
+        try:
+            while not self._stopping.is_set():
+                owned = self.leases.current()
+                for p in owned - loops.keys():
+                    self._due[p] = asyncio.Event()
+                    loops[p] = asyncio.create_task(self._fire_loop(p), name=f"{self.id}-fire-{p}")
+                for p in [p for p, t in loops.items() if t.done()]:
+                    del loops[p]  # given up (or failed, logged): restarted while owned
+                    self._due.pop(p, None)
+                await self._sleep(min(self.settings.heartbeat_ms, 1_000))
+        finally:
+            # A fire loop finishes the batch in hand (its transformer and trim) first.
+            await asyncio.gather(*loops.values(), return_exceptions=True)
+
+    async def _fire_loop(self, p: int) -> None:
+        """Fire ``p``'s due buffers when its reader buffered items, and every
+        ``trigger_check_ms`` (age and timer triggers), while ``p`` is owned."""
+        due = self._due[p]
+        while not self._stopping.is_set() and p in self.leases.owned:
+            due.clear()
+            try:
+                await self.runner.check(p)
+            except Exception:
+                log.exception("trigger check on partition %d failed; will retry", p)
             with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(self._wake.wait(), self.settings.trigger_check_ms / 1000)
-            self._wake.clear()
-            due, self._due = self._due, set()
-            owned = self.leases.current()
-            for p in sorted(owned, key=lambda p: p not in due):
-                if self._stopping.is_set():
-                    return
-                try:
-                    await self.runner.check(p)
-                except Exception:
-                    log.exception("trigger check on partition %d failed; will retry", p)
+                await asyncio.wait_for(due.wait(), self.settings.trigger_check_ms / 1000)
 
 
 async def _serve(url: str, role: str, settings: WorkerSettings, ready: Callable[[], None]) -> None:

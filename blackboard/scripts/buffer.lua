@@ -3,34 +3,72 @@
 --
 -- KEYS: [1] partition bus, [2] partition pending index (set of buffer keys),
 --   [3..] pending buffers (lists bb:{pN}:pending:<edge>:<target>), all in the bus's slot.
--- ARGV: [1] consumer group (role), [2] consumer name, [3] number of events n, then per
---   event: its stream id, its item count k, then k pairs (buffer index i -> KEYS[2 + i],
---   item '<at ms>|<scope>|<entry id>').
+-- ARGV: [1] consumer group (role), [2] consumer name, [3] number of events n,
+--   [4] lowest and [5] highest stream id of the events, then per event: its stream id, its
+--   item count k, then k pairs (buffer index i -> KEYS[2 + i], item '<at ms>|<scope>|<entry id>').
 -- Returns: {items appended, events skipped}. An event no longer pending for this consumer
 --   (acked, or claimed by another consumer while this one was slow) is skipped whole: only
 --   its current owner appends it, so an item is never buffered twice.
 -- A crash before this script leaves the events pending (re-delivered, appended once);
 -- after it, they are in the buffers and acked: nothing is lost or appended twice.
+-- Cost: one XPENDING over the batch's id range, one RPUSH per buffer, one SADD, one XACK,
+-- instead of four commands per event.
+
+local CHUNK = 1000 -- arguments per command, well under Lua's unpack limit
+local function call_chunked(cmd, key, prefix, list)
+  for i = 1, #list, CHUNK do
+    local args = {}
+    for j = i, math.min(i + CHUNK - 1, #list) do args[#args + 1] = list[j] end
+    if prefix then
+      redis.call(cmd, key, prefix, unpack(args))
+    else
+      redis.call(cmd, key, unpack(args))
+    end
+  end
+end
+
+local mine = {}
+for _, row in ipairs(redis.call('XPENDING', KEYS[1], ARGV[1], ARGV[4], ARGV[5], 2147483647, ARGV[2])) do
+  mine[row[1]] = true
+end
 
 local n = tonumber(ARGV[3])
-local pos = 4
-local appended, skipped = 0, 0
+local pos = 6
+local skipped = 0
+local acks = {}
+local per_key = {} -- buffer index -> items, in event order
+local order = {}   -- buffer indexes in first-append order
 for _ = 1, n do
   local id = ARGV[pos]
   local k = tonumber(ARGV[pos + 1])
   pos = pos + 2
-  local mine = redis.call('XPENDING', KEYS[1], ARGV[1], id, id, 1, ARGV[2])
-  if #mine == 0 then
-    skipped = skipped + 1
-  else
+  if mine[id] then
+    mine[id] = nil -- an id listed twice is appended once
     for j = 0, k - 1 do
-      local key = KEYS[2 + tonumber(ARGV[pos + 2 * j])]
-      redis.call('RPUSH', key, ARGV[pos + 2 * j + 1])
-      redis.call('SADD', KEYS[2], key)
-      appended = appended + 1
+      local i = tonumber(ARGV[pos + 2 * j])
+      local items = per_key[i]
+      if not items then
+        items = {}
+        per_key[i] = items
+        order[#order + 1] = i
+      end
+      items[#items + 1] = ARGV[pos + 2 * j + 1]
     end
-    redis.call('XACK', KEYS[1], ARGV[1], id)
+    acks[#acks + 1] = id
+  else
+    skipped = skipped + 1
   end
   pos = pos + 2 * k
 end
+
+local appended = 0
+local touched = {}
+for _, i in ipairs(order) do
+  local key = KEYS[2 + i]
+  call_chunked('RPUSH', key, nil, per_key[i])
+  appended = appended + #per_key[i]
+  touched[#touched + 1] = key
+end
+if #touched > 0 then call_chunked('SADD', KEYS[2], nil, touched) end
+if #acks > 0 then call_chunked('XACK', KEYS[1], ARGV[1], acks) end
 return {appended, skipped}

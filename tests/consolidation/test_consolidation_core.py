@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 import math
+import unicodedata
 
 import pytest
 from cons_support import make_entry
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from blackboard.ids import deterministic_id
 from consolidation import (
@@ -17,6 +20,7 @@ from consolidation import (
     get_transformer,
     transformer_names,
 )
+from consolidation.text import normalise_text
 
 
 def _draft(sources: list[str], key: str | None = None, disc: str = "") -> Draft:
@@ -104,3 +108,23 @@ async def test_unknown_params_fail_loudly() -> None:
     ctx = TransformContext("e", "s", params={"threshold": 0.5}, now_ms=0)
     with pytest.raises(InvalidParams):
         await get_transformer("team")([make_entry("e1", "x")], ctx)
+
+
+def _normalise_reference(text: str) -> str:
+    """The definition normalise_text must match (its fast paths are an optimisation)."""
+    t = unicodedata.normalize("NFKC", text).casefold()
+    t = "".join(" " if unicodedata.category(c).startswith(("P", "S")) else c for c in t)
+    return " ".join(t.split())
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.text(alphabet=st.characters(blacklist_categories=("Cs",)), max_size=40))
+def test_normalise_text_matches_its_definition(text: str) -> None:
+    # Dedupe hashes are stored: any drift would make old and new duplicates differ.
+    assert normalise_text(text) == _normalise_reference(text)
+
+
+def test_normalise_text_examples() -> None:
+    assert normalise_text("  Hello,  WORLD!! ") == "hello world"
+    assert normalise_text("Café — naïve \u2018quote\u2019 ½ ﬁ") == "café naïve quote 1 2 fi"
+    assert normalise_text("$5 + 3% = ?") == "5 3"

@@ -1,0 +1,74 @@
+"""fetch_entries(): many entries of one partition, across scopes, in one call."""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+import redis
+from redis_snapshot import snapshot_of
+
+from blackboard import Blackboard, InvalidArgument, WriteRequest
+from blackboard.fetch import EntryRef, fetch_entries
+
+
+def _scopes_in_one_partition(bb: Blackboard, n: int) -> list[str]:
+    by_p: dict[int, list[str]] = {}
+    i = 0
+    while True:
+        sid = f"agent:f{i}:working"
+        group = by_p.setdefault(bb.scope(sid).partition, [])
+        group.append(sid)
+        if len(group) == n:
+            return group
+        i += 1
+
+
+async def test_reads_entries_across_scopes_in_order(board: Blackboard) -> None:
+    a, b = _scopes_in_one_partition(board, 2)
+    p = board.scope(a).partition
+    ea = await board.scope(a).write_many(
+        [WriteRequest({"text": "one"}, tags={"x"}, metadata={"m": 1}), "two"]
+    )
+    eb = await board.scope(b).write("three", key="k3", importance=0.9)
+    refs = [
+        EntryRef(b, eb.id),
+        EntryRef(a, ea[1].id),
+        EntryRef(a, "nosuchentry"),
+        EntryRef(a, ea[0].id),
+    ]
+    got = await fetch_entries(board, p, refs)
+    assert got[2] is None
+    assert [e.id if e else None for e in got] == [eb.id, ea[1].id, None, ea[0].id]
+    # Every field as a single get reads it.
+    for ref, e in zip(refs, got, strict=True):
+        if e is not None:
+            assert e == await board.scope(ref.scope).get(ref.entry_id)
+    assert got[0] is not None and got[0].key == "k3" and got[0].importance == 0.9
+    assert got[3] is not None and got[3].tags == {"x"} and got[3].metadata == {"m": 1}
+
+
+async def test_expired_entries_read_as_none(bb: Blackboard) -> None:
+    (a,) = _scopes_in_one_partition(bb, 1)
+    e = await bb.scope(a).write("brief", ttl=0.05)
+    await asyncio.sleep(0.1)
+    assert await fetch_entries(bb, bb.scope(a).partition, [EntryRef(a, e.id)]) == [None]
+
+
+async def test_bad_refs_are_refused_before_redis(bb: Blackboard, clean_redis: redis.Redis) -> None:
+    (a,) = _scopes_in_one_partition(bb, 1)
+    p = bb.scope(a).partition
+    other = next(
+        f"agent:o{i}:working" for i in range(1000) if bb.scope(f"agent:o{i}:working").partition != p
+    )
+    await bb.scope(a).write("x")
+    before = snapshot_of(clean_redis)
+    for refs, match in [
+        ([EntryRef(other, "abc")], "not in partition"),
+        ([EntryRef(a, "bad id!")], "entry id"),
+        ([EntryRef("not a scope", "abc")], "scope"),
+    ]:
+        with pytest.raises(InvalidArgument, match=match):
+            await fetch_entries(bb, p, refs)
+    assert snapshot_of(clean_redis) == before
+    assert await fetch_entries(bb, p, []) == []
