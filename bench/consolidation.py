@@ -3,12 +3,13 @@ worker PROCESSES, against a raw loop on the same Redis in the same run.
 
 The raw loop is the floor of the work a consolidating consumer must do: XREADGROUP from the
 partition buses, write one derived entry per event (HSET + ZADD), XACK the batch. Each side
-gets the same backlog of N working-memory events, written before it starts. The steady rate
-is taken between the moments 80% and 20% of the measured events remained: for the raw loop
-from its first read; for the workers from the moment every worker holds its share of the
-partitions (with two, the second joins about half a second after the first, which ran alone
-meanwhile; that hand-over is in the "shared after" column). The overall rate is N over the
-time from the first lease to the last consolidation (provenance counted at the end).
+gets the same backlog of N working-memory events, written before it starts, and is timed
+from its first consumed event until every event is consolidated: the raw loop in its own
+process; the workers by sampling the group's lag and pending and the edge buffers every
+50 ms from this process (the sample before consumption began and the first with nothing
+left, so the reading errs slow). That drain rate includes all of a worker's work
+(buffering, re-reading, summarizing, writing, trimming) and none of its start-up; the time
+from the first lease is printed beside it. Sources are counted by provenance at the end.
 
     .venv/bin/python bench/consolidation.py [--events N] [--json] [--repeat K]
 
@@ -19,7 +20,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import itertools
 import json
 import os
 import signal
@@ -110,9 +110,10 @@ async def _idle(bb: Blackboard) -> bool:
     return True
 
 
-async def _remaining(bb: Blackboard, group: str) -> int:
-    """Events of ``group`` not yet consolidated: undelivered + unacked + still buffered."""
-    left = 0
+async def _remaining(bb: Blackboard, group: str) -> tuple[int, int]:
+    """Events of ``group`` (not yet consumed, not yet consolidated): undelivered + unacked,
+    plus, for the second, the items still in the edge buffers."""
+    unconsumed = buffered = 0
     for p in range(bb.partitions):
         pk = PartitionKeys(p)
         async with bb.client.pipeline(transaction=False) as pipe:
@@ -122,31 +123,36 @@ async def _remaining(bb: Blackboard, group: str) -> int:
         for g in groups:
             name = g["name"].decode() if isinstance(g["name"], bytes) else g["name"]
             if name == group:
-                left += int(g["pending"]) + int(g.get("lag") or 0)
-        for b in bufs:
-            left += int(await bb.client.llen(b))
-    return left
+                unconsumed += int(g["pending"]) + int(g.get("lag") or 0)
+        for buf in bufs:
+            buffered += int(await bb.client.llen(buf))
+    return unconsumed, unconsumed + buffered
 
 
-def steady_rate(samples: list[tuple[float, int]], n: int) -> float:
-    """Events/s between the moments 80% and 20% of the ``n`` events measured remained
-    (interpolated): the steady state, without start-up or the last, partial batches."""
-
-    def crossing(level: float) -> float:
-        for (t0, r0), (t1, r1) in itertools.pairwise(samples):
-            if r0 >= level >= r1:
-                return t0 if r0 == r1 else t0 + (t1 - t0) * (r0 - level) / (r0 - r1)
-        raise RuntimeError(f"the backlog never crossed {level:.0f} remaining")
-
-    return 0.6 * n / (crossing(0.2 * n) - crossing(0.8 * n))
+Sample = tuple[float, int, int]  # (perf_counter s, unconsumed, unconsolidated)
 
 
-async def _sample(
-    bb: Blackboard, group: str, out: list[tuple[float, int]], stop: asyncio.Event
-) -> None:
-    while not stop.is_set():
-        out.append((time.perf_counter(), await _remaining(bb, group)))
-        await asyncio.sleep(0.05)  # cheap: the sampler must not steal the CPU it measures
+def drain_rate(samples: list[Sample], n: int) -> float:
+    """Events/s from the first sample in which consumption had begun (taking the sample
+    before it: the slower reading) to the first in which nothing was left."""
+    start = next(i for i, (_, unconsumed, _) in enumerate(samples) if unconsumed < n)
+    end = next(t for t, _, left in samples if left == 0)
+    return n / (end - samples[max(0, start - 1)][0])
+
+
+async def _sample_until_done(bb: Blackboard, group: str, timeout_s: float) -> list[Sample]:
+    """Sample every 50 ms until nothing is left (cheap: the bench must not steal the CPU
+    it measures)."""
+    t0 = time.perf_counter()
+    samples: list[Sample] = []
+    while True:
+        unconsumed, left = await _remaining(bb, group)
+        samples.append((time.perf_counter(), unconsumed, left))
+        if left == 0 and await _idle(bb):
+            return samples
+        if time.perf_counter() - t0 > timeout_s:
+            raise RuntimeError(f"{left} events left after {timeout_s:.0f} s")
+        await asyncio.sleep(0.05)
 
 
 async def run_workers(url: str, n: int, procs: int) -> dict[str, Any]:
@@ -194,38 +200,17 @@ async def run_workers(url: str, n: int, procs: int) -> dict[str, Any]:
             for i in range(procs)
         ]
         try:
-            # The clock starts when the first worker holds a partition (it can consume), so
-            # process start-up is not counted; the backlog was written before.
             deadline = time.monotonic() + 30
             while not any(await _owners(bb)):
                 if time.monotonic() > deadline:
                     raise RuntimeError("workers did not take the partitions")
-                await asyncio.sleep(0.05)  # cheap: the sampler must not steal the CPU it measures
+                await asyncio.sleep(0.05)
             t0 = time.perf_counter()
-            # Throughput is measured once every worker holds its share of the partitions:
-            # until then one worker runs alone (the hand-over is timed in `shared_after_s`
-            # and covered by the overall figure, and tested in tests/workers).
-            while len({o for o in await _owners(bb) if o}) < procs:
-                if time.perf_counter() - t0 > 30:
-                    raise RuntimeError("the workers did not share the partitions in 30 s")
-                await asyncio.sleep(0.02)
-            t_shared = time.perf_counter()
-            left = await _remaining(bb, "summarize")
-            samples: list[tuple[float, int]] = [(t_shared, left)]
-            stop_sampling = asyncio.Event()
-            sampler = asyncio.create_task(_sample(bb, "summarize", samples, stop_sampling))
-            # Poll cheap signals (lag, pending, buffers) so the bench does not steal the CPU
-            # it measures; count the sources by provenance once at the end.
-            while not await _idle(bb):
-                if time.perf_counter() - t0 > 600:
-                    raise RuntimeError(
-                        f"not idle after 600 s; worker logs: {[f.name for f in logs]}"
-                    )
-                await asyncio.sleep(0.02)
-            elapsed = time.perf_counter() - t0
-            stop_sampling.set()
-            await sampler
-            samples.append((time.perf_counter(), 0))
+            try:
+                samples = await _sample_until_done(bb, "summarize", 600)
+            except RuntimeError as exc:
+                raise RuntimeError(f"{exc}; worker logs: {[f.name for f in logs]}") from None
+            owners = {o for o in await _owners(bb) if o}
             done = await _consolidated(bb)
             if done != n:
                 names = [f.name for f in logs]
@@ -235,15 +220,15 @@ async def run_workers(url: str, n: int, procs: int) -> dict[str, Any]:
                 p.send_signal(signal.SIGTERM)
             for p in ps:
                 p.wait(30)
+    if len(owners) != procs:
+        raise RuntimeError(f"{len(owners)} of {procs} workers held partitions at the end")
     return {
         "mode": f"{procs} worker process{'es' if procs > 1 else ''}",
         "events": n,
-        "seconds": elapsed,
         "write_seconds": t_write,
-        "shared_after_s": t_shared - t0,
-        "measured_events": left,
-        "events_per_s": steady_rate(samples, left),
-        "overall_events_per_s": n / elapsed,
+        "events_per_s": drain_rate(samples, n),
+        "from_lease_s": samples[-1][0] - t0,
+        "overall_events_per_s": n / (samples[-1][0] - t0),
     }
 
 
@@ -283,25 +268,18 @@ async def run_raw(url: str, n: int) -> dict[str, Any]:
         tw = time.perf_counter()
         await _write_all(bb, n)  # the same backlog as the workers get
         t_write = time.perf_counter() - tw
+        # Timed in this process, without a sampler beside it: the loop has the CPU to itself.
         t0 = time.perf_counter()
-        samples: list[tuple[float, int]] = [(t0, n)]
-        stop = asyncio.Event()
-        sampler = asyncio.create_task(_sample(bb, "raw", samples, stop))
         await asyncio.wait_for(consumer(), 600)
         elapsed = time.perf_counter() - t0
-        stop.set()
-        await sampler
-        samples.append((time.perf_counter(), 0))
         assert consumed == n, f"raw loop saw {consumed} of {n}"
     return {
         "mode": "raw loop (XREADGROUP/HSET+ZADD/XACK)",
         "events": n,
-        "seconds": elapsed,
         "write_seconds": t_write,
-        "events_per_s": steady_rate(samples, n),
+        "events_per_s": n / elapsed,
+        "from_lease_s": elapsed,
         "overall_events_per_s": n / elapsed,
-        "shared_after_s": 0.0,
-        "measured_events": n,
     }
 
 
@@ -347,14 +325,7 @@ def main() -> int:
         return 0
     c = Console()
     t = Table(title=f"summarize edge, {args.events} events, {args.repeat} runs (median, range)")
-    for col in (
-        "mode",
-        "steady events/s",
-        "range",
-        "overall events/s",
-        "seconds",
-        "shared after s",
-    ):
+    for col in ("mode", "drain events/s", "range", "from first lease, s"):
         t.add_column(col, justify="left" if col == "mode" else "right")
     for v in res["runs"].values():
         eps = [x["events_per_s"] for x in v]
@@ -362,9 +333,7 @@ def main() -> int:
             v[0]["mode"],
             f"{statistics.median(eps):,.0f}",
             f"{min(eps):,.0f} - {max(eps):,.0f}",
-            f"{statistics.median(x['overall_events_per_s'] for x in v):,.0f}",
-            f"{statistics.median(x['seconds'] for x in v):.2f}",
-            f"{statistics.median(x['shared_after_s'] for x in v):.2f}",
+            f"{statistics.median(x['from_lease_s'] for x in v):.2f}",
         )
     c.print(t)
     for name, target in res["targets"].items():

@@ -20,6 +20,7 @@ from . import keys as K
 from .consumer import Batch, ConsumeOptions, PartitionSource, consume, ensure_group
 from .errors import ConfigMismatch, InvalidArgument, ServerUnavailable
 from .keys import PartitionKeys, ScopeKeys
+from .packing import with_fast_packing
 from .scope import Scope
 from .scripts import SCRIPTS, load_script, run_script
 from .settings import ClientSettings
@@ -156,6 +157,8 @@ class Blackboard:
                 pool = {"max_connections": s.max_connections,
                         "health_check_interval": s.health_check_interval}
                 client = aredis.Redis.from_url(s.redis_url, **(kw | pool))
+                cp = client.connection_pool
+                cp.connection_class = with_fast_packing(cp.connection_class)
             bb = cls_(client, s, bool(is_cluster))
             bb.auth = dict(auth)
             try:

@@ -68,10 +68,13 @@ async def serve(
     partitions: PartitionSource = None,
     opts: ConsumeOptions | None = None,
     finish_timeout_s: float = 30.0,
+    changed: asyncio.Event | None = None,
 ) -> None:
     """Run ``handler`` on every batch of ``role`` for ``consumer`` until ``stopping`` is set.
 
-    On stop, readers take no new batch, batches in hand are finished (for at most
+    ``partitions`` is re-read every ``opts.rebalance_every_ms`` and at once when
+    ``changed`` is set (a lease holder sets it when its partitions change). On stop,
+    readers take no new batch, batches in hand are finished (for at most
     ``finish_timeout_s`` seconds), then the readers are closed. A reader's fatal error
     (Redis unreachable, a handler's exception) closes every reader and is raised.
     """
@@ -79,15 +82,21 @@ async def serve(
     sink = _HandlerSink(handler, lambda: pool)
     pool = ReaderPool(bb, role, consumer, partitions, opts, sink)
     pool.rebalance()
+    changed = changed or asyncio.Event()
     stop = asyncio.ensure_future(stopping.wait())
     failed = asyncio.ensure_future(sink.failed.wait())
     try:
         while not stopping.is_set() and not sink.failed.is_set():
-            await asyncio.wait(
-                {stop, failed},
-                timeout=opts.rebalance_every_ms / 1000,
-                return_when=asyncio.FIRST_COMPLETED,
-            )
+            change = asyncio.ensure_future(changed.wait())
+            try:
+                await asyncio.wait(
+                    {stop, failed, change},
+                    timeout=opts.rebalance_every_ms / 1000,
+                    return_when=asyncio.FIRST_COMPLETED,
+                )
+            finally:
+                change.cancel()
+            changed.clear()
             pool.rebalance()
         if sink.error is not None:
             raise sink.error

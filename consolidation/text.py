@@ -130,7 +130,10 @@ def truncate_tokens(text: str, limit: int) -> str:
 
 def words(text: str, *, drop_stopwords: bool = False) -> list[str]:
     """Lowercased word tokens, optionally without English stopwords."""
-    ws = [w.casefold() for w in _WORD_RE.findall(text)]
+    if text.isascii():  # casefold is lower on ASCII and cannot move a word boundary there
+        ws = _WORD_RE.findall(text.lower())
+    else:
+        ws = [w.casefold() for w in _WORD_RE.findall(text)]
     return [w for w in ws if w not in _STOPWORDS] if drop_stopwords else ws
 
 
@@ -198,10 +201,12 @@ def tfidf_matrix(texts: Sequence[str]) -> np.ndarray:
     """
     docs = [words(t, drop_stopwords=True) for t in texts]
     vocab = {w: i for i, w in enumerate(sorted({w for d in docs for w in d}))}
-    m = np.zeros((len(docs), max(1, len(vocab))), dtype=np.float64)
-    for r, d in enumerate(docs):
-        for w in d:
-            m[r, vocab[w]] += 1.0
+    width = max(1, len(vocab))
+    # Term counts by one bincount over flat (row * width + column) cells: a Python loop of
+    # numpy item updates cost more than the rest of the summarizer.
+    cells = [r * width + vocab[w] for r, d in enumerate(docs) for w in d]
+    m = np.bincount(np.asarray(cells, dtype=np.int64), minlength=len(docs) * width)
+    m = m.reshape(len(docs), width).astype(np.float64)
     df = (m > 0).sum(axis=0)
     idf = np.log((1.0 + len(docs)) / (1.0 + df)) + 1.0
     m *= idf

@@ -4,7 +4,9 @@ A lease is a key ``bb:lease:<role>:<p>`` holding the worker's token with a TTL; 
 renews it on every heartbeat, and a dead worker's leases lapse after ``ttl_ms``. Workers
 aim for a fair share, ``ceil(P / live workers of the role)``: they take free partitions up
 to it and hand back extras, so a new worker gets partitions within one lease period and a
-dead worker's partitions are taken over within ``ttl_ms`` plus one heartbeat.
+dead worker's partitions are taken over within ``ttl_ms`` plus one heartbeat. A starting
+worker beats once and takes partitions one heartbeat later, so workers started together
+split them at once.
 """
 
 from __future__ import annotations

@@ -104,6 +104,8 @@ class Worker:
         )
         self.batches = 0
         self._due: dict[int, asyncio.Event] = {}
+        self._readers_changed = asyncio.Event()
+        self._fires_changed = asyncio.Event()
 
     # -- state ----------------------------------------------------------------------------
 
@@ -127,7 +129,10 @@ class Worker:
         if self.role in CONSUMING_ROLES:
             await self.bb.ensure_groups([self.role])
         await self.refresh_edges()
-        await self._tick_leases()
+        # Announce this worker, but take partitions only on the first lease tick, one
+        # heartbeat later: workers started together then see each other and split the
+        # partitions at once, instead of one taking all and handing half over a tick later.
+        await self.heartbeat.beat(set(), self.counters())
         if self.index_role is not None:
             await self.index_role.start()
         if self.maintenance is not None:
@@ -196,6 +201,9 @@ class Worker:
         live = await live_workers(self.bb, self.role, self.settings.heartbeat_ms)
         if await self.leases.rebalance(max(live, 1)) != before:
             await self.heartbeat.beat(self.leases.current(), self.counters())
+            # Readers and fire loops follow the new set now, not at their next poll.
+            self._readers_changed.set()
+            self._fires_changed.set()
 
     async def _lease_loop(self) -> None:
         while await self._sleep(self.settings.heartbeat_ms):
@@ -242,7 +250,14 @@ class Worker:
         # Each partition's reader buffers its own batches: one round trip per batch, and
         # the partitions' round trips overlap instead of queueing behind one another.
         await serve(
-            self.bb, self.role, self.id, self._buffer, self._stopping, self.leases.current, opts
+            self.bb,
+            self.role,
+            self.id,
+            self._buffer,
+            self._stopping,
+            self.leases.current,
+            opts,
+            changed=self._readers_changed,
         )
 
     async def _buffer(self, batch: Batch) -> None:
@@ -276,7 +291,11 @@ class Worker:
                 for p in [p for p, t in loops.items() if t.done()]:
                     del loops[p]  # given up (or failed, logged): restarted while owned
                     self._due.pop(p, None)
-                await self._sleep(min(self.settings.heartbeat_ms, 1_000))
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(
+                        self._fires_changed.wait(), self.settings.trigger_check_ms / 1000
+                    )
+                self._fires_changed.clear()
         finally:
             # A fire loop finishes the batch in hand (its transformer and trim) first.
             await asyncio.gather(*loops.values(), return_exceptions=True)
