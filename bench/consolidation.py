@@ -155,6 +155,46 @@ async def _sample_until_done(bb: Blackboard, group: str, timeout_s: float) -> li
         await asyncio.sleep(0.05)
 
 
+def _process_cpu(pid: int) -> float | None:
+    """CPU seconds (user + system) of a child process, from /proc (None elsewhere)."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            fields = f.read().rsplit(")", 1)[1].split()
+    except OSError:
+        return None
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+async def _cpu_seconds(
+    bb: Blackboard, ps: list[subprocess.Popen[bytes]]
+) -> dict[str, float | None]:
+    """CPU seconds so far of the workers (summed), Redis (INFO cpu) and this process."""
+    info = await bb.client.info("cpu")
+    per_worker = [_process_cpu(p.pid) for p in ps]
+    return {
+        "workers": None if None in per_worker else sum(c for c in per_worker if c is not None),
+        "redis": float(info["used_cpu_user"]) + float(info["used_cpu_sys"]),
+        "bench": time.process_time(),
+    }
+
+
+def _cpu_budget(
+    before: dict[str, float | None], after: dict[str, float | None], n: int, wall: float
+) -> dict[str, float | None]:
+    """Where the CPU went while the backlog drained: us per event for the workers, Redis
+    and this process, and how many CPUs were busy on average. On a machine whose cores
+    Redis and the workers share, that last figure shows when scaling out ran out of CPU."""
+    out: dict[str, float | None] = {}
+    busy = 0.0
+    for k in ("workers", "redis", "bench"):
+        a, b = before[k], after[k]
+        used = None if a is None or b is None else b - a
+        out[f"{k}_us_per_event"] = None if used is None else used / n * 1e6
+        busy += used or 0.0
+    out["cpus_busy"] = busy / wall
+    return out
+
+
 async def run_workers(url: str, n: int, procs: int) -> dict[str, Any]:
     _reset(url)
     async with Blackboard.connect(url, partitions=PARTITIONS) as bb:
@@ -206,10 +246,13 @@ async def run_workers(url: str, n: int, procs: int) -> dict[str, Any]:
                     raise RuntimeError("workers did not take the partitions")
                 await asyncio.sleep(0.05)
             t0 = time.perf_counter()
+            cpu0 = await _cpu_seconds(bb, ps)
             try:
                 samples = await _sample_until_done(bb, "summarize", 600)
             except RuntimeError as exc:
                 raise RuntimeError(f"{exc}; worker logs: {[f.name for f in logs]}") from None
+            cpu1 = await _cpu_seconds(bb, ps)
+            wall = samples[-1][0] - t0
             owners = {o for o in await _owners(bb) if o}
             done = await _consolidated(bb)
             if done != n:
@@ -228,7 +271,8 @@ async def run_workers(url: str, n: int, procs: int) -> dict[str, Any]:
         "write_seconds": t_write,
         "events_per_s": drain_rate(samples, n),
         "from_lease_s": samples[-1][0] - t0,
-        "overall_events_per_s": n / (samples[-1][0] - t0),
+        "overall_events_per_s": n / wall,
+        **_cpu_budget(cpu0, cpu1, n, wall),
     }
 
 
@@ -270,8 +314,10 @@ async def run_raw(url: str, n: int) -> dict[str, Any]:
         t_write = time.perf_counter() - tw
         # Timed in this process, without a sampler beside it: the loop has the CPU to itself.
         t0 = time.perf_counter()
+        cpu0 = await _cpu_seconds(bb, [])
         await asyncio.wait_for(consumer(), 600)
         elapsed = time.perf_counter() - t0
+        cpu1 = await _cpu_seconds(bb, [])
         assert consumed == n, f"raw loop saw {consumed} of {n}"
     return {
         "mode": "raw loop (XREADGROUP/HSET+ZADD/XACK)",
@@ -280,6 +326,7 @@ async def run_raw(url: str, n: int) -> dict[str, Any]:
         "events_per_s": n / elapsed,
         "from_lease_s": elapsed,
         "overall_events_per_s": n / elapsed,
+        **_cpu_budget(cpu0, cpu1, n, elapsed),  # "bench" is the raw loop itself
     }
 
 
@@ -323,17 +370,28 @@ def main() -> int:
     if args.json:
         print(json.dumps(res, indent=2))
         return 0
-    c = Console()
+    c = Console(width=max(120, Console().width))
     t = Table(title=f"summarize edge, {args.events} events, {args.repeat} runs (median, range)")
-    for col in ("mode", "drain events/s", "range", "from first lease, s"):
+    cols = ("mode", "drain events/s", "range", "from first lease, s", "CPU us/event: workers",
+            "Redis", "bench", f"CPUs busy (of {os.cpu_count()})")  # fmt: skip
+    for col in cols:
         t.add_column(col, justify="left" if col == "mode" else "right")
+
+    def med(v: list[dict[str, Any]], k: str, fmt: str) -> str:
+        xs = [x[k] for x in v if x.get(k) is not None]
+        return format(statistics.median(xs), fmt) if xs else "-"
+
     for v in res["runs"].values():
         eps = [x["events_per_s"] for x in v]
         t.add_row(
             v[0]["mode"],
             f"{statistics.median(eps):,.0f}",
             f"{min(eps):,.0f} - {max(eps):,.0f}",
-            f"{statistics.median(x['from_lease_s'] for x in v):.2f}",
+            med(v, "from_lease_s", ".2f"),
+            med(v, "workers_us_per_event", ".0f"),
+            med(v, "redis_us_per_event", ".0f"),
+            med(v, "bench_us_per_event", ".0f"),
+            med(v, "cpus_busy", ".2f"),
         )
     c.print(t)
     for name, target in res["targets"].items():
