@@ -36,6 +36,9 @@ from rich.console import Console
 from rich.table import Table
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # cpu_budget beside this script
+
+from cpu_budget import cpu_budget, cpu_seconds
 
 from blackboard import Blackboard, WriteRequest
 from blackboard import keys as K
@@ -155,46 +158,6 @@ async def _sample_until_done(bb: Blackboard, group: str, timeout_s: float) -> li
         await asyncio.sleep(0.05)
 
 
-def _process_cpu(pid: int) -> float | None:
-    """CPU seconds (user + system) of a child process, from /proc (None elsewhere)."""
-    try:
-        with open(f"/proc/{pid}/stat") as f:
-            fields = f.read().rsplit(")", 1)[1].split()
-    except OSError:
-        return None
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
-
-
-async def _cpu_seconds(
-    bb: Blackboard, ps: list[subprocess.Popen[bytes]]
-) -> dict[str, float | None]:
-    """CPU seconds so far of the workers (summed), Redis (INFO cpu) and this process."""
-    info = await bb.client.info("cpu")
-    per_worker = [_process_cpu(p.pid) for p in ps]
-    return {
-        "workers": None if None in per_worker else sum(c for c in per_worker if c is not None),
-        "redis": float(info["used_cpu_user"]) + float(info["used_cpu_sys"]),
-        "bench": time.process_time(),
-    }
-
-
-def _cpu_budget(
-    before: dict[str, float | None], after: dict[str, float | None], n: int, wall: float
-) -> dict[str, float | None]:
-    """Where the CPU went while the backlog drained: us per event for the workers, Redis
-    and this process, and how many CPUs were busy on average. On a machine whose cores
-    Redis and the workers share, that last figure shows when scaling out ran out of CPU."""
-    out: dict[str, float | None] = {}
-    busy = 0.0
-    for k in ("workers", "redis", "bench"):
-        a, b = before[k], after[k]
-        used = None if a is None or b is None else b - a
-        out[f"{k}_us_per_event"] = None if used is None else used / n * 1e6
-        busy += used or 0.0
-    out["cpus_busy"] = busy / wall
-    return out
-
-
 async def run_workers(url: str, n: int, procs: int) -> dict[str, Any]:
     _reset(url)
     async with Blackboard.connect(url, partitions=PARTITIONS) as bb:
@@ -246,12 +209,12 @@ async def run_workers(url: str, n: int, procs: int) -> dict[str, Any]:
                     raise RuntimeError("workers did not take the partitions")
                 await asyncio.sleep(0.05)
             t0 = time.perf_counter()
-            cpu0 = await _cpu_seconds(bb, ps)
+            cpu0 = await cpu_seconds(bb, ps)
             try:
                 samples = await _sample_until_done(bb, "summarize", 600)
             except RuntimeError as exc:
                 raise RuntimeError(f"{exc}; worker logs: {[f.name for f in logs]}") from None
-            cpu1 = await _cpu_seconds(bb, ps)
+            cpu1 = await cpu_seconds(bb, ps)
             wall = samples[-1][0] - t0
             owners = {o for o in await _owners(bb) if o}
             done = await _consolidated(bb)
@@ -272,7 +235,7 @@ async def run_workers(url: str, n: int, procs: int) -> dict[str, Any]:
         "events_per_s": drain_rate(samples, n),
         "from_lease_s": samples[-1][0] - t0,
         "overall_events_per_s": n / wall,
-        **_cpu_budget(cpu0, cpu1, n, wall),
+        **cpu_budget(cpu0, cpu1, n, wall),
     }
 
 
@@ -314,10 +277,10 @@ async def run_raw(url: str, n: int) -> dict[str, Any]:
         t_write = time.perf_counter() - tw
         # Timed in this process, without a sampler beside it: the loop has the CPU to itself.
         t0 = time.perf_counter()
-        cpu0 = await _cpu_seconds(bb, [])
+        cpu0 = await cpu_seconds(bb, [])
         await asyncio.wait_for(consumer(), 600)
         elapsed = time.perf_counter() - t0
-        cpu1 = await _cpu_seconds(bb, [])
+        cpu1 = await cpu_seconds(bb, [])
         assert consumed == n, f"raw loop saw {consumed} of {n}"
     return {
         "mode": "raw loop (XREADGROUP/HSET+ZADD/XACK)",
@@ -326,7 +289,7 @@ async def run_raw(url: str, n: int) -> dict[str, Any]:
         "events_per_s": n / elapsed,
         "from_lease_s": elapsed,
         "overall_events_per_s": n / elapsed,
-        **_cpu_budget(cpu0, cpu1, n, elapsed),  # "bench" is the raw loop itself
+        **cpu_budget(cpu0, cpu1, n, elapsed),  # "bench" is the raw loop itself
     }
 
 

@@ -1,0 +1,129 @@
+"""What a consumer receives and settles: batches of bus events, options, dead letters.
+
+A :class:`Batch` is acked once its effect is durable, released to be re-delivered, or has
+an event moved to the partition's DLQ. :func:`ensure_group` creates a role's consumer group.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Protocol
+
+from redis import exceptions as rexc
+
+from .entry import Event
+from .keys import PartitionKeys
+from .scripts import run_script
+
+if TYPE_CHECKING:
+    from .board import Blackboard
+
+__all__ = ["Batch", "BatchSink", "ConsumeOptions", "PartitionSource", "dead_letter", "ensure_group"]
+
+PartitionSource = Iterable[int] | Callable[[], Iterable[int]] | None
+
+
+@dataclass(frozen=True, slots=True)
+class ConsumeOptions:
+    """Tuning of a consumer. Times are ms."""
+
+    count: int = 100
+    block_ms: int = 1000
+    claim_idle_ms: int = 30_000
+    claim_every_ms: int = 5_000
+    #: Idle time above which a reader that just took a partition claims others' pending
+    #: events (None: ``claim_idle_ms``). 0 suits consumers whose effect checks ownership
+    #: (the workers' buffer script): the previous owner's in-hand batch moves over at once.
+    takeover_idle_ms: int | None = None
+    max_deliveries: int = 5
+    rebalance_every_ms: int = 1_000
+    dlq_maxlen: int = 100_000
+
+
+@dataclass(eq=False)
+class Batch:
+    """Events of one partition delivered to one consumer; ack them once their effect is durable."""
+
+    role: str
+    consumer: str
+    partition: int
+    events: list[Event]
+    _bb: Blackboard = field(repr=False)
+    _done: asyncio.Event = field(default_factory=asyncio.Event, repr=False)
+    acked: bool = False
+    reader: object = field(default=None, repr=False, compare=False)
+
+    def __len__(self) -> int:
+        return len(self.events)
+
+    async def ack(self, events: Iterable[Event] | None = None) -> int:
+        """Acknowledge the given events (default: all); the reader then moves on."""
+        ids = [e.id for e in (self.events if events is None else events)]
+        n = 0
+        if ids:
+            n = int(await self._bb.client.xack(PartitionKeys(self.partition).bus, self.role, *ids))
+        if events is None:
+            self.acked = True
+            self._done.set()
+        return n
+
+    def mark_acked(self) -> None:
+        """The events were acked by a script (e.g. ``buffer.lua``, with their effect)."""
+        self.acked = True
+        self._done.set()
+
+    def release(self) -> None:
+        """Leave un-acked events pending (they are re-delivered, counting a delivery)."""
+        self._done.set()
+
+    async def dead_letter(self, event: Event, reason: str) -> bool:
+        """Move one event to the DLQ now, with ``reason``, and ack it."""
+        return await dead_letter(self._bb, self.role, self.partition, event, -1, reason)
+
+
+class BatchSink(Protocol):
+    """Where a reader hands its batches (and its fatal error)."""
+
+    async def put(self, item: Batch | BaseException) -> None: ...
+
+
+async def dead_letter(
+    bb: Blackboard,
+    role: str,
+    partition: int,
+    event: Event,
+    deliveries: int,
+    reason: str,
+    maxlen: int = 100_000,
+) -> bool:
+    pk = PartitionKeys(partition)
+    fields = [
+        "scope",
+        event.scope,
+        "type",
+        str(event.type),
+        "entry",
+        event.entry_id,
+        "version",
+        str(event.version),
+        "at",
+        str(event.at),
+    ]
+    r = await run_script(
+        bb.client,
+        "dlq",
+        [pk.bus, pk.dlq],
+        [role, event.id, str(deliveries), reason, str(maxlen), *fields],
+    )
+    return bool(r)
+
+
+async def ensure_group(bb: Blackboard, role: str, partition: int) -> None:
+    """Create the role's consumer group on a partition bus at id 0 (idempotent)."""
+    try:
+        await bb.client.xgroup_create(PartitionKeys(partition).bus, role, id="0", mkstream=True)
+    except rexc.ResponseError as exc:
+        if "BUSYGROUP" not in str(exc):
+            raise
