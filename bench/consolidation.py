@@ -115,20 +115,26 @@ async def _idle(bb: Blackboard) -> bool:
 
 async def _remaining(bb: Blackboard, group: str) -> tuple[int, int]:
     """Events of ``group`` (not yet consumed, not yet consolidated): undelivered + unacked,
-    plus, for the second, the items still in the edge buffers."""
-    unconsumed = buffered = 0
-    for p in range(bb.partitions):
-        pk = PartitionKeys(p)
-        async with bb.client.pipeline(transaction=False) as pipe:
+    plus, for the second, the items still in the edge buffers. Two round trips whatever
+    the number of partitions and buffers: the sampler must not steal the CPU it measures."""
+    parts = [PartitionKeys(p) for p in range(bb.partitions)]
+    async with bb.client.pipeline(transaction=False) as pipe:
+        for pk in parts:
             pipe.xinfo_groups(pk.bus)
             pipe.smembers(pk.pendings)
-            groups, bufs = await pipe.execute()
+        replies = await pipe.execute()
+    unconsumed = 0
+    buffers: list[bytes] = []
+    for groups, bufs in zip(replies[::2], replies[1::2], strict=True):
         for g in groups:
             name = g["name"].decode() if isinstance(g["name"], bytes) else g["name"]
             if name == group:
                 unconsumed += int(g["pending"]) + int(g.get("lag") or 0)
-        for buf in bufs:
-            buffered += int(await bb.client.llen(buf))
+        buffers += bufs
+    async with bb.client.pipeline(transaction=False) as pipe:
+        for buf in buffers:
+            pipe.llen(buf)
+        buffered = sum(int(n) for n in await pipe.execute())
     return unconsumed, unconsumed + buffered
 
 

@@ -1,4 +1,5 @@
-"""Write requests: validated and encoded before anything is sent to Redis."""
+"""Write requests: validated and encoded before anything is sent to Redis, and the entry
+the write script's reply describes."""
 
 from __future__ import annotations
 
@@ -7,6 +8,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from .entry import Entry, decode_entry
 from .errors import InvalidArgument
 from .ids import is_entry_id, new_ulid
 from .validation import (
@@ -19,7 +21,13 @@ from .validation import (
     validate_tags,
 )
 
-__all__ = ["EncodedWrite", "WriteRequest", "encode_write"]
+__all__ = [
+    "EncodedWrite",
+    "WriteRequest",
+    "encode_write",
+    "entry_from_write_reply",
+    "reply_fields",
+]
 
 
 @dataclass(frozen=True, slots=True)
@@ -112,4 +120,47 @@ def encode_write(req: WriteRequest, scope_id: str, max_entry_bytes: int) -> Enco
         importance=importance,
         strength=strength,
         source=source,
+    )
+
+
+def reply_fields(flat: Sequence[Any]) -> dict[bytes, bytes]:
+    """A script's flat ``[field, value, ...]`` reply as a dict of bytes."""
+    out: dict[bytes, bytes] = {}
+    for i in range(0, len(flat) - 1, 2):
+        k, v = flat[i], flat[i + 1]
+        out[k if isinstance(k, bytes) else str(k).encode()] = (
+            v if isinstance(v, bytes) else str(v).encode()
+        )
+    return out
+
+
+def entry_from_write_reply(scope_id: str, enc: EncodedWrite, reply: Sequence[Any]) -> Entry:
+    """The entry a write left, from ``write.lua``'s reply ``[status, id, field, value, ...]``.
+
+    A created entry is built from what was sent plus the server's times and event id (no
+    second read); any other status (an upsert, an idempotent retry) carries the whole hash.
+    """
+    status = reply[0].decode() if isinstance(reply[0], bytes) else str(reply[0])
+    f = reply_fields(reply[2:])
+    if status != "created":
+        return decode_entry(scope_id, f)
+    ts = int(f[b"created_at"])
+    return Entry(
+        id=enc.entry_id,
+        scope=scope_id,
+        value=enc.value,
+        tags=frozenset(enc.tags),
+        metadata=enc.metadata,
+        key=enc.key,
+        importance=enc.importance,
+        strength=enc.strength,
+        strength_at=ts,
+        created_at=ts,
+        updated_at=ts,
+        expires_at=int(f[b"expires_at"]),
+        version=1,
+        source=enc.source,
+        event_id=f[b"event_id"].decode(),
+        embedding=None,
+        embedder=None,
     )

@@ -15,7 +15,13 @@ from .feeds import newest_ids, read_feeds
 from .ids import is_entry_id
 from .keys import ScopeKeys, partition_of
 from .listing import list_entries
-from .request import EncodedWrite, WriteRequest, encode_write
+from .request import (
+    EncodedWrite,
+    WriteRequest,
+    encode_write,
+    entry_from_write_reply,
+    reply_fields,
+)
 from .scripts import SCRIPTS, load_script, raise_for_script_error, run_script
 from .validation import (
     check_importance,
@@ -38,16 +44,6 @@ _UNSET: Any = object()
 
 def _now_ms() -> int:
     return int(time.time() * 1000)
-
-
-def _pairs(flat: Sequence[Any]) -> dict[bytes, bytes]:
-    out: dict[bytes, bytes] = {}
-    for i in range(0, len(flat) - 1, 2):
-        k, v = flat[i], flat[i + 1]
-        out[k if isinstance(k, bytes) else str(k).encode()] = (
-            v if isinstance(v, bytes) else str(v).encode()
-        )
-    return out
 
 
 def _check_id(entry_id: object) -> str:
@@ -76,32 +72,6 @@ class Scope:
 
     def _encode(self, req: WriteRequest) -> EncodedWrite:
         return encode_write(req, self.id, self.bb.settings.max_entry_bytes)
-
-    def _entry_from_reply(self, enc: EncodedWrite, reply: Sequence[Any]) -> Entry:
-        status = reply[0].decode() if isinstance(reply[0], bytes) else str(reply[0])
-        f = _pairs(reply[2:])
-        if status != "created":
-            return decode_entry(self.id, f)
-        ts = int(f[b"created_at"])
-        return Entry(
-            id=enc.entry_id,
-            scope=self.id,
-            value=enc.value,
-            tags=frozenset(enc.tags),
-            metadata=enc.metadata,
-            key=enc.key,
-            importance=enc.importance,
-            strength=enc.strength,
-            strength_at=ts,
-            created_at=ts,
-            updated_at=ts,
-            expires_at=int(f[b"expires_at"]),
-            version=1,
-            source=enc.source,
-            event_id=f[b"event_id"].decode(),
-            embedding=None,
-            embedder=None,
-        )
 
     async def write(
         self,
@@ -134,7 +104,7 @@ class Scope:
         except rexc.ResponseError as exc:
             raise_for_script_error(exc, enc.entry_id, self.id)
             raise
-        return self._entry_from_reply(enc, reply)
+        return entry_from_write_reply(self.id, enc, reply)
 
     async def write_many(self, items: Iterable[WriteRequest | Any]) -> list[Entry]:
         """Write many entries in one pipeline; every item is validated before any is sent.
@@ -155,7 +125,7 @@ class Scope:
         for enc, reply in zip(encoded, replies, strict=True):
             if isinstance(reply, Exception):
                 raise_for_script_error(reply, enc.entry_id, self.id)
-            out.append(self._entry_from_reply(enc, reply))
+            out.append(entry_from_write_reply(self.id, enc, reply))
         return out
 
     async def update(
@@ -211,7 +181,7 @@ class Scope:
         except rexc.ResponseError as exc:
             raise_for_script_error(exc, entry_id, self.id)
             raise
-        return decode_entry(self.id, _pairs(reply[2:]))
+        return decode_entry(self.id, reply_fields(reply[2:]))
 
     async def delete(self, entry_id: str, *, expected_version: int | None = None) -> bool:
         """Delete an entry and its index members; False when there was nothing to delete."""
