@@ -3,9 +3,8 @@ teams' scopes, and read access to ``collective``)."""
 
 from __future__ import annotations
 
-import asyncio
 import logging
-from collections.abc import Awaitable, Callable, Collection, Iterable, Mapping, Sequence
+from collections.abc import Awaitable, Collection, Iterable, Mapping, Sequence
 from typing import Any, Protocol
 
 from redis import exceptions as rexc
@@ -20,17 +19,8 @@ from .levels import MemoryLevel
 from .memory_map import MemoryMap, build_memory_map
 from .naming import agent_scope, agent_scopes, parse_scope, team_scope
 from .observers import ChangeHandle, Handler
-from .producers import (
-    CallRecord,
-    Observation,
-    ProducerHost,
-    ProducerSpec,
-    SyncBridge,
-    action_tag,
-    default_extractor,
-    wrap,
-)
 from .recall_basic import BasicQuery, recall_basic, select_scopes
+from .recorder import Recorder
 from .registry import Registry
 from .stats import ScopeStats, scope_stats
 from .subscriptions import TagMatch, pattern_matches
@@ -46,17 +36,19 @@ class Retriever(Protocol):
     def __call__(self, query: Any, scopes: Sequence[str]) -> Awaitable[list[Any]]: ...
 
 
-class AgentMemory(ProducerHost):
+class AgentMemory(Recorder):
     """Memory of agent ``agent_id`` (member of ``teams``) on ``bb``.
 
     Every method checks access first (:mod:`memory.access`). Close with :meth:`aclose`
     (or ``async with``): it stops observers, flushes producer writes, closes the registry.
+    Producers (``observe``, ``flush``) come from :class:`~memory.recorder.Recorder`.
     """
 
     def __init__(self, bb: Blackboard, agent_id: str, teams: Iterable[str] = (), *,
                  retriever: Retriever | None = None, registry: Registry | None = None,
                  default_retriever: bool = True) -> None:
         agent_scope(agent_id, MemoryLevel.WORKING)  # validates the id
+        super().__init__()
         self.bb = bb
         self.agent_id = agent_id
         self.teams = tuple(sorted(set(teams)))
@@ -68,13 +60,10 @@ class AgentMemory(ProducerHost):
         # recall (it loads an embedder and indexes the readable scopes) and closed with us.
         self._default_retriever = default_retriever and retriever is None
         self._owns_retriever = False
-        self.producer_errors = 0  # failed producer writes (logged, never raised)
         self._registry = registry
         self._owns_registry = registry is None
         self._ensured: set[str] = set()
-        self._tasks: set[asyncio.Task[None]] = set()
         self._handles: list[ChangeHandle] = []
-        self._bridge: SyncBridge | None = None
 
     # -- lifecycle ------------------------------------------------------------------------
 
@@ -84,19 +73,11 @@ class AgentMemory(ProducerHost):
             self._registry = Registry(self.bb)
         return self._registry
 
-    async def flush(self) -> None:
-        """Wait for producer writes scheduled from sync callables."""
-        while self._tasks:
-            await asyncio.gather(*list(self._tasks), return_exceptions=True)
-
     async def aclose(self) -> None:
         for h in self._handles:
             await h.stop()
         self._handles.clear()
-        await self.flush()
-        if self._bridge is not None:
-            bridge, self._bridge = self._bridge, None
-            await asyncio.to_thread(bridge.close)
+        await self._close_producers()
         if self._registry is not None and self._owns_registry:
             await self._registry.aclose()
             self._registry = None
@@ -335,95 +316,6 @@ class AgentMemory(ProducerHost):
                          block_ms=block_ms)
         self._handles.append(h)
         return h
-
-    # -- producers ------------------------------------------------------------------------
-
-    def observe(self, fn: Callable[..., Any] | None = None, *,
-                level: MemoryLevel | str | None = MemoryLevel.WORKING, tags: Iterable[str] = (),
-                extractor: Callable[[CallRecord], Any] | None = None, team: str | None = None,
-                importance: float = 0.5) -> Any:
-        """Decorator recording each call of a sync or async callable (see
-        :mod:`memory.producers`). Usable bare (``@mem.observe``) or with arguments."""
-        self.access.check_write(self.scope_for(level, team))
-        spec = ProducerSpec(None if level is None else MemoryLevel(level).value, frozenset(tags),
-                            extractor or default_extractor, team, importance)
-
-        def deco(f: Callable[..., Any]) -> Callable[..., Any]:
-            return wrap(self, f, spec)
-
-        return deco(fn) if fn is not None else deco
-
-    def _observation(
-        self, call: CallRecord, spec: ProducerSpec
-    ) -> tuple[Observation, list[str]] | None:
-        got = spec.extractor(call)
-        if got is None:
-            return None  # the extractor chose not to record this call
-        obs = got if isinstance(got, Observation) else Observation(got)
-        status = "success" if call.ok else "failure"
-        tags = sorted({action_tag(call.name), status, *spec.tags, *obs.tags})
-        return obs, tags
-
-    def _record_of(
-        self, call: CallRecord, spec: ProducerSpec
-    ) -> tuple[Observation, list[str], dict[str, Any]] | None:
-        """What to store for an observed call: data, tags and metadata (None: nothing)."""
-        made = self._observation(call, spec)
-        if made is None:
-            return None
-        obs, tags = made
-        meta = {"producer": call.name, "duration_ms": round(call.duration_ms, 3), **obs.metadata}
-        return obs, tags, meta
-
-    async def record(self, call: CallRecord, spec: ProducerSpec) -> None:
-        try:
-            made = self._record_of(call, spec)
-            if made is None:
-                return
-            obs, tags, meta = made
-            await self.store(obs.data, spec.level, tags=tags, metadata=meta,
-                             importance=spec.importance, team=spec.team)
-        except Exception:
-            self.producer_errors += 1
-            log.exception("producer for %s failed to record a call", call.name)
-
-    def spawn(self, coro: Awaitable[None]) -> None:
-        task = asyncio.ensure_future(coro)
-        self._tasks.add(task)
-        task.add_done_callback(self._tasks.discard)
-
-    def record_blocking(self, call: CallRecord, spec: ProducerSpec) -> None:
-        try:
-            made = self._record_of(call, spec)
-            if made is None:
-                return
-            obs, tags, meta = made
-            sid = self.access.check_write(self.scope_for(spec.level, spec.team))
-            if self._bridge is None:
-                self._bridge = SyncBridge(self._open_bridge, _close_bridge)
-
-            async def write(state: tuple[Blackboard, Registry]) -> None:
-                bb, reg = state
-                await reg.ensure_scope(sid)
-                await bb.scope(sid).write(obs.data, tags=tags, metadata=meta,
-                                          importance=spec.importance)
-
-            self._bridge.run(write)
-        except Exception:
-            self.producer_errors += 1
-            log.exception("producer for %s failed to record a call", call.name)
-
-    async def _open_bridge(self) -> tuple[Blackboard, Registry]:
-        kw = self.bb.client.connection_pool.connection_kwargs if not self.bb.cluster else {}
-        bb = await Blackboard.connect(self.bb.settings.redis_url, settings=self.bb.settings,
-                                      username=kw.get("username"), password=kw.get("password"))
-        return bb, Registry(bb)
-
-
-async def _close_bridge(state: tuple[Blackboard, Registry]) -> None:
-    bb, reg = state
-    await reg.aclose()
-    await bb.close()
 
 
 def _level(name: str) -> MemoryLevel:

@@ -10,10 +10,7 @@ Applying events is state based: an entry touched by ``written``/``updated``/``re
 is re-read and upserted (gone: removed); ``deleted``/``expired``/``evicted`` remove it.
 Re-reading under one lock makes replays and overlaps (reader and catch-up) harmless.
 
-Embeddings: an entry whose stored vector comes from the engine's embedder is never
-re-embedded; any other is queued in the engine, embedded in batches in a thread (or by the
-next search, whichever comes first), and the vector is stored back in Redis with
-``set_embeddings`` so a restart reuses it.
+Embeddings are computed once and stored back in Redis: see :mod:`retrieval.embedding_sync`.
 
 Read-your-writes: :meth:`IndexFollower.sync` reads each scope's newest feed id (one
 pipelined ``XREVRANGE COUNT 1`` per scope) and pulls the gap itself (``XRANGE``), bounded
@@ -23,22 +20,19 @@ by a timeout.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 import time
-from collections import defaultdict, deque
+from collections import defaultdict
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-import numpy as np
-import numpy.typing as npt
-
 from blackboard import Blackboard, Entry, Event, EventType
 from blackboard.entry import ScopePolicy, decode_entry, decode_event
 from blackboard.feeds import newest_ids, read_feeds
 
+from .embedding_sync import EmbeddingSync
 from .engine import SearchEngine
 from .snapshot import Snapshot, load_snapshot, save_snapshot
 
@@ -97,7 +91,7 @@ class IndexFollower:
     ) -> None:
         self.bb, self.engine = bb, engine
         self.snapshot_dir = Path(snapshot_dir) if snapshot_dir is not None else None
-        self.block_ms, self.page, self.write_back = block_ms, page, write_back
+        self.block_ms, self.page = block_ms, page
         self._applied: dict[str, str] = {}
         self._by_part: dict[int, set[str]] = defaultdict(set)
         self._readers: dict[int, asyncio.Task[None]] = {}
@@ -105,18 +99,19 @@ class IndexFollower:
         self._stopped = False
         self._snapshot: Snapshot | None = None
         self._snapshot_read = False
-        self._embed_wake = asyncio.Event()
-        self._store_wake = asyncio.Event()
-        self._to_store: deque[tuple[str, str, int, bytes]] = deque()
-        self._tasks: list[asyncio.Task[None]] = []
         self._loop = asyncio.get_running_loop()
-        self._n = {"events": 0, "bootstrapped": 0, "from_snapshot": 0, "stored": 0,
-                   "timeouts": 0}
-        engine.on_embedded = self._embedded
-        self._tasks = [self._loop.create_task(self._embed_loop()),
-                       self._loop.create_task(self._store_loop())]
+        self._n = {"events": 0, "bootstrapped": 0, "from_snapshot": 0, "timeouts": 0}
+        self._embeddings = EmbeddingSync(bb, engine, write_back=write_back)
 
     # -- public ---------------------------------------------------------------------------
+
+    @property
+    def write_back(self) -> bool:
+        return self._embeddings.write_back
+
+    @write_back.setter
+    def write_back(self, on: bool) -> None:
+        self._embeddings.write_back = on
 
     def scopes(self) -> list[str]:
         return sorted(self._applied)
@@ -127,8 +122,14 @@ class IndexFollower:
 
     def stats(self) -> FollowerStats:
         n = self._n
-        return FollowerStats(len(self._applied), n["events"], n["bootstrapped"],
-                             n["from_snapshot"], n["stored"], n["timeouts"])
+        return FollowerStats(
+            len(self._applied),
+            n["events"],
+            n["bootstrapped"],
+            n["from_snapshot"],
+            self._embeddings.stored,
+            n["timeouts"],
+        )
 
     async def follow(self, scopes: Iterable[str]) -> None:
         """Index ``scopes`` from now on (a no-op for scopes already followed)."""
@@ -148,14 +149,17 @@ class IndexFollower:
         for p in {self.bb.scope(s).partition for s in new}:
             if p not in self._readers:
                 self._readers[p] = self._loop.create_task(self._read(p))
-        self._embed_wake.set()
+        self._embeddings.wake()
 
     async def sync(self, scopes: Sequence[str], wait_s: float = 2.0) -> bool:
         """Wait (at most ``wait_s`` seconds) until every write acknowledged in ``scopes`` before
         this call is applied; False (and a log line) when the time ran out."""
         await self.follow(scopes)
-        behind = {s: t for s, t in (await self._newest(scopes)).items()
-                  if feed_id_gt(t, self._applied.get(s, "0-0"))}
+        behind = {
+            s: t
+            for s, t in (await self._newest(scopes)).items()
+            if feed_id_gt(t, self._applied.get(s, "0-0"))
+        }
         if not behind:
             return True
         # Shielded: a timed-out wait leaves the catch-up running, never half applied.
@@ -165,8 +169,11 @@ class IndexFollower:
             return True
         except TimeoutError:
             self._n["timeouts"] += 1
-            log.warning("index of %d scope(s) not caught up after %.2f s; searching anyway",
-                        len(behind), wait_s)
+            log.warning(
+                "index of %d scope(s) not caught up after %.2f s; searching anyway",
+                len(behind),
+                wait_s,
+            )
             return False
 
     async def save_snapshot(self) -> Path | None:
@@ -177,25 +184,29 @@ class IndexFollower:
             applied = dict(self._applied)
             data = {s: self.engine.export_scope(s) for s in applied}
         emb = self.engine.embedder
-        await asyncio.to_thread(save_snapshot, self.snapshot_dir, applied, data,
-                                emb.name if emb else None, emb.dim if emb else 0)
+        await asyncio.to_thread(
+            save_snapshot,
+            self.snapshot_dir,
+            applied,
+            data,
+            emb.name if emb else None,
+            emb.dim if emb else 0,
+        )
         return self.snapshot_dir
 
     async def aclose(self, *, snapshot: bool = True) -> None:
         if self._stopped:
             return
         self._stopped = True
+        self._embeddings.stop()
         readers = list(self._readers.values())
         for t in readers:
             t.cancel()
         await asyncio.gather(*readers, return_exceptions=True)
-        self._store_wake.set()
-        self._embed_wake.set()
-        await asyncio.gather(*self._tasks, return_exceptions=True)
-        await self._store_pending()
+        await self._embeddings.aclose()
         if snapshot and self.snapshot_dir is not None:
             await self.save_snapshot()
-        self.engine.on_embedded = None
+        self._embeddings.detach()
 
     # -- loading --------------------------------------------------------------------------
 
@@ -262,33 +273,19 @@ class IndexFollower:
             id_list = [_dec(x) for x in ids]
             for j in range(0, len(id_list), self.page):
                 batch = [e for e in await scope.get_many(id_list[j : j + self.page]) if e]
-                self._upsert(batch)
+                self._embeddings.add(batch)
                 self._n["bootstrapped"] += len(batch)
             self._applied[s] = _dec(last[0][0]) if last else "0-0"
 
     # -- applying events ------------------------------------------------------------------
 
-    def _upsert(self, entries: list[Entry]) -> None:
-        emb = self.engine.embedder
-        out = []
-        for e in entries:
-            if e.embedding is not None and emb is not None and e.embedder == emb.name:
-                old = self.engine.get(e.id)
-                # An update that changed the text keeps the old stored vector (the update
-                # script does not clear it): embed the new text instead.
-                if old is not None and old.version != e.version and (
-                    self.engine.text_fn(old) != self.engine.text_fn(e)
-                ):
-                    e = replace(e, embedding=None, embedder=None)
-            out.append(e)
-        if out:
-            self.engine.add(out, embed_now=False)
-            self._embed_wake.set()
-
     async def _apply(self, events: list[Event]) -> None:
         """Apply feed events (caller holds the lock); skips those already applied."""
-        fresh = [ev for ev in events
-                 if ev.scope in self._applied and feed_id_gt(ev.id, self._applied[ev.scope])]
+        fresh = [
+            ev
+            for ev in events
+            if ev.scope in self._applied and feed_id_gt(ev.id, self._applied[ev.scope])
+        ]
         if not fresh:
             return
         last: dict[tuple[str, str], Event] = {}
@@ -317,7 +314,7 @@ class IndexFollower:
                         gone.append(eid)
                     else:
                         ups.append(e)
-            self._upsert(ups)
+            self._embeddings.add(ups)
         if gone:
             self.engine.remove(gone)
         for ev in fresh:
@@ -328,13 +325,17 @@ class IndexFollower:
     async def _catch_up(self, targets: dict[str, str]) -> None:
         """Pull and apply each scope's events up to its target id (``XRANGE``)."""
         async with self._lock:
-            todo = {s: t for s, t in targets.items()
-                    if s in self._applied and feed_id_gt(t, self._applied[s])}
+            todo = {
+                s: t
+                for s, t in targets.items()
+                if s in self._applied and feed_id_gt(t, self._applied[s])
+            }
             while todo:
                 async with self.bb.client.pipeline(transaction=False) as pipe:
                     for s, t in todo.items():
-                        pipe.xrange(self.bb.scope(s).keys.feed, f"({self._applied[s]}", t,
-                                    count=500)
+                        pipe.xrange(
+                            self.bb.scope(s).keys.feed, f"({self._applied[s]}", t, count=500
+                        )
                     replies = await pipe.execute()
                 events = []
                 for s, items in zip(todo, replies, strict=True):
@@ -350,8 +351,7 @@ class IndexFollower:
             scopes = sorted(self._by_part[partition])
             pos = {self.bb.scope(s).keys.feed: self._applied[s] for s in scopes}
             try:
-                got = await read_feeds(self.bb, pos, partition, count=200,
-                                       block_ms=self.block_ms)
+                got = await read_feeds(self.bb, pos, partition, count=200, block_ms=self.block_ms)
             except asyncio.CancelledError:
                 raise
             except Exception:  # a dropped connection must not end the follower
@@ -364,45 +364,3 @@ class IndexFollower:
             if events:
                 async with self._lock:
                     await self._apply(events)
-
-    # -- embeddings -----------------------------------------------------------------------
-
-    def _embedded(self, made: list[tuple[Entry, npt.NDArray[np.float32]]]) -> None:
-        # Runs on whichever thread embedded (a search or the embed loop): queue only.
-        for e, v in made:
-            self._to_store.append((e.scope, e.id, e.version, np.asarray(v, np.float32).tobytes()))
-        with contextlib.suppress(RuntimeError):  # loop closed: the vectors stay unstored
-            self._loop.call_soon_threadsafe(self._store_wake.set)
-
-    async def _embed_loop(self) -> None:
-        while not self._stopped:
-            await self._embed_wake.wait()
-            self._embed_wake.clear()
-            if self._stopped:
-                return
-            try:
-                await asyncio.to_thread(self.engine.flush_embeddings)
-            except Exception:
-                log.exception("embedding queued entries failed; the next search retries")
-
-    async def _store_loop(self) -> None:
-        while not self._stopped:
-            await self._store_wake.wait()
-            self._store_wake.clear()
-            await self._store_pending()
-
-    async def _store_pending(self) -> None:
-        emb = self.engine.embedder
-        if emb is None or not self._to_store:
-            return
-        by_scope: dict[str, list[tuple[str, int, bytes]]] = defaultdict(list)
-        while self._to_store:
-            s, eid, ver, vec = self._to_store.popleft()
-            by_scope[s].append((eid, ver, vec))
-        if not self.write_back:
-            return
-        for s, items in by_scope.items():
-            try:
-                self._n["stored"] += await self.bb.scope(s).set_embeddings(items, emb.name)
-            except Exception as exc:  # e.g. an ACL user without write access to the scope
-                log.warning("could not store %d embedding(s) in %s: %s", len(items), s, exc)

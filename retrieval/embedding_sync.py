@@ -1,0 +1,131 @@
+"""Embedding sync: the follower's path into the engine, keeping vectors computed once.
+
+An entry whose stored vector comes from the engine's embedder is never re-embedded; any
+other is queued in the engine, embedded in batches in a thread (or by the next search,
+whichever comes first), and the vector is stored back in Redis with ``set_embeddings`` so a
+restart reuses it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from collections import defaultdict, deque
+from dataclasses import replace
+
+import numpy as np
+import numpy.typing as npt
+
+from blackboard import Blackboard, Entry
+
+from .engine import SearchEngine
+
+__all__ = ["EmbeddingSync"]
+
+log = logging.getLogger(__name__)
+
+
+class EmbeddingSync:
+    """Adds entries to ``engine`` and stores the vectors it computes back in Redis.
+
+    Owns two tasks on the running loop: one embeds the engine's queue in a thread after each
+    :meth:`add`, one writes vectors back (when ``write_back``). Hooks ``engine.on_embedded``
+    until :meth:`detach`. ``stored`` counts the vectors written back.
+    """
+
+    def __init__(self, bb: Blackboard, engine: SearchEngine, *, write_back: bool = True) -> None:
+        self.bb, self.engine, self.write_back = bb, engine, write_back
+        self.stored = 0
+        self._stopped = False
+        self._embed_wake = asyncio.Event()
+        self._store_wake = asyncio.Event()
+        self._to_store: deque[tuple[str, str, int, bytes]] = deque()
+        self._loop = asyncio.get_running_loop()
+        engine.on_embedded = self._embedded
+        self._tasks = [
+            self._loop.create_task(self._embed_loop()),
+            self._loop.create_task(self._store_loop()),
+        ]
+
+    def add(self, entries: list[Entry]) -> None:
+        """Upsert ``entries`` into the engine; those without a usable vector are embedded
+        in the background."""
+        emb = self.engine.embedder
+        out = []
+        for e in entries:
+            if e.embedding is not None and emb is not None and e.embedder == emb.name:
+                old = self.engine.get(e.id)
+                # An update that changed the text keeps the old stored vector (the update
+                # script does not clear it): embed the new text instead.
+                if (
+                    old is not None
+                    and old.version != e.version
+                    and self.engine.text_fn(old) != self.engine.text_fn(e)
+                ):
+                    e = replace(e, embedding=None, embedder=None)
+            out.append(e)
+        if out:
+            self.engine.add(out, embed_now=False)
+            self._embed_wake.set()
+
+    def wake(self) -> None:
+        """Embed whatever the engine has queued, soon."""
+        self._embed_wake.set()
+
+    def stop(self) -> None:
+        """Let the tasks end at their next wake-up without embedding or storing more."""
+        self._stopped = True
+
+    async def aclose(self) -> None:
+        """Stop, wait for the tasks, then store the vectors still queued."""
+        self.stop()
+        self._store_wake.set()
+        self._embed_wake.set()
+        await asyncio.gather(*self._tasks, return_exceptions=True)
+        await self.store_pending()
+
+    def detach(self) -> None:
+        """Unhook from the engine: vectors it computes from now on are not stored."""
+        self.engine.on_embedded = None
+
+    def _embedded(self, made: list[tuple[Entry, npt.NDArray[np.float32]]]) -> None:
+        # Runs on whichever thread embedded (a search or the embed loop): queue only.
+        for e, v in made:
+            self._to_store.append((e.scope, e.id, e.version, np.asarray(v, np.float32).tobytes()))
+        with contextlib.suppress(RuntimeError):  # loop closed: the vectors stay unstored
+            self._loop.call_soon_threadsafe(self._store_wake.set)
+
+    async def _embed_loop(self) -> None:
+        while not self._stopped:
+            await self._embed_wake.wait()
+            self._embed_wake.clear()
+            if self._stopped:
+                return
+            try:
+                await asyncio.to_thread(self.engine.flush_embeddings)
+            except Exception:
+                log.exception("embedding queued entries failed; the next search retries")
+
+    async def _store_loop(self) -> None:
+        while not self._stopped:
+            await self._store_wake.wait()
+            self._store_wake.clear()
+            await self.store_pending()
+
+    async def store_pending(self) -> None:
+        """Write the queued vectors back (dropped unqueued when ``write_back`` is off)."""
+        emb = self.engine.embedder
+        if emb is None or not self._to_store:
+            return
+        by_scope: dict[str, list[tuple[str, int, bytes]]] = defaultdict(list)
+        while self._to_store:
+            s, eid, ver, vec = self._to_store.popleft()
+            by_scope[s].append((eid, ver, vec))
+        if not self.write_back:
+            return
+        for s, items in by_scope.items():
+            try:
+                self.stored += await self.bb.scope(s).set_embeddings(items, emb.name)
+            except Exception as exc:  # e.g. an ACL user without write access to the scope
+                log.warning("could not store %d embedding(s) in %s: %s", len(items), s, exc)
