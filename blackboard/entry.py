@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any
@@ -15,6 +15,7 @@ __all__ = [
     "EventType",
     "ScopePolicy",
     "decode_entry",
+    "decode_entry_values",
     "decode_event",
 ]
 
@@ -185,30 +186,38 @@ ENTRY_FIELDS_B: tuple[bytes, ...] = tuple(f.encode() for f in ENTRY_FIELDS)
 
 def decode_entry(scope: str, h: Mapping[bytes, bytes | None]) -> Entry:
     """An :class:`Entry` from the fields of its Redis hash."""
-    g = h.get
-    meta = g(b"metadata")
-    emb = g(b"embedding")
+    return decode_entry_values(scope, [h.get(f) for f in ENTRY_FIELDS_B])
+
+
+def decode_entry_values(scope: str, values: Sequence[bytes | None]) -> Entry:
+    """An :class:`Entry` from its hash's values in :data:`ENTRY_FIELDS` order (an HMGET
+    reply); ``scope`` stands in for a missing scope field."""
+    (
+        id_, scope_, value, tags, meta, key, importance, strength, strength_at,
+        reinforcements, reinforced_by, created_at, updated_at, expires_at, version, source,
+        event_id, emb, embedder, superseded_by,
+    ) = values  # fmt: skip
     return Entry(
-        id=_s(g(b"id")),
-        scope=_s(g(b"scope"), scope),
-        value=_json(g(b"value")),
-        tags=frozenset(_list(g(b"tags"))),
+        id=_s(id_),
+        scope=_s(scope_, scope),
+        value=_json(value),
+        tags=frozenset(_list(tags)),
         metadata={} if meta in _EMPTY_OBJECT else _json(meta),
-        key=_s(g(b"key")) or None,
-        importance=float(g(b"importance") or 0.5),
-        strength=float(g(b"strength") or 1.0),
-        strength_at=int(g(b"strength_at") or 0),
-        reinforcements=int(g(b"reinforcements") or 0),
-        reinforced_by=tuple(_list(g(b"reinforced_by"))),
-        created_at=int(g(b"created_at") or 0),
-        updated_at=int(g(b"updated_at") or 0),
-        expires_at=int(g(b"expires_at") or 0),
-        version=int(g(b"version") or 1),
-        source=tuple(_list(g(b"source"))),
-        event_id=_s(g(b"event_id")),
+        key=_s(key) or None,
+        importance=float(importance or 0.5),
+        strength=float(strength or 1.0),
+        strength_at=int(strength_at or 0),
+        reinforcements=int(reinforcements or 0),
+        reinforced_by=tuple(_list(reinforced_by)),
+        created_at=int(created_at or 0),
+        updated_at=int(updated_at or 0),
+        expires_at=int(expires_at or 0),
+        version=int(version or 1),
+        source=tuple(_list(source)),
+        event_id=_s(event_id),
         embedding=emb if emb else None,
-        embedder=_s(g(b"embedder")) or None,
-        superseded_by=_s(g(b"superseded_by")) or None,
+        embedder=_s(embedder) or None,
+        superseded_by=_s(superseded_by) or None,
     )
 
 

@@ -13,7 +13,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from .entry import ENTRY_FIELDS, ENTRY_FIELDS_B, Entry, decode_entry
+from .entry import ENTRY_FIELDS, Entry, decode_entry_values
 from .errors import InvalidArgument
 from .ids import is_entry_id
 from .keys import ScopeKeys, partition_of
@@ -44,15 +44,19 @@ async def fetch_entries(
     else raises :class:`InvalidArgument` before Redis is touched.
     """
     keys: list[str] = []
+    prefixes: dict[str, str] = {}  # scope -> key prefix; a batch names few scopes
     for ref in refs:
-        validate_scope(ref.scope)
+        prefix = prefixes.get(ref.scope)
+        if prefix is None:
+            validate_scope(ref.scope)
+            if partition_of(ref.scope, bb.partitions) != partition:
+                raise InvalidArgument(f"scope {ref.scope!r} is not in partition {partition}")
+            prefix = prefixes[ref.scope] = ScopeKeys(ref.scope, partition).entry("")
         if not is_entry_id(ref.entry_id):
             raise InvalidArgument(
                 f"entry id must match [0-9A-Za-z_-]{{1,64}}: {ref.entry_id!r:.80}"
             )
-        if partition_of(ref.scope, bb.partitions) != partition:
-            raise InvalidArgument(f"scope {ref.scope!r} is not in partition {partition}")
-        keys.append(ScopeKeys(ref.scope, partition).entry(ref.entry_id))
+        keys.append(prefix + ref.entry_id)
     if not keys:
         return []
     rows = await run_script(bb.client, "get_entries", keys, list(ENTRY_FIELDS))
@@ -62,6 +66,6 @@ async def fetch_entries(
         if not row or row[0] is None:  # no id: the entry does not exist
             out.append(None)
             continue
-        e = decode_entry(ref.scope, dict(zip(ENTRY_FIELDS_B, row, strict=True)))
+        e = decode_entry_values(ref.scope, row)
         out.append(None if e.expired(now) else e)
     return out

@@ -254,15 +254,17 @@ class DataflowRunner:
     async def _load(self, partition: int, items: list[BufferItem]) -> list[Entry]:
         """Re-read the entries the items name (once each, in buffer order; gone ones skipped)."""
         refs: dict[EntryRef, None] = {}
+        scope_ok: dict[str, bool] = {}  # a batch names few scopes: check each once
         for it in items:
             # A bus event is a hint: a forged one may name no valid scope or id, or a scope
             # of another partition. Skip it rather than fail (and dead-letter) the real
             # items batched with it.
-            if not (
-                is_entry_id(it.entry_id)
-                and _valid_scope(it.scope)
-                and partition_of(it.scope, self.bb.partitions) == partition
-            ):
+            ok = scope_ok.get(it.scope)
+            if ok is None:
+                ok = scope_ok[it.scope] = _valid_scope(it.scope) and (
+                    partition_of(it.scope, self.bb.partitions) == partition
+                )
+            if not (ok and is_entry_id(it.entry_id)):
                 log.warning("skipping buffered item naming an invalid scope/id: %r", it)
                 continue
             refs[EntryRef(it.scope, it.entry_id)] = None
