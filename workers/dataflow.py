@@ -175,19 +175,34 @@ class DataflowRunner:
     # -- 2. firing ------------------------------------------------------------------------
 
     async def check(self, partition: int, keys: Iterable[str] | None = None) -> int:
-        """Fire every due buffer of ``partition`` (all of them when ``keys`` is None)."""
+        """Fire every due buffer of ``partition`` (all of them when ``keys`` is None).
+
+        Buffers are drained concurrently, each in order: they are independent (own head,
+        own in-flight boundary), and a worker waiting on one buffer's round trips runs
+        another's transformer meanwhile. Returns how many drains went round more than once.
+        """
         part = PartitionKeys(partition)
         if keys is None:
             keys = [k.decode() for k in await self.bb.client.smembers(part.pendings)]
+        # One check per partition at a time: two would drain the same buffers twice over.
+        async with self._locks[partition]:
+            results = await asyncio.gather(
+                *(self._drain(part, key) for key in sorted(keys)), return_exceptions=True
+            )
+        # Every drain has finished before an error surfaces, so none outlives the lock.
+        for r in results:
+            if isinstance(r, BaseException):
+                raise r
+        return sum(r for r in results if isinstance(r, int))
+
+    async def _drain(self, part: PartitionKeys, key: str) -> int:
+        edge_id, target = _parse_pending_key(key, part)
+        edge = self._edge(edge_id)
+        if edge is None:
+            return 0  # another role's edge, or a removed one (its buffer is kept)
         fired = 0
-        async with self._locks[partition]:  # the consume loop and the timer share buffers
-            for key in sorted(keys):
-                edge_id, target = _parse_pending_key(key, part)
-                edge = self._edge(edge_id)
-                if edge is None:
-                    continue  # another role's edge, or a removed one (its buffer is kept)
-                while self.owns(partition) and await self._maybe_fire(part, key, edge, target):
-                    fired += 1
+        while self.owns(part.partition) and await self._maybe_fire(part, key, edge, target):
+            fired += 1
         return fired
 
     async def _maybe_fire(

@@ -118,17 +118,19 @@ async def test_rate_limit_spaces_requests(chat_server: ChatServer) -> None:
     async with client(chat_server, rate=20.0) as c:
         # A first request opens the connection: its set-up delays that arrival (by ~40 ms
         # in a fresh checkout, where modules compile on first use) and would shorten the
-        # span the server sees. The four measured requests come after it.
+        # span the server sees. The measured requests come after it.
         await c.complete_json("s", "u", Answer)
         start = time.monotonic()
-        for _ in range(4):
+        for _ in range(6):
             await c.complete_json("s", "u", Answer)
         elapsed = time.monotonic() - start
-    # Four starts at 20 requests/s are at least 3 * 50 ms apart on the client's clock;
-    # arrival times at the server only get network jitter added.
-    assert elapsed >= 0.149
-    measured = chat_server.times[-4:]
-    assert measured[-1] - measured[0] >= 0.12
+    # Six starts at 20 requests/s are at least 5 * 50 ms apart on the client's clock.
+    # Arrival times at the server add scheduling jitter (tens of ms on a loaded 2-CPU
+    # machine), so the server-side bound keeps the same 80% of the spacing over more
+    # intervals: an unlimited client would show a span of a few ms.
+    assert elapsed >= 0.249
+    measured = chat_server.times[-6:]
+    assert measured[-1] - measured[0] >= 0.2
 
 
 async def test_semantic_llm_path_end_to_end(chat_server: ChatServer) -> None:
