@@ -284,13 +284,12 @@ class Worker:
         loops: dict[int, asyncio.Task[None]] = {}
         try:
             while not self._stopping.is_set():
-                owned = self.leases.current()
-                for p in owned - loops.keys():
+                for p in [p for p, t in loops.items() if t.done()]:
+                    del loops[p]  # given up: restarted below if owned again
+                    self._due.pop(p, None)
+                for p in self.leases.current() - loops.keys():
                     self._due[p] = asyncio.Event()
                     loops[p] = asyncio.create_task(self._fire_loop(p), name=f"{self.id}-fire-{p}")
-                for p in [p for p, t in loops.items() if t.done()]:
-                    del loops[p]  # given up (or failed, logged): restarted while owned
-                    self._due.pop(p, None)
                 with contextlib.suppress(TimeoutError):
                     await asyncio.wait_for(
                         self._fires_changed.wait(), self.settings.trigger_check_ms / 1000
