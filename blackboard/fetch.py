@@ -8,6 +8,7 @@ parsing dominated a worker's read (measured: 6 against 18 us per entry, client a
 
 from __future__ import annotations
 
+import logging
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -25,6 +26,8 @@ if TYPE_CHECKING:
 
 __all__ = ["EntryRef", "fetch_entries"]
 
+log = logging.getLogger(__name__)
+
 
 @dataclass(frozen=True, slots=True)
 class EntryRef:
@@ -34,36 +37,55 @@ class EntryRef:
     entry_id: str
 
 
+def _key_prefix(bb: Blackboard, partition: int, scope: str) -> str:
+    """The entry-key prefix of ``scope``; InvalidArgument unless it is a scope of ``partition``."""
+    validate_scope(scope)
+    if partition_of(scope, bb.partitions) != partition:
+        raise InvalidArgument(f"scope {scope!r} is not in partition {partition}")
+    return ScopeKeys(scope, partition).entry("")
+
+
 async def fetch_entries(
-    bb: Blackboard, partition: int, refs: Sequence[EntryRef]
+    bb: Blackboard, partition: int, refs: Sequence[EntryRef], *, skip_invalid: bool = False
 ) -> list[Entry | None]:
     """The live entries ``refs`` name, in order; None for a missing or expired one.
 
     Every ref must name a valid scope of ``partition`` and a valid entry id (their keys
     share the partition's slot, which a single script call needs on a cluster); anything
-    else raises :class:`InvalidArgument` before Redis is touched.
+    else raises :class:`InvalidArgument` before Redis is touched, or with ``skip_invalid``
+    (refs that came from untrusted hints) is logged and read as None.
     """
-    keys: list[str] = []
-    prefixes: dict[str, str] = {}  # scope -> key prefix; a batch names few scopes
+    keys: list[str | None] = []
+    prefixes: dict[str, str | InvalidArgument] = {}  # a batch names few scopes
     for ref in refs:
         prefix = prefixes.get(ref.scope)
         if prefix is None:
-            validate_scope(ref.scope)
-            if partition_of(ref.scope, bb.partitions) != partition:
-                raise InvalidArgument(f"scope {ref.scope!r} is not in partition {partition}")
-            prefix = prefixes[ref.scope] = ScopeKeys(ref.scope, partition).entry("")
-        if not is_entry_id(ref.entry_id):
-            raise InvalidArgument(
+            try:
+                prefix = _key_prefix(bb, partition, ref.scope)
+            except InvalidArgument as exc:
+                prefix = exc
+            prefixes[ref.scope] = prefix
+        err = prefix if isinstance(prefix, InvalidArgument) else None
+        if err is None and not is_entry_id(ref.entry_id):
+            err = InvalidArgument(
                 f"entry id must match [0-9A-Za-z_-]{{1,64}}: {ref.entry_id!r:.80}"
             )
-        keys.append(prefix + ref.entry_id)
-    if not keys:
-        return []
-    rows = await run_script(bb.client, "get_entries", keys, list(ENTRY_FIELDS))
+        if err is None:
+            keys.append(f"{prefix}{ref.entry_id}")
+        elif skip_invalid:
+            log.warning("skipping a reference to an invalid scope/id (%s): %r", err, ref)
+            keys.append(None)
+        else:
+            raise err
+    valid = [k for k in keys if k is not None]
+    if not valid:
+        return [None] * len(keys)
+    rows = iter(await run_script(bb.client, "get_entries", valid, list(ENTRY_FIELDS)))
     now = int(time.time() * 1000)
     out: list[Entry | None] = []
-    for ref, row in zip(refs, rows, strict=True):
-        if not row or row[0] is None:  # no id: the entry does not exist
+    for ref, key in zip(refs, keys, strict=True):
+        row = next(rows) if key is not None else None
+        if not row or row[0] is None:  # invalid ref, or no id: the entry does not exist
             out.append(None)
             continue
         e = decode_entry_values(ref.scope, row)

@@ -23,12 +23,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from blackboard import Blackboard, Entry, Event, EventType, WriteRequest
-from blackboard.errors import InvalidScope
 from blackboard.fetch import EntryRef, fetch_entries
-from blackboard.ids import is_entry_id
-from blackboard.keys import PartitionKeys, partition_of
+from blackboard.keys import PartitionKeys
 from blackboard.scripts import run_script
-from blackboard.validation import validate_scope
 from memory.subscriptions import MemorySubscription
 
 __all__ = ["BufferItem", "DataflowRunner", "max_batch"]
@@ -63,14 +60,6 @@ class BufferItem:
         s = raw.decode() if isinstance(raw, bytes) else raw
         at, scope, entry_id = s.split("|", 2)
         return cls(int(at), scope, entry_id)
-
-
-def _valid_scope(scope_id: str) -> bool:
-    try:
-        validate_scope(scope_id)
-    except InvalidScope:
-        return False
-    return True
 
 
 def _stream_id(sid: str) -> tuple[int, int]:
@@ -142,8 +131,8 @@ class DataflowRunner:
         index: dict[str, int] = {}
         if not events:
             return set()
-        ids = sorted(_stream_id(ev.id) for ev in events)
-        lo, hi = ids[0], ids[-1]
+        lo = min(_stream_id(ev.id) for ev in events)
+        hi = max(_stream_id(ev.id) for ev in events)
         args: list[str] = [
             self.role,
             consumer,
@@ -267,23 +256,14 @@ class DataflowRunner:
         self.counters.fired += 1
 
     async def _load(self, partition: int, items: list[BufferItem]) -> list[Entry]:
-        """Re-read the entries the items name (once each, in buffer order; gone ones skipped)."""
-        refs: dict[EntryRef, None] = {}
-        scope_ok: dict[str, bool] = {}  # a batch names few scopes: check each once
-        for it in items:
-            # A bus event is a hint: a forged one may name no valid scope or id, or a scope
-            # of another partition. Skip it rather than fail (and dead-letter) the real
-            # items batched with it.
-            ok = scope_ok.get(it.scope)
-            if ok is None:
-                ok = scope_ok[it.scope] = _valid_scope(it.scope) and (
-                    partition_of(it.scope, self.bb.partitions) == partition
-                )
-            if not (ok and is_entry_id(it.entry_id)):
-                log.warning("skipping buffered item naming an invalid scope/id: %r", it)
-                continue
-            refs[EntryRef(it.scope, it.entry_id)] = None
-        found = await fetch_entries(self.bb, partition, list(refs))
+        """Re-read the entries the items name (once each, in buffer order; gone ones skipped).
+
+        A bus event is a hint: a forged one may name no valid scope or id, or a scope of
+        another partition. Such items are skipped rather than failing (and dead-lettering)
+        the real items batched with them.
+        """
+        refs = list(dict.fromkeys(EntryRef(it.scope, it.entry_id) for it in items))
+        found = await fetch_entries(self.bb, partition, refs, skip_invalid=True)
         return [e for e in found if e is not None]
 
     async def _write(self, target: str, requests: Sequence[WriteRequest]) -> None:

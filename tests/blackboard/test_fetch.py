@@ -72,3 +72,16 @@ async def test_bad_refs_are_refused_before_redis(bb: Blackboard, clean_redis: re
             await fetch_entries(bb, p, refs)
     assert snapshot_of(clean_redis) == before
     assert await fetch_entries(bb, p, []) == []
+
+
+async def test_skip_invalid_reads_bad_refs_as_none(bb: Blackboard) -> None:
+    (a,) = _scopes_in_one_partition(bb, 1)
+    p = bb.scope(a).partition
+    other = next(
+        f"agent:o{i}:working" for i in range(1000) if bb.scope(f"agent:o{i}:working").partition != p
+    )
+    e = await bb.scope(a).write("x")
+    refs = [EntryRef(other, "abc"), EntryRef(a, e.id), EntryRef(a, "bad id!"), EntryRef("no", "x")]
+    got = await fetch_entries(bb, p, refs, skip_invalid=True)
+    assert [g.id if g else None for g in got] == [None, e.id, None, None]
+    assert await fetch_entries(bb, p, refs[:1], skip_invalid=True) == [None]
