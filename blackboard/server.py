@@ -85,10 +85,16 @@ def free_port(*, cluster_bus: bool = False) -> int:
 
 
 def _ping(port: int, timeout: float = 0.2) -> bool:
+    """True once the server serves commands.
+
+    ``-LOADING`` is not ready: after a restart Redis answers that while it replays the
+    AOF, and a caller handed the server then would get ``BusyLoadingError``.
+    ``-NOAUTH`` is ready (the server runs; credentials are the caller's business).
+    """
     try:
         with socket.create_connection(("127.0.0.1", port), timeout=timeout) as s:
             s.sendall(b"PING\r\n")
-            return s.recv(64).startswith((b"+PONG", b"-NOAUTH", b"-LOADING"))
+            return s.recv(64).startswith((b"+PONG", b"-NOAUTH"))
     except OSError:
         return False
 
@@ -153,7 +159,7 @@ class RedisServer:
         return a + list(self.extra_args)
 
     def start(self, timeout: float = 15.0) -> RedisServer:
-        """Start the server and wait until it answers PING."""
+        """Start the server and wait until it answers PING (its AOF fully loaded)."""
         if self.proc is not None and self.proc.poll() is None:
             return self
         self.data_dir.mkdir(parents=True, exist_ok=True)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import socket
 import sys
 from pathlib import Path
 
@@ -55,6 +56,31 @@ def test_kill_leaves_data_dir(tmp_path: Path) -> None:
         r = redis.Redis.from_url(again.url)
         assert r.get("k") == b"v"
         r.close()
+
+
+# Replay at 200 µs per key, answering clients every 1 KiB of AOF or 1024 commands.
+_SLOW_LOAD = ("--key-load-delay", "200", "--loading-process-events-interval-bytes", "1024")
+
+
+def test_start_waits_for_the_aof_to_load(tmp_path: Path) -> None:
+    # The replay takes ~1 s and Redis answers -LOADING in between, so a start that
+    # handed the server over at the first -LOADING reply would make this GET fail.
+    srv = RedisServer(data_dir=tmp_path, appendfsync="always").start()
+    r = redis.Redis.from_url(srv.url)
+    with r.pipeline(transaction=False) as p:
+        for i in range(5000):
+            p.set(f"k{i}", i)
+        p.execute()
+    r.close()
+    srv.kill()
+    with RedisServer(data_dir=tmp_path, extra_args=_SLOW_LOAD) as again:
+        # A bare socket: redis-py's default retries would paper over an early hand-over.
+        with socket.create_connection(("127.0.0.1", again.port), timeout=5) as s:
+            s.sendall(b"GET k4999\r\nDBSIZE\r\n")
+            reply = b""
+            while reply.count(b"\r\n") < 3 and (chunk := s.recv(256)):
+                reply += chunk
+        assert reply == b"$4\r\n4999\r\n:5000\r\n"
 
 
 def test_bad_start_is_a_clear_error(tmp_path: Path) -> None:
