@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import time
 import warnings
 from collections.abc import AsyncIterator, Generator, Sequence
 from dataclasses import dataclass, field
@@ -17,6 +16,7 @@ from redis.asyncio.retry import Retry
 from redis.backoff import ExponentialBackoff
 
 from . import keys as K
+from .clock import ServerClock
 from .consumer import Batch, ConsumeOptions, PartitionSource, consume, ensure_group
 from .errors import ConfigMismatch, InvalidArgument, ServerUnavailable
 from .keys import PartitionKeys, ScopeKeys
@@ -94,6 +94,8 @@ class Blackboard:
         self.partitions = settings.partitions
         self.cluster = cluster
         self._scopes: dict[str, Scope] = {}
+        #: Redis's clock: what every read compares the scripts' timestamps with.
+        self.clock = ServerClock()
         #: Credentials the client connected with, for companion clients (the registry's).
         self.auth: dict[str, Any] = {}
 
@@ -178,6 +180,7 @@ class Blackboard:
                 await self.client.hsetnx(K.CONFIG, "partitions", self.partitions)
                 await self.client.hsetnx(K.CONFIG, "schema", SCHEMA_VERSION)
                 got = await self.client.hget(K.CONFIG, "partitions")
+            await self.clock.sync(self.client)
         except (rexc.ConnectionError, rexc.TimeoutError, OSError) as exc:
             raise ServerUnavailable(f"cannot reach Redis: {exc}") from exc
         pinned = int(got)
@@ -219,7 +222,12 @@ class Blackboard:
             )
 
     async def close(self) -> None:
+        await self.clock.close()
         await self.client.aclose()
+
+    def now_ms(self) -> int:
+        """Now in ms since the epoch on Redis's clock (the clock entries are stamped with)."""
+        return self.clock.now_ms()
 
     async def __aenter__(self) -> Blackboard:
         return self
@@ -273,7 +281,7 @@ class Blackboard:
         Finds due scopes through each partition's ttl zset, so the cost is O(expired).
         """
         out: dict[str, int] = {}
-        now = int(time.time() * 1000)
+        now = self.now_ms()
         for p in partitions if partitions is not None else range(self.partitions):
             due = await self.client.zrangebyscore(PartitionKeys(p).ttl, "-inf", now)
             for raw in due:

@@ -9,7 +9,6 @@ parsing dominated a worker's read (measured: 6 against 18 us per entry, client a
 from __future__ import annotations
 
 import logging
-import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
@@ -81,7 +80,7 @@ async def fetch_entries(
     if not valid:
         return [None] * len(keys)
     rows = iter(await run_script(bb.client, "get_entries", valid, list(ENTRY_FIELDS)))
-    now = int(time.time() * 1000)
+    now = bb.now_ms()
     out: list[Entry | None] = []
     for ref, key in zip(refs, keys, strict=True):
         row = next(rows) if key is not None else None

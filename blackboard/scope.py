@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import time
 from collections.abc import AsyncIterator, Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -40,10 +39,6 @@ if TYPE_CHECKING:
 __all__ = ["Scope"]
 
 _UNSET: Any = object()
-
-
-def _now_ms() -> int:
-    return int(time.time() * 1000)
 
 
 def _check_id(entry_id: object) -> str:
@@ -265,7 +260,7 @@ class Scope:
         if not h:
             raise NotFound(f"no entry {entry_id!r} in scope {self.id!r}")
         e = decode_entry(self.id, h)
-        if e.expired(_now_ms()):
+        if e.expired(self.bb.now_ms()):
             raise NotFound(f"entry {entry_id!r} in scope {self.id!r} has expired")
         return e
 
@@ -278,7 +273,7 @@ class Scope:
             for i in ids:
                 pipe.hgetall(self.keys.entry(i))
             hashes = await pipe.execute()
-        now = _now_ms()
+        now = self.bb.now_ms()
         out: list[Entry | None] = []
         for h in hashes:
             e = decode_entry(self.id, h) if h else None
@@ -295,7 +290,7 @@ class Scope:
 
     async def count(self) -> int:
         """Live entries (expired ones not yet swept are not counted). O(log n)."""
-        now = _now_ms()
+        now = self.bb.now_ms()
         async with self.bb.client.pipeline(transaction=False) as pipe:
             pipe.zcard(self.keys.ix)
             pipe.zcount(self.keys.exp, "-inf", now)
@@ -307,7 +302,7 @@ class Scope:
 
         Entries expired but not yet swept are subtracted (O(those entries)).
         """
-        now = _now_ms()
+        now = self.bb.now_ms()
         async with self.bb.client.pipeline(transaction=False) as pipe:
             pipe.hgetall(self.keys.tags)
             pipe.zrangebyscore(self.keys.exp, "-inf", now)

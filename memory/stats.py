@@ -18,7 +18,6 @@ Strength distribution, from the ``evict`` zset alone:
 from __future__ import annotations
 
 import math
-import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -93,7 +92,7 @@ async def scope_stats(bb: Blackboard, scope_ids: Sequence[str]) -> list[ScopeSta
     """Stats of each scope, in order; O(scopes + tags) Redis work, two round trips."""
     if not scope_ids:
         return []
-    now = int(time.time() * 1000)
+    now = bb.now_ms()
     keys = [bb.scope(s).keys for s in scope_ids]
     async with bb.client.pipeline(transaction=False) as pipe:
         for k in keys:

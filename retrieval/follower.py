@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import time
 from collections import defaultdict
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, replace
@@ -304,7 +303,7 @@ class IndexFollower:
                     for eid in reread[s]:
                         pipe.hgetall(k.entry(eid))
                 hashes = iter(await pipe.execute())
-            now = int(time.time() * 1000)
+            now = self.bb.now_ms()
             ups: list[Entry] = []
             for s in scopes:
                 for eid in reread[s]:

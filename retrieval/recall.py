@@ -117,7 +117,8 @@ class Retriever:
         # Copies made by dataflow edges (working -> stm keeps the steps) hold the same
         # content as their origin: ask for more, then keep one hit per origin.
         wide = q.model_copy(update={"max_results": q.max_results * 3})
-        hits = collapse_copies(self.engine.search(wide, names))[: q.max_results]
+        now = self.bb.now_ms()  # decay and recency on the clock the entries were stamped with
+        hits = collapse_copies(self.engine.search(wide, names, now))[: q.max_results]
         if q.explain:
             for h in hits:
                 log.info("recall %r: %s", q.query, h.explain())

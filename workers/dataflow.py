@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import time
 from collections import defaultdict
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
@@ -204,7 +203,7 @@ class DataflowRunner:
             size, head, inflight = await pipe.execute()
         if not size:
             return False
-        now = time.time()
+        now = self.bb.now_ms() / 1000  # item stamps are on the Redis clock
         if now < self._retry_at.get(key, 0.0):
             return False  # backing off after a failed attempt
         oldest = BufferItem.decode(head).at / 1000
@@ -213,7 +212,7 @@ class DataflowRunner:
         if not inflight and not edge.trigger.fires(int(size), max(0.0, now - oldest), since):
             return False
         await self._fire(part, key, edge, target, max_batch(edge))
-        self._last_fire[key] = time.time()
+        self._last_fire[key] = self.bb.now_ms() / 1000
         return int(size) > max_batch(edge)
 
     async def _fire(
@@ -238,7 +237,7 @@ class DataflowRunner:
             self._failures[fkey] += 1
             if self._failures[fkey] < self.max_failures:
                 delay = 0.25 * 2 ** self._failures[fkey]
-                self._retry_at[key] = time.time() + delay
+                self._retry_at[key] = self.bb.now_ms() / 1000 + delay
                 log.warning(
                     "edge %s -> %s failed (%s); retry in %.1fs", edge.id, target, exc, delay
                 )

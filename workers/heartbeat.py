@@ -10,7 +10,6 @@ from __future__ import annotations
 import json
 import os
 import socket
-import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
@@ -42,10 +41,10 @@ class Heartbeat:
     interval_ms: int
 
     def __post_init__(self) -> None:
-        self.started_at = int(time.time() * 1000)
+        self.started_at = self.bb.now_ms()
 
     async def beat(self, partitions: set[int], counters: Mapping[str, int]) -> None:
-        now = int(time.time() * 1000)
+        now = self.bb.now_ms()  # the Redis clock: workers on other machines compare it
         key = K.worker(self.worker_id)
         async with self.bb.client.pipeline(transaction=False) as pipe:
             pipe.hset(
@@ -75,7 +74,7 @@ class Heartbeat:
 
 async def live_workers(bb: Blackboard, role: str, interval_ms: int) -> int:
     """Workers of ``role`` that beat within three intervals (stale ones are pruned)."""
-    now = int(time.time() * 1000)
+    now = bb.now_ms()
     key = K.workers_of(role)
     async with bb.client.pipeline(transaction=False) as pipe:
         pipe.zremrangebyscore(key, "-inf", now - 3 * interval_ms)

@@ -8,7 +8,6 @@ that reports what it would do. Jobs are scheduled by APScheduler's asyncio sched
 from __future__ import annotations
 
 import logging
-import time
 from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass, field
 
@@ -72,7 +71,7 @@ class Maintenance:
 
     async def prune(self, partition: int, dry_run: bool = False) -> JobReport:
         """Evict entries whose decayed strength crossed the threshold: O(evicted)."""
-        now = int(time.time() * 1000)
+        now = self.bb.now_ms()
         due = await self.bb.client.zrangebyscore(PartitionKeys(partition).prune, "-inf", now)
         return await self._per_scope(
             "prune", partition, [d.decode() for d in due], "decay", dry_run
