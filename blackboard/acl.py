@@ -171,10 +171,10 @@ class AclAdmin:
         """Run an ACL command on every node (ACLs are per node, also on a cluster)."""
         try:
             if self.bb.cluster:
-                from redis.asyncio.cluster import RedisCluster
-
+                # The node list, not the ALL_NODES flag: redis-py 8 resolves a flag only for
+                # commands it knows, and raises "Missing key" for ACL subcommands.
                 return await self.bb.client.execute_command(
-                    *args, target_nodes=RedisCluster.ALL_NODES
+                    *args, target_nodes=self.bb.client.get_nodes()
                 )
             return await self.bb.client.execute_command(*args)
         except rexc.NoPermissionError as exc:
@@ -251,7 +251,9 @@ class AclAdmin:
             user = AGENT_USER_PREFIX + a
             enabled = False
             if user in users:
-                info: Any = await self.bb.client.execute_command("ACL", "GETUSER", user)
+                info: Any = await self._on_all_nodes("ACL", "GETUSER", user)
+                if isinstance(info, dict) and self.bb.cluster:  # per-node replies
+                    info = next(iter(info.values()))
                 if isinstance(info, dict):
                     flags: Any = info.get(b"flags", info.get("flags")) or []
                 else:
@@ -273,10 +275,8 @@ class AclAdmin:
         """SCRIPT LOAD every script (on every primary of a cluster); their count."""
         for s in SCRIPTS.all():
             if self.bb.cluster:
-                from redis.asyncio.cluster import RedisCluster
-
                 await self.bb.client.execute_command(
-                    "SCRIPT", "LOAD", s.source, target_nodes=RedisCluster.PRIMARIES
+                    "SCRIPT", "LOAD", s.source, target_nodes=self.bb.client.get_primaries()
                 )
             else:
                 await self.bb.client.script_load(s.source)

@@ -66,6 +66,26 @@ def _client_kwargs(s: ClientSettings) -> dict[str, Any]:
     }
 
 
+async def _is_cluster(probe: Any) -> bool:
+    """Whether the server runs in cluster mode. INFO for the service; a confined agent may
+    not run INFO but may run CLUSTER SLOTS (cluster clients need it), which a server without
+    cluster support refuses with an error that says so."""
+    try:
+        info = await probe.info("cluster")
+        return bool(info.get("cluster_enabled"))
+    except rexc.NoPermissionError:
+        pass
+    try:
+        await probe.execute_command("CLUSTER", "SLOTS")
+    except rexc.NoPermissionError:
+        return False
+    except rexc.ResponseError as exc:
+        if "cluster support disabled" in str(exc).lower():
+            return False
+        raise
+    return True
+
+
 class _Connect:
     """Awaitable that also works as ``async with`` (closing the blackboard on exit)."""
 
@@ -145,10 +165,7 @@ class Blackboard:
             if is_cluster is None:
                 probe: Any = aredis.Redis.from_url(s.redis_url, **kw)
                 try:
-                    info = await probe.info("cluster")
-                    is_cluster = bool(info.get("cluster_enabled"))
-                except rexc.NoPermissionError:
-                    is_cluster = False
+                    is_cluster = await _is_cluster(probe)
                 except (rexc.ConnectionError, rexc.TimeoutError, OSError) as exc:
                     raise ServerUnavailable(f"cannot reach Redis at {s.redis_url}: {exc}") from exc
                 finally:
