@@ -29,7 +29,7 @@ from .errors import (
 __all__ = ["SCRIPTS", "Script", "load_script", "raise_for_script_error", "run_script"]
 
 _LIB = "_lib.lua"
-_WITH_LIB = ("write", "update", "delete", "expire", "reinforce", "prune")
+_WITH_LIB = ("write", "update", "delete", "expire", "reinforce", "prune", "reschedule")
 _STANDALONE = (
     "dlq",
     "claim",

@@ -1,4 +1,5 @@
-"""The maintenance role: TTL sweep, decay pruning, capacity, dedupe, reindex, bus trimming.
+"""The maintenance role: TTL sweep, decay pruning, capacity, dedupe, reindex, bus trimming,
+schedule repair.
 
 Each job runs per partition under a job lease whose TTL is the job's interval, so among N
 maintenance workers each partition's job runs once per interval. Every job has a dry run
@@ -28,7 +29,7 @@ __all__ = ["JOBS", "JobReport", "Maintenance"]
 
 log = logging.getLogger(__name__)
 
-JOBS = ("sweep", "prune", "capacity", "dedupe", "reindex", "trim")
+JOBS = ("sweep", "prune", "capacity", "dedupe", "reindex", "trim", "reschedule")
 
 
 @dataclass(frozen=True, slots=True)
@@ -83,6 +84,20 @@ class Maintenance:
             s.decode() for s in await self.bb.client.smembers(PartitionKeys(partition).scopes)
         ]
         return await self._per_scope("capacity", partition, scopes, "capacity", dry_run)
+
+    async def reschedule(self, partition: int, dry_run: bool = False) -> JobReport:
+        """Put every scope of the partition back in the ttl / prune schedules where its own
+        indexes say it is due (an agent may move another scope's place: see
+        ``reschedule.lua``). O(scopes); counts the places changed."""
+        counts: dict[str, int] = {}
+        for scope_id in await self._scopes(partition):
+            sk = self.bb.scope_keys(scope_id)
+            ttl, prune = await run_script(
+                self.bb.client, "reschedule", sk.script_keys(), [scope_id, "1" if dry_run else "0"]
+            )
+            if int(ttl) + int(prune):
+                counts[scope_id] = int(ttl) + int(prune)
+        return JobReport("reschedule", partition, dry_run, counts)
 
     async def _per_scope(
         self, job: str, partition: int, scopes: list[str], mode: str, dry_run: bool
@@ -184,6 +199,7 @@ class Maintenance:
             "dedupe": s.dedupe_every_s,
             "reindex": s.reindex_every_s,
             "trim": s.trim_every_s,
+            "reschedule": s.reschedule_every_s,
         }[job]
 
     async def run_job(self, job: str, dry_run: bool = False) -> list[JobReport]:

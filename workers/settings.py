@@ -48,6 +48,8 @@ class WorkerSettings:
     trim_every_s: float = 30.0
     dedupe_every_s: float = 120.0
     reindex_every_s: float = 60.0
+    #: Schedule repair: bounds how long an agent's tampering delays another scope's sweep.
+    reschedule_every_s: float = 300.0
     # optional LLM path of the transformers (an OpenAI-compatible endpoint)
     llm_base_url: str | None = None
     llm_model: str | None = None
