@@ -39,6 +39,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 sys.path.insert(0, str(Path(__file__).resolve().parent))  # cpu_budget beside this script
 
 from cpu_budget import cpu_budget, cpu_seconds
+from drain import drain_rate, sample_until_done
 
 from blackboard import Blackboard, WriteRequest
 from blackboard import keys as K
@@ -119,74 +120,6 @@ async def _consolidated(bb: Blackboard) -> int:
     return n
 
 
-async def _idle(bb: Blackboard) -> bool:
-    """Every event consumed and acked, no buffered or in-flight batch left."""
-    for p in range(bb.partitions):
-        pk = PartitionKeys(p)
-        async with bb.client.pipeline(transaction=False) as pipe:
-            pipe.scard(pk.pendings)
-            pipe.hlen(pk.inflight)
-            pipe.xinfo_groups(pk.bus)
-            bufs, inflight, groups = await pipe.execute()
-        if bufs or inflight:
-            return False
-        for g in groups:
-            if int(g["pending"]) or g.get("lag") not in (0, None):
-                return False
-    return True
-
-
-async def _remaining(bb: Blackboard, group: str) -> tuple[int, int]:
-    """Events of ``group`` (not yet consumed, not yet consolidated): undelivered + unacked,
-    plus, for the second, the items still in the edge buffers. Two round trips whatever
-    the number of partitions and buffers: the sampler must not steal the CPU it measures."""
-    parts = [PartitionKeys(p) for p in range(bb.partitions)]
-    async with bb.client.pipeline(transaction=False) as pipe:
-        for pk in parts:
-            pipe.xinfo_groups(pk.bus)
-            pipe.smembers(pk.pendings)
-        replies = await pipe.execute()
-    unconsumed = 0
-    buffers: list[bytes] = []
-    for groups, bufs in zip(replies[::2], replies[1::2], strict=True):
-        for g in groups:
-            name = g["name"].decode() if isinstance(g["name"], bytes) else g["name"]
-            if name == group:
-                unconsumed += int(g["pending"]) + int(g.get("lag") or 0)
-        buffers += bufs
-    async with bb.client.pipeline(transaction=False) as pipe:
-        for buf in buffers:
-            pipe.llen(buf)
-        buffered = sum(int(n) for n in await pipe.execute())
-    return unconsumed, unconsumed + buffered
-
-
-Sample = tuple[float, int, int]  # (perf_counter s, unconsumed, unconsolidated)
-
-
-def drain_rate(samples: list[Sample], n: int) -> float:
-    """Events/s from the first sample in which consumption had begun (taking the sample
-    before it: the slower reading) to the first in which nothing was left."""
-    start = next(i for i, (_, unconsumed, _) in enumerate(samples) if unconsumed < n)
-    end = next(t for t, _, left in samples if left == 0)
-    return n / (end - samples[max(0, start - 1)][0])
-
-
-async def _sample_until_done(bb: Blackboard, group: str, timeout_s: float) -> list[Sample]:
-    """Sample every 50 ms until nothing is left (cheap: the bench must not steal the CPU
-    it measures)."""
-    t0 = time.perf_counter()
-    samples: list[Sample] = []
-    while True:
-        unconsumed, left = await _remaining(bb, group)
-        samples.append((time.perf_counter(), unconsumed, left))
-        if left == 0 and await _idle(bb):
-            return samples
-        if time.perf_counter() - t0 > timeout_s:
-            raise RuntimeError(f"{left} events left after {timeout_s:.0f} s")
-        await asyncio.sleep(0.05)
-
-
 async def run_workers(url: str, n: int, procs: int) -> dict[str, Any]:
     _reset(url)
     async with Blackboard.connect(url, partitions=PARTITIONS) as bb:
@@ -240,7 +173,7 @@ async def run_workers(url: str, n: int, procs: int) -> dict[str, Any]:
             t0 = time.perf_counter()
             cpu0 = await cpu_seconds(bb, ps)
             try:
-                samples = await _sample_until_done(bb, "summarize", 600)
+                samples = await sample_until_done(bb, "summarize", 600)
             except RuntimeError as exc:
                 raise RuntimeError(f"{exc}; worker logs: {[f.name for f in logs]}") from None
             cpu1 = await cpu_seconds(bb, ps)
@@ -340,9 +273,23 @@ async def bench(url: str, n: int, repeat: int) -> dict[str, Any]:
         }
         for r, a, b in zip(runs["raw"], runs["w1"], runs["w2"], strict=True)
     ]
+    # What two workers could reach here if every CPU were busy at the CPU cost per event
+    # they measured (workers + Redis + this sampler), over the one worker of the same
+    # repeat: where the target sits against the machine, not a result.
+    cpus = os.cpu_count() or 1
+    ceiling = [
+        cpus
+        / (b["workers_us_per_event"] + b["redis_us_per_event"] + b["bench_us_per_event"])
+        * 1e6
+        / a["events_per_s"]
+        for a, b in zip(runs["w1"], runs["w2"], strict=True)
+        if b.get("workers_us_per_event") is not None
+    ]
     return {
         "events": n,
         "repeat": repeat,
+        "cpus": cpus,
+        "two_workers_vs_one_ceiling": ceiling,
         "runs": runs,
         "median_events_per_s": med,
         "ratios": ratios,
@@ -365,7 +312,8 @@ def main() -> int:
     c = Console(width=max(120, Console().width))
     t = Table(title=f"summarize edge, {args.events} events, {args.repeat} runs (median, range)")
     cols = ("mode", "drain events/s", "range", "from first lease, s", "CPU us/event: workers",
-            "Redis", "bench", f"CPUs busy (of {os.cpu_count()})")  # fmt: skip
+            "Redis", "bench", f"CPUs busy (of {os.cpu_count()})",
+            "Redis waits for a CPU")  # fmt: skip
     for col in cols:
         t.add_column(col, justify="left" if col == "mode" else "right")
 
@@ -384,6 +332,7 @@ def main() -> int:
             med(v, "redis_us_per_event", ".0f"),
             med(v, "bench_us_per_event", ".0f"),
             med(v, "cpus_busy", ".2f"),
+            med(v, "redis_runqueue_share", ".0%"),
         )
     c.print(t)
     for name, target in res["targets"].items():
@@ -391,6 +340,11 @@ def main() -> int:
         rng = [x[name] for x in res["per_run_ratios"]]
         ok = "[green]met[/]" if got >= target else "[red]missed[/]"
         c.print(f"{name}: {got:.2f} (runs {min(rng):.2f}-{max(rng):.2f}; target >= {target}) {ok}")
+    if ceil := res["two_workers_vs_one_ceiling"]:
+        c.print(
+            f"two_workers_vs_one if all {res['cpus']} CPUs were busy at the measured CPU per "
+            f"event: {statistics.median(ceil):.2f} (runs {min(ceil):.2f}-{max(ceil):.2f})"
+        )
     return 0
 
 

@@ -11,7 +11,7 @@ import subprocess
 import time
 from typing import Any
 
-__all__ = ["cpu_budget", "cpu_seconds"]
+__all__ = ["cpu_budget", "cpu_seconds", "runqueue_wait"]
 
 
 def process_cpu(pid: int) -> float | None:
@@ -24,14 +24,31 @@ def process_cpu(pid: int) -> float | None:
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
+def runqueue_wait(pid: int) -> float | None:
+    """Seconds the process's threads have spent runnable but waiting for a CPU, from
+    /proc/<pid>/task/*/schedstat (None where that is not readable: another host, no
+    schedstats)."""
+    try:
+        total = 0
+        for tid in os.listdir(f"/proc/{pid}/task"):
+            with open(f"/proc/{pid}/task/{tid}/schedstat") as f:
+                total += int(f.read().split()[1])
+    except (OSError, IndexError, ValueError):
+        return None
+    return total / 1e9
+
+
 async def cpu_seconds(bb: Any, ps: list[subprocess.Popen[bytes]]) -> dict[str, float | None]:
-    """CPU seconds so far of the workers (summed), Redis (INFO cpu) and this process."""
+    """CPU seconds so far of the workers (summed), Redis (INFO cpu) and this process, and
+    the seconds Redis has waited for a CPU (when it runs on this machine)."""
     info = await bb.client.info("cpu")
+    pid = (await bb.client.info("server")).get("process_id")
     per_worker = [process_cpu(p.pid) for p in ps]
     return {
         "workers": None if None in per_worker else sum(c for c in per_worker if c is not None),
         "redis": float(info["used_cpu_user"]) + float(info["used_cpu_sys"]),
         "bench": time.process_time(),
+        "redis_runqueue": runqueue_wait(int(pid)) if pid is not None else None,
     }
 
 
@@ -49,4 +66,8 @@ def cpu_budget(
         out[f"{k}_us_per_event"] = None if used is None else used / n * 1e6
         busy += used or 0.0
     out["cpus_busy"] = busy / wall
+    # Redis is single-threaded: while it waits for a CPU (the cores taken by the workers),
+    # every client waits for its replies, and a core may sit idle meanwhile.
+    a, b = before.get("redis_runqueue"), after.get("redis_runqueue")
+    out["redis_runqueue_share"] = None if a is None or b is None else (b - a) / wall
     return out
