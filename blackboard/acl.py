@@ -180,6 +180,13 @@ class AclAdmin:
         except rexc.NoPermissionError as exc:
             raise AccessDenied(f"managing ACL users needs an admin Redis user: {exc}") from exc
 
+    async def _on_one_node(self, *args: Any) -> Any:
+        """An ACL command's reply from one node (every node holds the same users)."""
+        got = await self._on_all_nodes(*args)
+        if isinstance(got, dict) and self.bb.cluster:  # per-node replies
+            return next(iter(got.values()), None)
+        return got
+
     async def _user_exists(self, username: str) -> bool:
         got = await self._on_all_nodes("ACL", "GETUSER", username)
         if isinstance(got, dict) and self.bb.cluster:  # per-node replies
@@ -240,9 +247,7 @@ class AclAdmin:
         """Every agent with a recorded grant or an existing ``bb-agent-*`` user."""
         recorded = {_s(k): tuple(json.loads(v))
                     for k, v in (await self.bb.client.hgetall(K.ACL_AGENTS)).items()}
-        names = await self._on_all_nodes("ACL", "USERS")
-        if isinstance(names, dict):
-            names = next(iter(names.values()), None)
+        names = await self._on_one_node("ACL", "USERS")
         users = {_s(n) for n in names or ()}
         agents = set(recorded) | {u[len(AGENT_USER_PREFIX):] for u in users
                                   if u.startswith(AGENT_USER_PREFIX)}
@@ -251,9 +256,7 @@ class AclAdmin:
             user = AGENT_USER_PREFIX + a
             enabled = False
             if user in users:
-                info: Any = await self._on_all_nodes("ACL", "GETUSER", user)
-                if isinstance(info, dict) and self.bb.cluster:  # per-node replies
-                    info = next(iter(info.values()))
+                info: Any = await self._on_one_node("ACL", "GETUSER", user)
                 if isinstance(info, dict):
                     flags: Any = info.get(b"flags", info.get("flags")) or []
                 else:

@@ -24,7 +24,7 @@ local function place(key, index, wanted)
   end
   local got = redis.call('ZSCORE', key, scope)
   if due == nil then
-    if got == false or got == nil then return 0 end
+    if not got then return 0 end
     if not dry then redis.call('ZREM', key, scope) end
     return 1
   end

@@ -60,6 +60,8 @@ async def test_grant_reaches_every_node_and_confines_the_agent(
             else:
                 raise AssertionError(f"attack #{i} allowed: {got!r:.200}")
         assert (await bs.get(secret.id)).value == {"secret": "b"}
+        listed = {u.agent: (u.teams, u.enabled, u.exists) for u in await admin.list()}
+        assert listed == {"a": (("t",), True, True), "b": ((), True, True)}
         # every node knows the user, with the same rules
         for node in cluster.nodes:
             r = redis.Redis(port=node.port)
