@@ -131,6 +131,35 @@ class PartitionKeys:
         """Hash with the enforced limits of a scope (read by the write script)."""
         return f"{self.base}:cfg:{scope_id}"
 
+    @property
+    def inbox(self) -> str:
+        """List of content events (``<scope>|<entry id>|<version>``) the mutation scripts
+        push; agents may only RPUSH it. The relay moves them, verified, to the bus."""
+        return f"{self.base}:inbox"
+
+    @property
+    def relaying(self) -> str:
+        """List: inbox items the relay has taken (BLMOVE) and not yet moved to the bus."""
+        return f"{self.base}:relaying"
+
+    @property
+    def retired(self) -> str:
+        """Set of ``<scope>|<entry id>`` evicted or expired for readers but kept for the
+        dataflow until every edge has consolidated them (agents may only SADD it)."""
+        return f"{self.base}:retired"
+
+    @property
+    def flowmark(self) -> str:
+        """String: the bus id every consumer group has taken in (the trim point); an
+        entry whose last event is below it and holds no buffer item can be deleted."""
+        return f"{self.base}:flowmark"
+
+    @property
+    def edges_version(self) -> str:
+        """Counter bumped on every edge install, update or removal: a buffering worker
+        that matched events against an older edge set reloads and matches again."""
+        return f"{self.base}:edgesv"
+
 
 @dataclass(frozen=True, slots=True)
 class ScopeKeys:
