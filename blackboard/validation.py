@@ -23,6 +23,7 @@ from .errors import (
     InvalidTag,
     InvalidValue,
 )
+from .keys import ENTRY, TAG
 
 __all__ = [
     "DEFAULT_MAX_ENTRY_BYTES",
@@ -31,6 +32,7 @@ __all__ = [
     "MAX_SCOPE_LEN",
     "MAX_TAGS",
     "MAX_TAG_LEN",
+    "RESERVED_SEGMENTS",
     "check_importance",
     "check_ttl",
     "encode_json",
@@ -48,6 +50,13 @@ MAX_DEPTH = 32
 DEFAULT_MAX_ENTRY_BYTES = 1 << 20
 
 _SCOPE_RE = re.compile(r"[A-Za-z0-9_.-]+(?::[A-Za-z0-9_.-]+)*")
+# A scope's keys are ``<prefix of scope>:<suffix>``; the only suffixes holding a ':' are
+# ``e:<entry id>`` and ``tag:<tag>`` (keys.ENTRY, keys.TAG). So the keys of a scope ``S:R``
+# can equal a key of scope ``S`` only when R starts with the segment ``e`` or ``tag``
+# (``S:tag:t`` has ``S:tag:t:ix``, the tag set ``t:ix`` of ``S``). Refusing those two
+# segments anywhere makes every (scope, suffix) key distinct; tests/blackboard/
+# test_validation.py proves it over generated scopes, tags and entry ids.
+RESERVED_SEGMENTS = frozenset({ENTRY.rstrip(":"), TAG.rstrip(":")})
 # Tags may hold any printable character except those that are special in key names or
 # ACL glob patterns; ':' is allowed (``action_type:search``).
 _TAG_BAD = re.compile(r"[\s\x00-\x1f\x7f-\x9f{}*?\[\]\\]")
@@ -63,6 +72,12 @@ def validate_scope(scope_id: object) -> str:
     if not _SCOPE_RE.fullmatch(scope_id):
         raise InvalidScope(
             f"scope id {scope_id!r:.80} must be segments of [A-Za-z0-9_.-] separated by ':'"
+        )
+    reserved = RESERVED_SEGMENTS.intersection(scope_id.split(":"))
+    if reserved:
+        raise InvalidScope(
+            f"scope id {scope_id!r:.80} has the segment {min(reserved)!r}, reserved for the "
+            "keys of entries and tags (a scope with it would share keys with another)"
         )
     return scope_id
 

@@ -7,8 +7,9 @@ rejected call that wrote anything at all fails.
 from __future__ import annotations
 
 import asyncio
+import itertools
 import math
-from collections.abc import Callable, Coroutine, Iterator
+from collections.abc import Callable, Coroutine, Iterable, Iterator
 from typing import Any
 
 import pytest
@@ -332,3 +333,102 @@ def test_valid_input_round_trips(
     assert got.key == key
     if key is not None:
         assert h.run(h.scope.get_by_key(key)).id == e.id
+
+
+# -- scope ids cannot collide with another scope's keys ------------------------------------
+
+# Segments and tags drawn from the words that make up key suffixes, so generated scopes do
+# try ``S:e:<id>`` and ``S:tag:<t>``; the reserved words must be refused for that to hold.
+_WORDS = ["a", "b", "e", "tag", "ix", "tags", "keys", "exp", "evict", "feed", "cfg", "s"]
+_segment = st.one_of(st.sampled_from(_WORDS), st.text("abetgix_.-", min_size=1, max_size=4))
+_scope_like = st.lists(_segment, min_size=1, max_size=5).map(":".join)
+_tag_like = st.one_of(st.lists(_segment, min_size=1, max_size=4).map(":".join), good_tag)
+_id_like = st.one_of(st.sampled_from(_WORDS), st.from_regex(r"[0-9A-Za-z_-]{1,8}", fullmatch=True))
+
+
+def _valid(check: Callable[[Any], Any], value: Any) -> bool:
+    try:
+        check(value)
+    except InvalidArgument:
+        return False
+    return True
+
+
+def _keys_of(scope: str, tags: set[str], ids: set[str]) -> dict[str, tuple[str, str]]:
+    """Every key the scope owns (in partition 0: the worst case, all scopes share it)."""
+    from blackboard.keys import PartitionKeys, ScopeKeys
+
+    sk = ScopeKeys(scope, 0)
+    out = {k: (scope, name) for name, k in [
+        ("ix", sk.ix), ("tags", sk.tags), ("keys", sk.keys), ("exp", sk.exp),
+        ("evict", sk.evict), ("feed", sk.feed), ("cfg", sk.cfg),
+    ]}
+    out |= {sk.entry(i): (scope, f"entry {i}") for i in ids}
+    out |= {sk.tag_set(t): (scope, f"tag {t}") for t in tags}
+    part = PartitionKeys(0)
+    shared = [part.bus, part.dlq, part.scopes, part.ttl, part.prune, part.pendings,
+              part.inflight, part.inbox, part.relaying, part.retired, part.flowmark,
+              part.edges_version]
+    assert not out.keys() & set(shared), (scope, out.keys() & set(shared))
+    return out
+
+
+def _assert_injective(scopes: Iterable[str], tags: Iterable[str], ids: Iterable[str]) -> int:
+    from blackboard.ids import is_entry_id
+    from blackboard.validation import validate_scope, validate_tag
+
+    good_tags = {t for t in tags if _valid(validate_tag, t)}
+    good_ids = {i for i in ids if is_entry_id(i)}
+    owner: dict[str, tuple[str, str]] = {}
+    for scope in {s for s in scopes if _valid(validate_scope, s)}:
+        for key, what in _keys_of(scope, good_tags, good_ids).items():
+            assert owner.setdefault(key, what) == what, f"{key}: {owner[key]} and {what}"
+    return len(owner)
+
+
+def test_no_two_valid_scopes_share_a_key_exhaustively() -> None:
+    """Every scope of up to 4 segments, every tag of up to 3 and every entry id drawn from
+    the words key suffixes are made of: each key has one owner."""
+    words = ["a", "e", "tag", "ix", "feed"]
+    joins = [":".join(p) for n in range(1, 5) for p in itertools.product(words, repeat=n)]
+    assert _assert_injective(joins, [j for j in joins if j.count(":") < 3], words) > 10_000
+
+
+@settings(max_examples=200, deadline=None)
+@given(parts=st.lists(_scope_like, min_size=2, max_size=4, unique=True),
+       tags=st.sets(_tag_like, max_size=6), ids=st.sets(_id_like, max_size=6))
+def test_no_two_valid_scopes_share_a_key(parts: list[str], tags: set[str], ids: set[str]) -> None:
+    # Nest the drawn scopes in one another (``S:R``) and make tags of their tails, so the
+    # shapes that could collide are drawn, not left to chance.
+    scopes = set(parts) | {f"{a}:{b}" for a in parts for b in parts}
+    tails = {f"{b}:{w}" for b in parts for w in _WORDS}
+    _assert_injective(scopes, tags | tails | set(parts), ids)
+
+
+def test_the_reserved_segments_are_what_prevents_a_collision() -> None:
+    """Without the rule the issue's example collides: so the test above can fail."""
+    from blackboard.keys import ScopeKeys
+    from blackboard.validation import RESERVED_SEGMENTS, validate_scope
+
+    assert set(RESERVED_SEGMENTS) == {"e", "tag"}
+    base, nested = ScopeKeys("agent:x:working", 0), ScopeKeys("agent:x:working:tag:t", 0)
+    assert nested.ix == base.tag_set("t:ix")
+    assert ScopeKeys("agent:x:working:e", 0).feed == base.entry("feed")
+    for bad in ["agent:x:working:tag:t", "agent:x:working:e", "agent:x:e:working", "tag:x",
+                "e"]:
+        with pytest.raises(InvalidScope, match="reserved"):
+            validate_scope(bad)
+    for ok in ["agent:x:working", "agent:tag1:e2", "agent:x:E", "agent:x:Tag", "collective"]:
+        assert validate_scope(ok) == ok
+
+
+def test_every_named_scope_is_still_valid() -> None:
+    from memory.levels import MemoryLevel
+    from memory.naming import COLLECTIVE, agent_scopes, parse_scope, team_scope
+
+    names = [*agent_scopes("a1"), team_scope("t1"), COLLECTIVE,
+             *(team_scope("t1", lvl) for lvl in MemoryLevel)]
+    for name in names:
+        assert parse_scope(name).scope_id == name
+    with pytest.raises(InvalidScope):
+        agent_scopes("tag")
