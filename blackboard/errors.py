@@ -19,6 +19,7 @@ __all__ = [
     "InvalidTag",
     "InvalidValue",
     "NotFound",
+    "ScopeDamaged",
     "ScopeFull",
     "ServerUnavailable",
     "VersionConflict",
@@ -87,6 +88,11 @@ class NotFound(BlackboardError, KeyError):
 
 class ConfigMismatch(BlackboardError):
     """The client's configuration disagrees with the one pinned in Redis (e.g. partitions)."""
+
+
+class ScopeDamaged(BlackboardError):
+    """A scope's keys were changed outside the scripts (a key of the wrong type, a feed with
+    no room for new ids): the call wrote nothing. ``blackboard check --repair`` mends it."""
 
 
 class AccessDenied(BlackboardError, PermissionError):

@@ -45,9 +45,17 @@ def _key_prefix(bb: Blackboard, partition: int, scope: str) -> str:
 
 
 async def fetch_entries(
-    bb: Blackboard, partition: int, refs: Sequence[EntryRef], *, skip_invalid: bool = False
+    bb: Blackboard,
+    partition: int,
+    refs: Sequence[EntryRef],
+    *,
+    skip_invalid: bool = False,
+    retained: bool = False,
 ) -> list[Entry | None]:
     """The live entries ``refs`` name, in order; None for a missing or expired one.
+
+    ``retained``: the dataflow's view — also entries that expired or were evicted (retired)
+    and are kept until every edge has consolidated them.
 
     Every ref must name a valid scope of ``partition`` and a valid entry id (their keys
     share the partition's slot, which a single script call needs on a cluster); anything
@@ -79,7 +87,8 @@ async def fetch_entries(
     valid = [k for k in keys if k is not None]
     if not valid:
         return [None] * len(keys)
-    rows = iter(await run_script(bb.client, "get_entries", valid, list(ENTRY_FIELDS)))
+    fields = [*ENTRY_FIELDS, "retired"]
+    rows = iter(await run_script(bb.client, "get_entries", valid, fields))
     now = bb.now_ms()
     out: list[Entry | None] = []
     for ref, key in zip(refs, keys, strict=True):
@@ -87,6 +96,6 @@ async def fetch_entries(
         if not row or row[0] is None:  # invalid ref, or no id: the entry does not exist
             out.append(None)
             continue
-        e = decode_entry_values(ref.scope, row)
-        out.append(None if e.expired(now) else e)
+        e = decode_entry_values(ref.scope, row[:-1])
+        out.append(e if retained or (row[-1] is None and not e.expired(now)) else None)
     return out

@@ -39,6 +39,8 @@ if TYPE_CHECKING:
 __all__ = ["Scope"]
 
 _UNSET: Any = object()
+#: Field of an entry evicted or expired for readers but kept until the dataflow took it in.
+_RETIRED = b"retired"
 
 
 def _check_id(entry_id: object) -> str:
@@ -257,7 +259,7 @@ class Scope:
         """The live entry ``entry_id``; NotFound if it does not exist or has expired."""
         _check_id(entry_id)
         h = await self.bb.client.hgetall(self.keys.entry(entry_id))
-        if not h:
+        if not h or _RETIRED in h:  # retired: evicted or expired, kept for the dataflow only
             raise NotFound(f"no entry {entry_id!r} in scope {self.id!r}")
         e = decode_entry(self.id, h)
         if e.expired(self.bb.now_ms()):
@@ -276,7 +278,7 @@ class Scope:
         now = self.bb.now_ms()
         out: list[Entry | None] = []
         for h in hashes:
-            e = decode_entry(self.id, h) if h else None
+            e = decode_entry(self.id, h) if h and _RETIRED not in h else None
             out.append(None if e is None or e.expired(now) else e)
         return out
 

@@ -1,6 +1,7 @@
 """Lua scripts kept as files beside this module, loaded once and run by SHA.
 
-Each mutation script is sent as ``_lib.lua`` followed by the script file; the header of the
+Each mutation script is sent as ``_flow.lua`` and ``_lib.lua`` followed by the script file
+(the dataflow's service scripts as ``_flow.lua`` and the file); the header of the
 file names its KEYS, ARGV and reply. :func:`raise_for_script_error` turns the error replies
 the scripts define into the matching :mod:`blackboard.errors` exception.
 """
@@ -22,6 +23,7 @@ from .errors import (
     EntryTooLarge,
     InvalidArgument,
     NotFound,
+    ScopeDamaged,
     ScopeFull,
     VersionConflict,
 )
@@ -29,14 +31,15 @@ from .errors import (
 __all__ = ["SCRIPTS", "Script", "load_script", "raise_for_script_error", "run_script"]
 
 _LIB = "_lib.lua"
+_FLOW = "_flow.lua"
 _WITH_LIB = ("write", "update", "delete", "expire", "reinforce", "prune", "reschedule")
+_WITH_FLOW = ("pending_take", "reap", "edge_drop", "relay")
 _STANDALONE = (
     "dlq",
     "claim",
     "lease",
     "buffer",
     "pending_head",
-    "pending_take",
     "get_entries",
     "embed",
 )
@@ -57,11 +60,17 @@ def _read(name: str) -> str:
 
 @cache
 def _load_all() -> dict[str, Script]:
-    lib = _read(_LIB)
+    flow = _read(_FLOW)
+    lib = f"{flow}\n{_read(_LIB)}"
     out: dict[str, Script] = {}
-    for name in _WITH_LIB + _STANDALONE:
+    for name in _WITH_LIB + _WITH_FLOW + _STANDALONE:
         body = _read(f"{name}.lua")
-        source = f"{lib}\n{body}" if name in _WITH_LIB else body
+        if name in _WITH_LIB:
+            source = f"{lib}\n{body}"
+        elif name in _WITH_FLOW:
+            source = f"{flow}\n{body}"
+        else:
+            source = body
         out[name] = Script(name, source, hashlib.sha1(source.encode()).hexdigest())
     return out
 
@@ -77,7 +86,10 @@ class _Scripts:
 SCRIPTS = _Scripts()
 
 _ACL_FAIL = re.compile(r"ACL failure in script|^NOPERM|no permissions to")
-_ERR = re.compile(r"(ENTRY_TOO_LARGE|SCOPE_FULL|VERSION_CONFLICT|NOT_FOUND|BAD_SCOPE)\s*(.*)")
+_ERR = re.compile(
+    r"(ENTRY_TOO_LARGE|SCOPE_FULL|VERSION_CONFLICT|NOT_FOUND|BAD_SCOPE|WRONG_TYPE|FEED_EXHAUSTED)"
+    r"\s*(.*)"
+)
 
 
 def raise_for_script_error(exc: BaseException, entry_id: str = "", scope: str = "") -> None:
@@ -92,6 +104,12 @@ def raise_for_script_error(exc: BaseException, entry_id: str = "", scope: str = 
             raise BlackboardError(f"Redis error: {exc}") from exc
         raise exc
     code, rest = m.group(1), m.group(2).split()
+    if code in ("WRONG_TYPE", "FEED_EXHAUSTED"):
+        what = re.sub(r"\s*script: [0-9a-f]{40}.*$", "", m.group(2))
+        raise ScopeDamaged(
+            f"scope {scope!r} was changed outside the library ({what}); nothing was "
+            "written; run `blackboard check --repair`"
+        ) from None
     if code == "BAD_SCOPE":
         raise InvalidArgument(f"script called with mismatched scope keys: {m.group(2)}") from None
     if code == "ENTRY_TOO_LARGE":

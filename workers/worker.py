@@ -31,6 +31,7 @@ from .indexer import IndexRole, bind_reembed
 from .leases import LeaseSet
 from .maintenance import Maintenance
 from .metrics import MetricsServer, render_metrics
+from .relay import RelayRole
 from .settings import CONSUMING_ROLES, ROLES, WorkerSettings
 from .transform import ROLE_TRANSFORMERS, TransformBridge
 
@@ -62,6 +63,7 @@ class Worker:
         settings: WorkerSettings | None = None,
         worker_id: str | None = None,
         bridge: TransformBridge | None = None,
+        relay: bool | None = None,
     ) -> None:
         if role not in ROLES:
             raise ValueError(f"unknown role {role!r}; roles: {', '.join(ROLES)}, all")
@@ -88,6 +90,13 @@ class Worker:
         self._scheduler: Any = None
         self.maintenance = (
             Maintenance(bb, self.id, self.settings) if role == "maintenance" else None
+        )
+        # One relay per process is enough (``_serve`` gives it to the first consuming role):
+        # it moves the inbox items of this worker's partitions to the buses.
+        self.relay = (
+            RelayRole(bb, self.leases.current)
+            if (role in CONSUMING_ROLES if relay is None else relay)
+            else None
         )
         self.index_role = (
             IndexRole(
@@ -120,6 +129,8 @@ class Worker:
         c = asdict(self.runner.counters)
         c["batches"] = self.batches
         c["partitions"] = len(self.leases.owned)
+        if self.relay is not None:
+            c.update({f"relay_{k}": v for k, v in asdict(self.relay.counters).items()})
         return c
 
     # -- lifecycle ------------------------------------------------------------------------
@@ -133,6 +144,8 @@ class Worker:
         # heartbeat later: workers started together then see each other and split the
         # partitions at once, instead of one taking all and handing half over a tick later.
         await self.heartbeat.beat(set(), self.counters())
+        if self.relay is not None:
+            await self.relay.start()
         if self.index_role is not None:
             await self.index_role.start()
         if self.maintenance is not None:
@@ -164,6 +177,8 @@ class Worker:
     async def stop(self) -> None:
         """Finish the batch in hand, release the leases, remove the heartbeat."""
         self._stopping.set()
+        if self.relay is not None:
+            await self.relay.stop()
         if self.index_role is not None:
             await self.index_role.stop()
         if self._scheduler is not None:
@@ -203,6 +218,8 @@ class Worker:
             await self.heartbeat.beat(self.leases.current(), self.counters())
             # Readers and fire loops follow the new set now, not at their next poll.
             self._readers_changed.set()
+            if self.relay is not None:
+                self.relay.partitions_changed()
             self._fires_changed.set()
 
     async def _lease_loop(self) -> None:
@@ -316,7 +333,8 @@ class Worker:
 async def _serve(url: str, role: str, settings: WorkerSettings, ready: Callable[[], None]) -> None:
     async with Blackboard.connect(url) as bb:
         roles = list(ROLES) if role == "all" else [role]
-        workers = [Worker(bb, r, settings) for r in roles]
+        relaying = next(r for r in [*roles, None] if r is None or r in CONSUMING_ROLES)
+        workers = [Worker(bb, r, settings, relay=r == relaying) for r in roles]
         loop = asyncio.get_running_loop()
         stop = asyncio.Event()
         for sig in (signal.SIGTERM, signal.SIGINT):

@@ -1,4 +1,4 @@
--- _lib.lua: helpers prepended to every mutation script (not a script of its own).
+-- _lib.lua: helpers prepended (after _flow.lua) to every mutation script (not a script of its own).
 --
 -- Declared KEYS are only keys of the scope itself (see ScopeKeys.script_keys). EVALSHA's
 -- key-spec is "RW access update", so Redis ACLs demand read AND write permission on every
@@ -13,7 +13,9 @@
 -- write permission, HMGET only read):
 --   PREFIX .. 'e:' .. id      entry hash
 --   PREFIX .. 'tag:' .. tag   tag set
---   BUS      'bb:{pN}:bus'           partition bus (XADD only)
+--   INBOX    'bb:{pN}:inbox'         content events for the relay (RPUSH only)
+--   RETIRED  'bb:{pN}:retired'       entries kept for the dataflow (SADD only)
+--   'bb:{pN}:flowmark'               bus id every consumer group has passed (GET, in _flow.lua)
 --   CFG      'bb:{pN}:cfg:<scope>'   the scope's enforced limits (HMGET only)
 --   PSCOPES  'bb:{pN}:scopes'        partition scope set (SADD only)
 --   PTTL     'bb:{pN}:ttl'           partition ttl schedule (ZADD/ZREM)
@@ -24,7 +26,8 @@
 local PREFIX = KEYS[1]
 local BASE, SCOPE = string.match(PREFIX, '^([^{}]*{p%d+}):s:([^{}]+):$')
 if not BASE then return redis.error_reply('BAD_SCOPE prefix ' .. tostring(PREFIX)) end
-local BUS = BASE .. ':bus'
+local INBOX = BASE .. ':inbox'
+local RETIRED = BASE .. ':retired'
 local CFG = BASE .. ':cfg:' .. SCOPE
 local PSCOPES = BASE .. ':scopes'
 local PTTL = BASE .. ':ttl'
@@ -83,12 +86,69 @@ local function evict_score(cfg, s, s_at, reinforcements)
   return s_at + math.floor(cfg.decay_tick_ms * math.log(cfg.evict_threshold / s) / math.log(q) + 0.5)
 end
 
+-- Publish an event on the scope's feed. Content events (written, updated) also go to the
+-- partition inbox as '<scope>|<id>|<version>', from which the relay (a service user) builds
+-- the bus event out of the entry itself: an agent may only append to the inbox, so it can
+-- neither trim, block nor reorder the bus, and a forged item cannot say anything the entry
+-- does not. `cver` records the version of the newest content event (reinforce also bumps
+-- `version`, but changes no content the dataflow consumes).
 local function emit(cfg, typ, id, version, tags_json, at, scope)
   local ev = redis.call('XADD', KEYS[7], 'MAXLEN', '~', cfg.feed_maxlen, '*',
     'scope', scope, 'type', typ, 'entry', id, 'version', version, 'tags', tags_json, 'at', at)
-  redis.call('XADD', BUS, '*',
-    'scope', scope, 'type', typ, 'entry', id, 'version', version, 'tags', tags_json, 'at', at)
+  if typ == 'written' or typ == 'updated' then
+    redis.call('RPUSH', INBOX, scope .. '|' .. id .. '|' .. version)
+    redis.call('HSET', KEYS[1] .. 'e:' .. id, 'cver', version)
+  end
   return ev
+end
+
+-- All-or-nothing: Redis never rolls a script back, so every command that could fail after
+-- the first write must be ruled out before it. A confined agent can give its own keys any
+-- type with raw commands, and push its own feed's last id to the maximum.
+local function want_type(key, typ)
+  local got = redis.call('TYPE', key)['ok']
+  if got ~= 'none' and got ~= typ then
+    error({err = 'WRONG_TYPE ' .. key .. ' holds a ' .. got .. ', not a ' .. typ})
+  end
+end
+
+local function want_entry_types(id)
+  local ekey = KEYS[1] .. 'e:' .. id
+  want_type(ekey, 'hash')
+  local t = redis.call('HGET', ekey, 'tags')
+  if t then
+    local ok, tags = pcall(cjson.decode, t)
+    if not ok or type(tags) ~= 'table' then
+      error({err = 'WRONG_TYPE ' .. ekey .. ' has unreadable tags'})
+    end
+    for _, tag in ipairs(tags) do want_type(KEYS[1] .. 'tag:' .. tag, 'set') end
+  end
+end
+
+-- The scope's own index keys, and room for new ids on its feed (XADD '*' fails once the
+-- last id's milliseconds are at the maximum; only raw XADDs with explicit ids get there).
+local function want_scope_types()
+  want_type(KEYS[2], 'zset')
+  want_type(KEYS[3], 'hash')
+  want_type(KEYS[4], 'hash')
+  want_type(KEYS[5], 'zset')
+  want_type(KEYS[6], 'zset')
+  want_type(KEYS[7], 'stream')
+  if redis.call('EXISTS', KEYS[7]) == 1 then
+    local info = redis.call('XINFO', 'STREAM', KEYS[7])
+    for i = 1, #info, 2 do
+      if info[i] == 'last-generated-id' then
+        if string.sub(info[i + 1], 1, 21) == '18446744073709551615-' then
+          error({err = 'FEED_EXHAUSTED ' .. KEYS[7] .. ' has no room for new ids'})
+        end
+        break
+      end
+    end
+  end
+end
+
+local function want_tag_types(tags)
+  for _, tag in ipairs(tags) do want_type(KEYS[1] .. 'tag:' .. tag, 'set') end
 end
 
 local function add_tags(id, tags)
@@ -118,12 +178,20 @@ local function reschedule_ttl(scope)
   else redis.call('ZREM', PTTL, scope) end
 end
 
--- Remove an entry with all its index members and emit `typ` (deleted/expired/evicted).
--- Returns the feed event id, or false when the entry does not exist.
+-- Remove an entry from every index and emit `typ` (deleted/expired/evicted). An entry
+-- evicted or expired while the dataflow still needs it is retired, not deleted: readers
+-- no longer see it, and the hash stays (listed in RETIRED) until every edge has taken it
+-- in and a reaper deletes it. Capacity thus bounds what readers see, never what the
+-- layers above receive. Returns the feed event id, or false when the entry does not exist.
 local function remove_entry(cfg, id, typ, now, scope)
   local ekey = KEYS[1] .. 'e:' .. id
-  local f = redis.call('HMGET', ekey, 'tags', 'key', 'version')
+  local f = redis.call('HMGET', ekey, 'tags', 'key', 'version', 'retired')
   if not f[3] then return false end
+  if f[4] then
+    -- already retired: only an explicit delete has anything left to do
+    if typ == 'deleted' then redis.call('DEL', ekey) end
+    return false
+  end
   remove_tags(id, cjson.decode(f[1]))
   if f[2] and f[2] ~= '' and redis.call('HGET', KEYS[4], f[2]) == id then
     redis.call('HDEL', KEYS[4], f[2])
@@ -131,7 +199,12 @@ local function remove_entry(cfg, id, typ, now, scope)
   redis.call('ZREM', KEYS[2], id)
   redis.call('ZREM', KEYS[5], id)
   redis.call('ZREM', KEYS[6], id)
-  redis.call('DEL', ekey)
+  if typ == 'deleted' or reapable(BASE, ekey) then
+    redis.call('DEL', ekey)
+  else
+    redis.call('HSET', ekey, 'retired', typ, 'retired_at', now)
+    redis.call('SADD', RETIRED, scope .. '|' .. id)
+  end
   return emit(cfg, typ, id, f[3], f[1], now, scope)
 end
 

@@ -3,12 +3,20 @@
 --
 -- KEYS: [1] partition bus, [2] partition pending index (set of buffer keys),
 --   [3..] pending buffers (lists bb:{pN}:pending:<edge>:<target>), all in the bus's slot.
+--   Derived from KEYS[1] (same slot): 'bb:{pN}:edgesv' (edge set version) and each item's
+--   entry hash 'bb:{pN}:s:<scope>:e:<entry id>'.
 -- ARGV: [1] consumer group (role), [2] consumer name, [3] number of events n,
---   [4] lowest and [5] highest stream id of the events, then per event: its stream id, its
---   item count k, then k pairs (buffer index i -> KEYS[2 + i], item '<at ms>|<scope>|<entry id>').
--- Returns: {items appended, events skipped}. An event no longer pending for this consumer
---   (acked, or claimed by another consumer while this one was slow) is skipped whole: only
---   its current owner appends it, so an item is never buffered twice.
+--   [4] lowest and [5] highest stream id of the events, [6] the edge set version the caller
+--   matched the events against, then per event: its stream id, its item count k, then k
+--   pairs (buffer index i -> KEYS[2 + i], item '<at ms>|<scope>|<entry id>').
+-- Returns: {items appended, events skipped}, or {-1, current version} when the edges changed
+--   since the caller loaded them: nothing is appended or acked, and the caller matches again
+--   (so a write that follows an edge install is matched against that edge). An event no
+--   longer pending for this consumer (acked, or claimed by another consumer while this one
+--   was slow) is skipped whole: only its current owner appends it, so an item is never
+--   buffered twice. Each appended item adds one to its entry's `holds`, which keeps an
+--   evicted or expired entry (retired) until the item is consolidated; an item whose entry
+--   is gone (deleted) is not appended.
 -- A crash before this script leaves the events pending (re-delivered, appended once);
 -- after it, they are in the buffers and acked: nothing is lost or appended twice.
 -- Cost: one XPENDING over the batch's id range, one RPUSH per buffer, one SADD, one XACK,
@@ -27,13 +35,17 @@ local function call_chunked(cmd, key, prefix, list)
   end
 end
 
+local base = string.sub(KEYS[1], 1, -5) -- 'bb:{pN}' of 'bb:{pN}:bus'
+local version = redis.call('GET', base .. ':edgesv') or '0'
+if version ~= ARGV[6] then return {-1, version} end
+
 local mine = {}
 for _, row in ipairs(redis.call('XPENDING', KEYS[1], ARGV[1], ARGV[4], ARGV[5], 2147483647, ARGV[2])) do
   mine[row[1]] = true
 end
 
 local n = tonumber(ARGV[3])
-local pos = 6
+local pos = 7
 local skipped = 0
 local acks = {}
 local per_key = {} -- buffer index -> items, in event order
@@ -52,7 +64,13 @@ for _ = 1, n do
         per_key[i] = items
         order[#order + 1] = i
       end
-      items[#items + 1] = ARGV[pos + 2 * j + 1]
+      local item = ARGV[pos + 2 * j + 1]
+      local scope, eid = string.match(item, '^%d+|([^|]+)|(.+)$')
+      local ekey = scope and (base .. ':s:' .. scope .. ':e:' .. eid)
+      if ekey and redis.call('EXISTS', ekey) == 1 then
+        redis.call('HINCRBY', ekey, 'holds', 1)
+        items[#items + 1] = item
+      end
     end
     acks[#acks + 1] = id
   else
@@ -65,9 +83,11 @@ local appended = 0
 local touched = {}
 for _, i in ipairs(order) do
   local key = KEYS[2 + i]
-  call_chunked('RPUSH', key, nil, per_key[i])
-  appended = appended + #per_key[i]
-  touched[#touched + 1] = key
+  if #per_key[i] > 0 then
+    call_chunked('RPUSH', key, nil, per_key[i])
+    appended = appended + #per_key[i]
+    touched[#touched + 1] = key
+  end
 end
 if #touched > 0 then call_chunked('SADD', KEYS[2], nil, touched) end
 if #acks > 0 then call_chunked('XACK', KEYS[1], ARGV[1], acks) end

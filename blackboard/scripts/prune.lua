@@ -3,7 +3,7 @@
 -- publishing `evicted` for each.
 --
 -- KEYS (as _lib.lua): [1] scope prefix, [2] ix, [3] tags, [4] keys, [5] exp, [6] evict,
---   [7] feed; derived from [1] (see _lib.lua): BUS, CFG, PSCOPES, PTTL, PPRUNE,
+--   [7] feed; derived from [1] (see _lib.lua): INBOX, RETIRED, FLOWMARK, CFG, PSCOPES, PTTL, PPRUNE,
 --   prefix..'e:'..id, prefix..'tag:'..tag.
 -- ARGV: [1] scope id, [2] mode ('decay' | 'capacity'), [3] at most this many entries,
 --   [4] dry run ('1' = only count).
@@ -30,6 +30,8 @@ else
   if ARGV[4] == '1' or due == 0 then return {0, due} end
   ids = redis.call('ZRANGE', KEYS[6], 0, math.min(due, limit) - 1)
 end
+want_scope_types()
+for _, id in ipairs(ids) do want_entry_types(id) end
 local n = 0
 for _, id in ipairs(ids) do
   if remove_entry(cfg, id, 'evicted', now, scope) then n = n + 1

@@ -1,7 +1,7 @@
 -- reinforce.lua: boost an entry's strength (memory-pool reinforcement) and slow its decay.
 --
 -- KEYS (as _lib.lua): [1] scope prefix, [2] ix, [3] tags, [4] keys, [5] exp, [6] evict,
---   [7] feed; derived from [1] (see _lib.lua): BUS, CFG, PSCOPES, PTTL, PPRUNE,
+--   [7] feed; derived from [1] (see _lib.lua): INBOX, RETIRED, FLOWMARK, CFG, PSCOPES, PTTL, PPRUNE,
 --   prefix..'e:'..id.
 -- ARGV: [1] entry id, [2] scope id, [3] reinforcing agent id, [4] boost, [5] max strength.
 -- Returns: {strength after, reinforcements after, version}; strength is the decayed
@@ -14,11 +14,13 @@ local boost, cap = tonumber(ARGV[4]), tonumber(ARGV[5])
 local ekey = KEYS[1] .. 'e:' .. id
 local cfg = load_cfg(CFG)
 local now = now_ms()
+want_type(ekey, 'hash')
 local cur = redis.call('HMGET', ekey, 'strength', 'strength_at', 'reinforcements',
-  'reinforced_by', 'version', 'tags', 'expires_at')
-if not cur[5] then return redis.error_reply('NOT_FOUND ' .. id) end
+  'reinforced_by', 'version', 'tags', 'expires_at', 'retired')
+if not cur[5] or cur[8] then return redis.error_reply('NOT_FOUND ' .. id) end
 local exp_at = tonumber(cur[7])
 if exp_at > 0 and exp_at <= now then return redis.error_reply('NOT_FOUND ' .. id) end
+want_scope_types()
 local k = tonumber(cur[3])
 local s = strength_now(cfg, tonumber(cur[1]), tonumber(cur[2]), k, now)
 s = math.min(cap, s + boost)

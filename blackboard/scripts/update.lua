@@ -1,7 +1,7 @@
 -- update.lua: change fields of a live entry, with optional compare-and-set on its version.
 --
 -- KEYS (as _lib.lua): [1] scope prefix, [2] ix, [3] tags, [4] keys, [5] exp, [6] evict,
---   [7] feed; derived from [1] (see _lib.lua): BUS, CFG, PSCOPES, PTTL, PPRUNE,
+--   [7] feed; derived from [1] (see _lib.lua): INBOX, RETIRED, FLOWMARK, CFG, PSCOPES, PTTL, PPRUNE,
 --   prefix..'e:'..id, prefix..'tag:'..tag.
 -- ARGV: [1] entry id, [2] expected version ('' = any), [3] scope id, then pairs
 --   field, value with field one of: value, tags (JSON list), metadata, importance,
@@ -9,15 +9,18 @@
 -- A change of value or metadata without a new embedding drops the stored one.
 -- Returns: {'updated', id, field, value, ...} the whole stored hash after the update,
 --   or {'unchanged', id, ...} when op_id equals the stored op_id (a retried update).
--- Errors: 'NOT_FOUND <id>', 'VERSION_CONFLICT <expected> <actual>', 'ENTRY_TOO_LARGE <size> <limit>'.
+-- Errors: 'NOT_FOUND <id>' (also for a retired entry), 'VERSION_CONFLICT <expected> <actual>',
+--   'ENTRY_TOO_LARGE <size> <limit>', 'WRONG_TYPE ...', 'FEED_EXHAUSTED ...' (checked before any write).
 
 local id, scope = ARGV[1], ARGV[3]
 do local bad = check_scope(scope); if bad then return bad end end
 local ekey = KEYS[1] .. 'e:' .. id
 local cfg = load_cfg(CFG)
 local now = now_ms()
-local cur = redis.call('HMGET', ekey, 'version', 'expires_at', 'tags', 'value', 'metadata', 'op_id')
-if not cur[1] then return redis.error_reply('NOT_FOUND ' .. id) end
+want_type(ekey, 'hash')
+local cur = redis.call('HMGET', ekey, 'version', 'expires_at', 'tags', 'value', 'metadata', 'op_id',
+  'retired')
+if not cur[1] or cur[7] then return redis.error_reply('NOT_FOUND ' .. id) end
 local exp_at = tonumber(cur[2])
 if exp_at > 0 and exp_at <= now then return redis.error_reply('NOT_FOUND ' .. id) end
 
@@ -31,6 +34,10 @@ local size = #(ch.value or cur[4]) + #(ch.metadata or cur[5])
 if size > cfg.max_entry_bytes then
   return redis.error_reply('ENTRY_TOO_LARGE ' .. size .. ' ' .. cfg.max_entry_bytes)
 end
+
+want_scope_types()
+want_entry_types(id)
+if ch.tags then want_tag_types(cjson.decode(ch.tags)) end
 
 local version = tonumber(cur[1]) + 1
 local tags_json = cur[3]

@@ -1,8 +1,8 @@
 -- write.lua: store one entry with its indexes and publish its event, or upsert by key.
 --
 -- KEYS (as _lib.lua): [1] scope prefix, [2] ix, [3] tags, [4] keys, [5] exp, [6] evict,
---   [7] feed; derived from [1] (see _lib.lua): BUS, CFG, PSCOPES, PTTL, PPRUNE,
---   prefix..'e:'..id (entry, and evicted entries),
+--   [7] feed; derived from [1] (see _lib.lua): INBOX, RETIRED, FLOWMARK, CFG, PSCOPES,
+--   PTTL, PPRUNE, prefix..'e:'..id (entry, and evicted entries),
 --   prefix..'tag:'..tag (tag sets of the new and of evicted entries).
 -- ARGV: [1] entry id, [2] value (JSON), [3] tags (JSON list), [4] metadata (JSON object),
 --   [5] logical key or '', [6] importance, [7] initial strength,
@@ -14,8 +14,11 @@
 -- Returns: {status, entry id, field, value, ...}: status 'created' (only the fields the
 --   server set: created_at, version, expires_at, event_id), or 'exists' / 'updated' (the
 --   whole stored hash). 'exists' is a retried write: nothing changed.
--- Errors: 'ENTRY_TOO_LARGE <size> <limit>', 'SCOPE_FULL <max_entries>'.
--- Checks first, then writes: a failing call writes nothing.
+-- Errors: 'ENTRY_TOO_LARGE <size> <limit>', 'SCOPE_FULL <max_entries>', 'WRONG_TYPE <key> ...'
+--   (a key of the scope was given another type by raw commands), 'FEED_EXHAUSTED <feed>'.
+-- Reads and checks first (the type of every key it will touch, room on the feed), then
+-- writes: a failing call writes nothing. Evicted entries the dataflow still needs are
+-- retired rather than deleted (see remove_entry in _lib.lua).
 
 local id, scope = ARGV[1], ARGV[12]
 do local bad = check_scope(scope); if bad then return bad end end
@@ -23,74 +26,101 @@ local ekey = KEYS[1] .. 'e:' .. id
 local cfg = load_cfg(CFG)
 local now = now_ms()
 
+want_type(ekey, 'hash')
 if redis.call('EXISTS', ekey) == 1 then return flat_entry('exists', id) end
 
+-- 1. Decide, reading only.
 local size = #ARGV[2] + #ARGV[4]
 if size > cfg.max_entry_bytes then
   return redis.error_reply('ENTRY_TOO_LARGE ' .. size .. ' ' .. cfg.max_entry_bytes)
 end
-
+want_scope_types()
 local ttl = cfg.ttl_ms
 if ARGV[8] ~= '' then ttl = tonumber(ARGV[8]) end
 local expires_at = 0
 if ttl > 0 then expires_at = now + ttl end
 local tags = cjson.decode(ARGV[3])
+want_tag_types(tags)
 
 -- Upsert: a live entry holding the same logical key is updated in place (or superseded).
 local key = ARGV[5]
 local supersede = false
+local update_target = false
+local expired_target = false
 if key ~= '' then
   local target = redis.call('HGET', KEYS[4], key)
   if target then
     local tkey = KEYS[1] .. 'e:' .. target
-    local t = redis.call('HMGET', tkey, 'op_id', 'expires_at', 'version', 'tags')
-    if not t[3] then
-      -- dangling: written as new below (HSET keys overwrites it); no write here, since the
-      -- capacity check may still refuse the call
+    want_entry_types(target)
+    local t = redis.call('HMGET', tkey, 'op_id', 'expires_at', 'version', 'tags', 'retired')
+    if not t[3] or t[5] then
+      -- dangling or retired: written as new below (HSET keys overwrites it)
     elseif t[1] == id then
       return flat_entry('exists', target)  -- retry of the upsert that already applied
     elseif tonumber(t[2]) > 0 and tonumber(t[2]) <= now then
-      remove_entry(cfg, target, 'expired', now, scope)
-      reschedule_ttl(scope)
+      expired_target = target
     elseif ARGV[13] == 'supersede' then
       supersede = {target, tonumber(t[3]), cjson.decode(t[4])}
+      want_type(KEYS[1] .. 'tag:superseded', 'set')
     else
-      local version = tonumber(t[3]) + 1
-      remove_tags(target, cjson.decode(t[4]))
-      add_tags(target, tags)
-      redis.call('HSET', tkey, 'value', ARGV[2], 'tags', ARGV[3], 'metadata', ARGV[4],
-        'importance', ARGV[6], 'updated_at', now, 'expires_at', expires_at,
-        'version', version, 'op_id', id, 'source', ARGV[9])
-      if ARGV[10] ~= '' then
-        redis.call('HSET', tkey, 'embedding', ARGV[10], 'embedder', ARGV[11])
-      else
-        redis.call('HDEL', tkey, 'embedding', 'embedder')
-      end
-      if expires_at > 0 then
-        redis.call('ZADD', KEYS[5], expires_at, target)
-        schedule_ttl(scope, expires_at)
-      elseif redis.call('ZREM', KEYS[5], target) == 1 then
-        reschedule_ttl(scope)
-      end
-      local ev = emit(cfg, 'updated', target, version, ARGV[3], now, scope)
-      redis.call('HSET', tkey, 'last_event_id', ev)
-      return flat_entry('updated', target)
+      update_target = {target, tkey, tonumber(t[3]) + 1, cjson.decode(t[4])}
     end
   end
 end
 
 -- Capacity: reject, or evict the weakest (lowest evict score; ties oldest first).
-if cfg.max_entries > 0 then
-  local over = redis.call('ZCARD', KEYS[2]) - cfg.max_entries + 1
+local victims = {}
+if not update_target and cfg.max_entries > 0 then
+  local live = redis.call('ZCARD', KEYS[2])
+  if expired_target then live = live - 1 end
+  local over = live - cfg.max_entries + 1
   if over > 0 then
     if cfg.on_full == 'reject' then
       return redis.error_reply('SCOPE_FULL ' .. cfg.max_entries)
     end
-    local victims = redis.call('ZRANGE', KEYS[6], 0, over - 1)
-    for _, victim in ipairs(victims) do remove_entry(cfg, victim, 'evicted', now, scope) end
-    if #victims > 0 then reschedule_ttl(scope) end
+    for _, victim in ipairs(redis.call('ZRANGE', KEYS[6], 0, over)) do
+      if victim ~= expired_target and #victims < over then
+        want_entry_types(victim)
+        victims[#victims + 1] = victim
+      end
+    end
   end
 end
+
+-- 2. Write: nothing below can fail.
+if update_target then
+  local target, tkey, version, old_tags = update_target[1], update_target[2], update_target[3],
+    update_target[4]
+  remove_tags(target, old_tags)
+  add_tags(target, tags)
+  redis.call('HSET', tkey, 'value', ARGV[2], 'tags', ARGV[3], 'metadata', ARGV[4],
+    'importance', ARGV[6], 'updated_at', now, 'expires_at', expires_at,
+    'version', version, 'op_id', id, 'source', ARGV[9])
+  if ARGV[10] ~= '' then
+    redis.call('HSET', tkey, 'embedding', ARGV[10], 'embedder', ARGV[11])
+  else
+    redis.call('HDEL', tkey, 'embedding', 'embedder')
+  end
+  if expires_at > 0 then
+    redis.call('ZADD', KEYS[5], expires_at, target)
+    schedule_ttl(scope, expires_at)
+  elseif redis.call('ZREM', KEYS[5], target) == 1 then
+    reschedule_ttl(scope)
+  end
+  local ev = emit(cfg, 'updated', target, version, ARGV[3], now, scope)
+  redis.call('HSET', tkey, 'last_event_id', ev)
+  return flat_entry('updated', target)
+end
+
+local removed = false
+if expired_target then
+  remove_entry(cfg, expired_target, 'expired', now, scope)
+  removed = true
+end
+for _, victim in ipairs(victims) do
+  if remove_entry(cfg, victim, 'evicted', now, scope) then removed = true end
+end
+if removed then reschedule_ttl(scope) end
 
 local strength = tonumber(ARGV[7])
 redis.call('HSET', ekey, 'id', id, 'scope', scope, 'value', ARGV[2], 'tags', ARGV[3],

@@ -1,0 +1,48 @@
+-- relay.lua: move content events from the partition inbox to the partition bus, each one
+-- verified against the entry it names (service user only).
+--
+-- KEYS: [1] inbox (list of '<scope>|<entry id>|<version>', RPUSHed by the mutation scripts),
+--   [2] relaying (list: items a relay took with BLMOVE and has not moved yet; they are
+--   older than the inbox's), [3] bus. Derived from KEYS[3] (same slot): entry hashes
+--   'bb:{pN}:s:<scope>:e:<entry id>'.
+-- ARGV: [1] at most this many items from the inbox.
+-- Returns: {relayed, dropped, items left in the inbox}.
+--
+-- An item is relayed when its entry exists in this partition (live or retired), its version
+-- is at most the entry's newest content version `cver`, and that version has not been
+-- relayed yet; the bus event is built from the entry (type, version, tags, time), never from
+-- the item. So an agent, which may append anything to the inbox, can at most make an entry's
+-- current content reach the bus early: a forged, replayed or stale item is dropped, and no
+-- item can make the workers consolidate anything twice. `relayed` and `relayed_id` (the bus
+-- id) are stamped on the entry for the dataflow hold (_flow.lua).
+
+local base = string.sub(KEYS[3], 1, -5) -- 'bb:{pN}' of 'bb:{pN}:bus'
+local items = redis.call('LRANGE', KEYS[2], 0, -1)
+local from_inbox = redis.call('LRANGE', KEYS[1], 0, tonumber(ARGV[1]) - 1)
+for _, it in ipairs(from_inbox) do items[#items + 1] = it end
+
+local function relay_one(item)
+  local scope, id, v = string.match(item, '^([%w_.:-]+)|([%w_-]+)|(%d+)$')
+  if not scope or #item > 400 then return false end
+  local ekey = base .. ':s:' .. scope .. ':e:' .. id
+  if redis.call('TYPE', ekey)['ok'] ~= 'hash' then return false end
+  local f = redis.call('HMGET', ekey, 'cver', 'relayed', 'tags', 'updated_at')
+  local cver, relayed = tonumber(f[1]), tonumber(f[2] or '0')
+  if not cver or not relayed or tonumber(v) > cver or relayed >= cver then return false end
+  local typ = 'updated'
+  if cver == 1 then typ = 'written' end
+  local bid = redis.call('XADD', KEYS[3], '*', 'scope', scope, 'type', typ, 'entry', id,
+    'version', cver, 'tags', f[3] or '[]', 'at', f[4] or '0')
+  redis.call('HSET', ekey, 'relayed', cver, 'relayed_id', bid)
+  return true
+end
+
+local relayed, dropped = 0, 0
+for _, item in ipairs(items) do
+  -- An entry an agent mangled with raw commands (its own) must not wedge the partition.
+  local ok, moved = pcall(relay_one, item)
+  if ok and moved then relayed = relayed + 1 else dropped = dropped + 1 end
+end
+redis.call('DEL', KEYS[2])
+if #from_inbox > 0 then redis.call('LTRIM', KEYS[1], #from_inbox, -1) end
+return {relayed, dropped, redis.call('LLEN', KEYS[1])}
