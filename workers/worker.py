@@ -26,6 +26,7 @@ from memory.registry import Registry
 from memory.subscriptions import MemorySubscription
 
 from .dataflow import DataflowRunner
+from .edgeset import EdgeSet
 from .heartbeat import Heartbeat, live_workers
 from .indexer import IndexRole, bind_reembed
 from .leases import LeaseSet
@@ -73,11 +74,11 @@ class Worker:
         self.leases = LeaseSet(bb, role, self.id, self.settings.lease_ttl_ms)
         self.heartbeat = Heartbeat(bb, self.id, role, self.settings.heartbeat_ms)
         self.registry = Registry(bb)
-        self._edges: list[MemorySubscription] = []
+        self.edge_set = EdgeSet(self.registry, ROLE_TRANSFORMERS.get(role, frozenset()))
         self.runner = DataflowRunner(
             bb,
             role,
-            self.edges,
+            self.edge_set,
             bridge or TransformBridge(bb, llm=llm_client(self.settings)),
             max_failures=self.settings.max_failures,
             crash_window_ms=self.settings.crash_window_ms,
@@ -119,11 +120,23 @@ class Worker:
     # -- state ----------------------------------------------------------------------------
 
     def edges(self) -> list[MemorySubscription]:
-        return self._edges
+        return self.edge_set.edges
 
     async def refresh_edges(self) -> None:
-        mine = ROLE_TRANSFORMERS.get(self.role, frozenset())
-        self._edges = [e for e in await self.registry.list_edges() if e.transformer in mine]
+        """Load this role's edges (with the edges version of every partition)."""
+        if self.role in ROLE_TRANSFORMERS:
+            await self.edge_set.reload()
+
+    async def ensure_groups(self) -> None:
+        """This role's consumer group, and the group of every role an edge needs.
+
+        Created when the edge exists, not when its role's first worker starts: the bus trim
+        point and the dataflow hold (the flowmark) wait for every group, so a role whose
+        workers start late still finds each event and each evicted entry it needs.
+        """
+        edges = await self.registry.list_edges()
+        wanted = {r for r, ts in ROLE_TRANSFORMERS.items() if any(e.transformer in ts for e in edges)}
+        await self.bb.ensure_groups(sorted(wanted | {self.role}))
 
     def counters(self) -> dict[str, int]:
         c = asdict(self.runner.counters)
@@ -138,7 +151,7 @@ class Worker:
     async def start(self) -> None:
         """Start the background loops; returns once they run."""
         if self.role in CONSUMING_ROLES:
-            await self.bb.ensure_groups([self.role])
+            await self.ensure_groups()
         await self.refresh_edges()
         # Announce this worker, but take partitions only on the first lease tick, one
         # heartbeat later: workers started together then see each other and split the
@@ -230,11 +243,15 @@ class Worker:
                 log.exception("lease/heartbeat tick failed; retrying")
 
     async def _edges_loop(self) -> None:
+        """A slow backstop only: buffering and firing check the edges version themselves
+        (:mod:`workers.edgeset`), so edge changes apply at once without it."""
+        if self.role not in ROLE_TRANSFORMERS:
+            return
         while await self._sleep(self.settings.edges_refresh_ms):
             try:
-                await self.refresh_edges()
+                await self.edge_set.check()
             except Exception:
-                log.exception("could not refresh edges; keeping the old ones")
+                log.exception("could not check the edges version; keeping the loaded edges")
 
     async def _consume_loop(self) -> None:
         """Consume until stopped; a failed stream (Redis unreachable, a reader's error) is
