@@ -135,7 +135,8 @@ class Worker:
         workers start late still finds each event and each evicted entry it needs.
         """
         edges = await self.registry.list_edges()
-        wanted = {r for r, ts in ROLE_TRANSFORMERS.items() if any(e.transformer in ts for e in edges)}
+        used = {e.transformer for e in edges}
+        wanted = {r for r, ts in ROLE_TRANSFORMERS.items() if ts & used}
         await self.bb.ensure_groups(sorted(wanted | {self.role}))
 
     def counters(self) -> dict[str, int]:
