@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from blackboard import BlackboardError, InvalidArgument
+from blackboard import BlackboardError, InvalidArgument, VersionConflict
 
-__all__ = ["EdgeCycle", "InvalidEdge", "SemanticRecallUnavailable"]
+__all__ = ["EdgeCycle", "EdgeVersionConflict", "InvalidEdge", "SemanticRecallUnavailable"]
 
 
 class SemanticRecallUnavailable(BlackboardError, NotImplementedError):
@@ -20,3 +20,12 @@ class InvalidEdge(InvalidArgument):
 
 class EdgeCycle(InvalidEdge):
     """Adding the edge would close a cycle in the dataflow graph."""
+
+
+class EdgeVersionConflict(VersionConflict):
+    """A compare-and-set edge update found another version than the one expected."""
+
+    def __init__(self, edge_id: str, expected: int, actual: int) -> None:
+        super().__init__(edge_id, expected, actual)
+        self.args = (f"edge {edge_id} is at version {actual}, not the expected {expected}",)
+        self.edge_id = edge_id

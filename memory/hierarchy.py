@@ -68,9 +68,12 @@ async def install_default_hierarchy(
     overrides: Mapping[MemoryLevel, Mapping[str, Any]] | None = None,
     registry: Registry | None = None,
 ) -> Hierarchy:
-    """Register the agent's level scopes and its teams' root scopes, and store the default
+    """Register the agent's level scopes and its teams' root scopes, and install the default
     edges. Idempotent: existing configs are kept unless ``overrides`` names their level
-    (then that level's config is replaced by the default with the overrides applied)."""
+    (then that level's config is replaced by the default with the overrides applied), and
+    an edge that exists is kept as stored (shared pattern edges are installed once; an
+    operator's trigger is never reset). Returns the stored edges. A write made after this
+    returns is matched against them by every worker, with no wait."""
     teams = list(teams)
     reg = registry or Registry(bb)
     try:
@@ -83,7 +86,7 @@ async def install_default_hierarchy(
                 scopes.append(await reg.ensure_scope(sid))
         for t in teams:
             scopes.append(await reg.ensure_scope(team_scope(t)))
-        edges = [await reg.save_edge(e) for e in default_edges(agent_id, teams)]
+        edges = [await reg.install_edge(e) for e in default_edges(agent_id, teams)]
         return Hierarchy(tuple(scopes), tuple(edges))
     finally:
         if registry is None:

@@ -16,7 +16,6 @@ are abstract and each :class:`Registry` makes its indexed subclasses bound to it
 from __future__ import annotations
 
 import abc
-import json
 import logging
 import time
 import types
@@ -31,9 +30,9 @@ from blackboard import Blackboard
 from blackboard import keys as K
 
 from .config import LevelConfig, ScopeConfig, default_config
+from .edge_registry import EdgeFields, EdgeRegistry
 from .levels import MemoryLevel
 from .naming import OwnerKind
-from .subscriptions import MemorySubscription, TagMatch, Trigger, check_acyclic
 
 __all__ = ["Registry"]
 
@@ -56,18 +55,6 @@ class ScopeFields(HashModel, abc.ABC):
     max_entry_bytes: int = 1 << 20
     feed_maxlen: int = 10_000
     created_at: int = 0  # ms
-
-
-class EdgeFields(HashModel, abc.ABC):
-    """Fields of a dataflow edge's record; params, filter and trigger are JSON."""
-
-    source: str = Field(index=True, default="")
-    target: str = Field(index=True, default="")
-    transformer: str = Field(index=True, default="")
-    params: str = "{}"
-    filter: str = "{}"
-    trigger: str = "{}"
-    created_at: int = 0
 
 
 def _bind(base: type[HashModel], name: str, prefix: str, db: Any) -> Any:
@@ -93,16 +80,9 @@ def _to_config(r: Any) -> ScopeConfig:
                        MemoryLevel(r.level) if r.level else None, limits, int(r.created_at))
 
 
-def _to_edge(r: Any) -> MemorySubscription:
-    return MemorySubscription(
-        source=r.source, target=r.target, transformer=r.transformer,
-        params=json.loads(r.params), filter=TagMatch.from_json(json.loads(r.filter)),
-        trigger=Trigger.from_json(json.loads(r.trigger)), id=r.pk,
-    )
-
-
-class Registry:
-    """Scope configs and dataflow edges of one blackboard. Close with :meth:`aclose`."""
+class Registry(EdgeRegistry):
+    """Scope configs and dataflow edges (:mod:`memory.edge_registry`) of one blackboard.
+    Close with :meth:`aclose`."""
 
     def __init__(self, bb: Blackboard) -> None:
         self.bb = bb
@@ -192,39 +172,6 @@ class Registry:
         """Configs of the given scopes that are registered; one round trip."""
         recs = await self._many(self.Scope, scope_ids)
         return {r.scope_id: _to_config(r) for r in recs}
-
-    # -- edges ----------------------------------------------------------------------------
-
-    async def save_edge(self, edge: MemorySubscription) -> MemorySubscription:
-        """Validate ``edge`` against the stored graph (no cycles) and store it; idempotent.
-
-        Two processes adding edges that only together close a cycle can race; edges are
-        installed by setup code, not on the hot path, so that is accepted.
-        """
-        check_acyclic(await self.list_edges(), edge)
-        rec = self.Edge(
-            pk=edge.id, source=edge.source, target=edge.target, transformer=edge.transformer,
-            params=json.dumps(dict(edge.params), sort_keys=True),
-            filter=json.dumps(edge.filter.to_json()), trigger=json.dumps(edge.trigger.to_json()),
-            created_at=int(time.time() * 1000),
-        )
-        await rec.save()
-        await self.db.sadd(K.EDGE_RECORDS, edge.id)
-        return edge
-
-    async def get_edge(self, edge_id: str) -> MemorySubscription | None:
-        recs = await self._many(self.Edge, [edge_id])
-        return _to_edge(recs[0]) if recs else None
-
-    async def list_edges(self) -> list[MemorySubscription]:
-        """Every stored edge, sorted by id. O(edges)."""
-        return sorted((_to_edge(r) for r in await self._all(self.Edge, K.EDGE_RECORDS)),
-                      key=lambda e: e.id)
-
-    async def delete_edge(self, edge_id: str) -> bool:
-        n = await self.Edge.delete(edge_id)
-        await self.db.srem(K.EDGE_RECORDS, edge_id)
-        return bool(n)
 
     # -- plumbing -------------------------------------------------------------------------
 

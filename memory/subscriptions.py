@@ -154,7 +154,12 @@ class MemorySubscription:
     buffered for ``target`` (a template) and flushed through ``transformer`` when
     ``trigger`` fires. ``id`` is stable (derived from source, target and transformer
     unless given) so installing the same edge twice is a no-op; it names the pending
-    buffer ``bb:{pN}:pending:<id>:<target>``."""
+    buffer ``bb:{pN}:pending:<id>:<target>``.
+
+    ``version`` and ``since`` are the stored record's state, set by the registry (0 on an
+    edge not read from it): the version an update compares, and the Redis ms from which
+    the edge matches events. Neither is part of the edge's definition, so neither takes
+    part in equality."""
 
     source: str
     target: str
@@ -163,6 +168,8 @@ class MemorySubscription:
     filter: TagMatch = TagMatch()
     trigger: Trigger = Trigger(min_count=1)
     id: str = ""
+    version: int = field(default=0, compare=False)
+    since: int = field(default=0, compare=False)
 
     def __post_init__(self) -> None:
         check_pattern(self.source)
@@ -200,15 +207,20 @@ class MemorySubscription:
         groups = m.groups()
         return _PLACEHOLDER.sub(lambda g: groups[int(g.group(1)) - 1], self.target)
 
-    def accepts(self, scope_id: str, tags: Iterable[str]) -> str | None:
-        """``match`` plus the tag filter: the target scope, or None."""
+    def accepts(self, scope_id: str, tags: Iterable[str], at: int | None = None) -> str | None:
+        """``match`` plus the tag filter and, given the event's Redis ms ``at``, the edge's
+        ``since``: the target scope, or None. An event before the edge existed is not its
+        business, whenever a worker happens to read it."""
+        if at is not None and at < self.since:
+            return None
         target = self.match(scope_id)
         return target if target is not None and self.filter.matches(tags) else None
 
     def to_json(self) -> dict[str, Any]:
         return {"id": self.id, "source": self.source, "target": self.target,
                 "transformer": self.transformer, "params": dict(self.params),
-                "filter": self.filter.to_json(), "trigger": self.trigger.to_json()}
+                "filter": self.filter.to_json(), "trigger": self.trigger.to_json(),
+                "version": self.version, "since": self.since}
 
 
 def _segments_overlap(a: str, b: str) -> bool:

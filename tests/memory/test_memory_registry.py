@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
+from dataclasses import replace
 
 import pytest
 import redis
 from rich.console import Console
 
-from blackboard import Blackboard
+from blackboard import Blackboard, NotFound
 from blackboard import keys as K
 from blackboard.keys import PartitionKeys, partition_of
 from memory import (
@@ -23,6 +25,8 @@ from memory import (
     default_config,
     install_default_hierarchy,
 )
+from memory.access import provision_agent
+from memory.errors import EdgeVersionConflict
 from memory.render import render_map
 
 
@@ -139,3 +143,173 @@ async def test_memory_map_and_render(bb: Blackboard) -> None:
     console.print(render_map(m))
     text = console.export_text()
     assert "agent:a1:working" in text and "summarize" in text and "3 pending" in text
+
+
+# -- edges: owned, versioned, published at once ----------------------------------------------
+
+
+def _versions(r: redis.Redis, partitions: int) -> list[int]:
+    return [int(v or 0) for v in r.mget([PartitionKeys(p).edges_version
+                                         for p in range(partitions)])]
+
+
+async def test_install_never_resets_an_operators_trigger(
+    bb: Blackboard, clean_redis: redis.Redis
+) -> None:
+    reg = Registry(bb)
+    try:
+        h = await install_default_hierarchy(bb, "a1", teams=["t1"], registry=reg)
+        summ = next(e for e in h.edges if e.transformer == "summarize")
+        assert summ.version == 1
+        operator = Trigger.from_json({"min_count": 5, "max_age": 1})
+        changed = await reg.update_edge(replace(summ, trigger=operator), expected_version=1)
+        assert changed.version == 2 and changed.trigger == operator
+        assert changed.since == summ.since  # the edge matches from its first install on
+        before = _versions(clean_redis, bb.partitions)
+        # Another agent's hierarchy, acl grant's provisioning, and a1's own re-install.
+        await install_default_hierarchy(bb, "a2", teams=["t1"], registry=reg)
+        await provision_agent(bb, "a3", ["t2"])
+        h1 = await install_default_hierarchy(bb, "a1", teams=["t1"], registry=reg)
+        got = await reg.get_edge(summ.id)
+        assert got is not None and got.trigger == operator and got.version == 2
+        assert next(e for e in h1.edges if e.id == summ.id).trigger == operator
+        # The shared pattern edges were installed once: only the three new team edges
+        # (a2 -> t1, a3 -> t2) were created, each bumping every partition once; a1's
+        # re-install changed nothing and bumped nothing.
+        after = _versions(clean_redis, bb.partitions)
+        assert [a - b for a, b in zip(after, before, strict=True)] == [2] * bb.partitions
+        assert len(await reg.list_edges()) == 6 + 3
+        assert {e.version for e in await reg.list_edges() if e.id != summ.id} == {1}
+    finally:
+        await reg.aclose()
+
+
+async def test_update_edge_is_compare_and_set(bb: Blackboard, clean_redis: redis.Redis) -> None:
+    reg = Registry(bb)
+    try:
+        e = await reg.install_edge(
+            MemorySubscription("agent:*:working", "agent:{1}:stm", "identity"))
+        t0 = await bb.client.time()
+        assert e.version == 1 and 0 < e.since <= t0[0] * 1000 + t0[1] // 1000
+        assert _versions(clean_redis, bb.partitions) == [1] * bb.partitions
+        with pytest.raises(EdgeVersionConflict, match="at version 1, not the expected 7"):
+            await reg.update_edge(replace(e, trigger=Trigger.count(9)), expected_version=7)
+        with pytest.raises(NotFound, match="no dataflow edge"):
+            await reg.update_edge(replace(e, id="nope"), expected_version=1)
+        # Refused updates change nothing and bump nothing.
+        assert (await reg.get_edge(e.id)).trigger == Trigger.count(1)  # type: ignore[union-attr]
+        assert _versions(clean_redis, bb.partitions) == [1] * bb.partitions
+        # Two writers that read version 1: exactly one wins, the other gets the conflict.
+        results = await asyncio.gather(
+            *(reg.update_edge(replace(e, trigger=Trigger.count(n)), expected_version=1)
+              for n in (2, 3)), return_exceptions=True)
+        won = [r for r in results if isinstance(r, MemorySubscription)]
+        lost = [r for r in results if isinstance(r, EdgeVersionConflict)]
+        assert len(won) == 1 and len(lost) == 1 and won[0].version == 2
+        assert await reg.get_edge(e.id) == won[0]
+        assert _versions(clean_redis, bb.partitions) == [2] * bb.partitions
+        # save_edge is an explicit set: it replaces (a new version), and a no-op when equal.
+        s = await reg.save_edge(replace(e, trigger=Trigger.count(4)))
+        assert s.version == 3 and s.trigger == Trigger.count(4) and s.since == e.since
+        assert (await reg.save_edge(s)).version == 3
+    finally:
+        await reg.aclose()
+
+
+async def test_concurrent_installs_create_one_edge(
+    bb: Blackboard, clean_redis: redis.Redis
+) -> None:
+    regs = [Registry(bb) for _ in range(8)]
+    try:
+        e = MemorySubscription("agent:*:working", "agent:{1}:stm", "summarize",
+                               trigger=Trigger.count(4))
+        got = await asyncio.gather(*(r.install_edge(e) for r in regs))
+        assert {(g.version, g.since) for g in got} == {(1, got[0].since)}
+        assert clean_redis.hget(K.edge_record(e.id), "published") == b"1"
+        assert clean_redis.smembers(K.EDGE_RECORDS) == {e.id.encode()}
+        # Created once; every installer returned only after a bump in every partition.
+        assert min(_versions(clean_redis, bb.partitions)) >= 1
+    finally:
+        for r in regs:
+            await r.aclose()
+
+
+async def test_an_unpublished_edge_is_published_by_the_next_installer(
+    bb: Blackboard, clean_redis: redis.Redis
+) -> None:
+    """A creator that died between writing the record and bumping the versions: the next
+    install of the edge bumps before returning, so its caller's writes are matched."""
+    reg = Registry(bb)
+    try:
+        e = await reg.install_edge(
+            MemorySubscription("agent:*:working", "agent:{1}:stm", "identity"))
+        clean_redis.hset(K.edge_record(e.id), "published", 0)
+        await reg.install_edge(e)
+        assert _versions(clean_redis, bb.partitions) == [2] * bb.partitions
+        assert clean_redis.hget(K.edge_record(e.id), "published") == b"1"
+        await reg.install_edge(e)
+        assert _versions(clean_redis, bb.partitions) == [2] * bb.partitions
+    finally:
+        await reg.aclose()
+
+
+async def test_remove_edge_drops_its_buffers_everywhere(
+    bb: Blackboard, clean_redis: redis.Redis
+) -> None:
+    reg = Registry(bb)
+    try:
+        e = await reg.install_edge(
+            MemorySubscription("agent:*:working", "agent:{1}:stm", "identity"))
+        keep = await reg.install_edge(
+            MemorySubscription("agent:*:working", "agent:{1}:stm", "summarize"))
+        parts = {partition_of(f"agent:a{i}:working", bb.partitions) for i in range(6)}
+        for i in range(6):
+            part = PartitionKeys(partition_of(f"agent:a{i}:working", bb.partitions))
+            for edge in (e, keep):
+                key = part.pending(edge.id, f"agent:a{i}:stm")
+                clean_redis.rpush(key, f"1|agent:a{i}:working|x{i}")
+                clean_redis.sadd(part.pendings, key)
+                clean_redis.hset(part.inflight, key, "1")
+        assert await reg.remove_edge(e.id) is True
+        assert await reg.get_edge(e.id) is None
+        assert _versions(clean_redis, bb.partitions) == [3] * bb.partitions
+        for p in parts:
+            part = PartitionKeys(p)
+            members = {m.decode() for m in clean_redis.smembers(part.pendings)}
+            assert members and all(f":pending:{keep.id}:" in m for m in members)
+            assert all(f":pending:{keep.id}:" in f.decode()
+                       for f in clean_redis.hkeys(part.inflight))
+        assert not list(clean_redis.scan_iter(match=f"bb:*:pending:{e.id}:*"))
+        assert len(list(clean_redis.scan_iter(match=f"bb:*:pending:{keep.id}:*"))) == 6
+        assert await reg.remove_edge(e.id) is False  # gone already: nothing else changes
+    finally:
+        await reg.aclose()
+
+
+async def test_edges_on_the_cluster(cbb: Blackboard) -> None:
+    """Compare-and-set and the version bumps work across the masters (records, counters and
+    buffers live in different slots)."""
+    reg = Registry(cbb)
+
+    async def versions() -> list[int]:
+        return [int(await cbb.client.get(PartitionKeys(p).edges_version) or 0)
+                for p in range(cbb.partitions)]
+    try:
+        h = await install_default_hierarchy(cbb, "a1", registry=reg)
+        await install_default_hierarchy(cbb, "a2", registry=reg)
+        assert await versions() == [6] * cbb.partitions
+        e = next(x for x in h.edges if x.transformer == "identity" and "working" in x.source)
+        got = await asyncio.gather(
+            *(reg.update_edge(replace(e, trigger=Trigger.count(n)), expected_version=1)
+              for n in (2, 3)), return_exceptions=True)
+        assert sorted(type(g).__name__ for g in got) == ["EdgeVersionConflict",
+                                                         "MemorySubscription"]
+        part = PartitionKeys(partition_of("agent:a1:working", cbb.partitions))
+        key = part.pending(e.id, "agent:a1:stm")
+        await cbb.client.rpush(key, "1|agent:a1:working|x")
+        await cbb.client.sadd(part.pendings, key)
+        assert await reg.remove_edge(e.id) is True
+        assert not await cbb.client.exists(key) and not await cbb.client.smembers(part.pendings)
+        assert await versions() == [8] * cbb.partitions
+    finally:
+        await reg.aclose()
