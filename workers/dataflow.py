@@ -25,7 +25,10 @@ from blackboard import Blackboard, Entry, Event, EventType, WriteRequest
 from blackboard.fetch import EntryRef, fetch_entries
 from blackboard.keys import PartitionKeys
 from blackboard.scripts import run_script
+from memory.edge_registry import version_string
 from memory.subscriptions import MemorySubscription
+
+from .edgeset import EdgeSet
 
 __all__ = ["BufferItem", "DataflowRunner", "max_batch"]
 
@@ -35,6 +38,10 @@ DLQ_MAXLEN = 100_000
 
 
 DEFAULT_MAX_BATCH = 256
+
+#: Edge reloads one batch may need before it is given up (released, re-delivered later):
+#: each means an edge changed again while the batch was being matched.
+MAX_EDGE_RELOADS = 10
 
 
 def max_batch(edge: MemorySubscription) -> int:
@@ -83,6 +90,7 @@ class RunnerCounters:
     written: int = 0
     dead_lettered: int = 0
     errors: int = 0
+    edge_reloads: int = 0
 
 
 @dataclass
@@ -91,12 +99,12 @@ class DataflowRunner:
 
     ``transform`` is ``async (edge, target, entries, now_ms) -> list[WriteRequest-like]``:
     the worker supplies it (consolidation transformers); it raises to dead-letter a batch.
-    ``edges`` returns the current edges (re-read from the registry by the worker).
+    ``edges`` holds the role's edges and the edges version they were loaded under.
     """
 
     bb: Blackboard
     role: str
-    edges: Callable[[], Sequence[MemorySubscription]]
+    edges: EdgeSet
     transform: Callable[[MemorySubscription, str, list[Entry], int], Any]
     max_failures: int = 3
     crash_window_ms: int = 0
@@ -112,24 +120,44 @@ class DataflowRunner:
         self._locks: dict[int, asyncio.Lock] = defaultdict(asyncio.Lock)
         self._retry_at: dict[str, float] = {}
 
-    def _edge(self, edge_id: str) -> MemorySubscription | None:
-        for e in self.edges():
-            if e.id == edge_id:
-                return e
-        return None
-
     # -- 1. buffering ---------------------------------------------------------------------
 
     async def buffer(self, partition: int, consumer: str, events: Sequence[Event]) -> set[str]:
         """Append matching events to buffers and ack all ``events`` this consumer still owns.
 
-        Returns the buffer keys that received items.
+        The events are matched against the edges loaded under the partition's current edges
+        version: buffer.lua refuses a batch matched under an older one, and it is matched
+        again after a reload. Returns the buffer keys that received items.
         """
+        if not events:
+            return set()
+        for _ in range(MAX_EDGE_RELOADS):
+            used = self.edges.version(partition)
+            keys, args = self._match(partition, consumer, events, used)
+            appended, second = await run_script(
+                self.bb.client, "buffer", [PartitionKeys(partition).bus,
+                                           PartitionKeys(partition).pendings, *keys], args
+            )
+            if int(appended) >= 0:
+                break
+            current = version_string(second)
+            self.counters.edge_reloads += 1
+            await self.edges.stale(partition, used, current)
+        else:
+            raise RuntimeError(f"the edges of partition {partition} changed "
+                               f"{MAX_EDGE_RELOADS} times while one batch was matched")
+        skipped = int(second)
+        self.counters.events += len(events) - skipped
+        self.counters.buffered += int(appended)
+        self.counters.skipped += skipped
+        return set(keys) if int(appended) else set()
+
+    def _match(self, partition: int, consumer: str, events: Sequence[Event],
+               version: str) -> tuple[list[str], list[str]]:
+        """buffer.lua's buffer keys and arguments for ``events`` under the loaded edges."""
         part = PartitionKeys(partition)
         keys: list[str] = []
         index: dict[str, int] = {}
-        if not events:
-            return set()
         lo = min(_stream_id(ev.id) for ev in events)
         hi = max(_stream_id(ev.id) for ev in events)
         args: list[str] = [
@@ -138,12 +166,14 @@ class DataflowRunner:
             str(len(events)),
             f"{lo[0]}-{lo[1]}",
             f"{hi[0]}-{hi[1]}",
+            version,
         ]
+        edges = self.edges.edges
         for ev in events:
             pairs: list[str] = []
             if ev.type in (EventType.WRITTEN, EventType.UPDATED):
-                for edge in self.edges():
-                    target = edge.accepts(ev.scope, ev.tags)
+                for edge in edges:
+                    target = edge.accepts(ev.scope, ev.tags, ev.at)
                     if target is None:
                         continue
                     key = part.pending(edge.id, target)
@@ -152,13 +182,7 @@ class DataflowRunner:
                         keys.append(key)
                     pairs += [str(index[key]), BufferItem(ev.at, ev.scope, ev.entry_id).encode()]
             args += [ev.id, str(len(pairs) // 2), *pairs]
-        appended, skipped = await run_script(
-            self.bb.client, "buffer", [part.bus, part.pendings, *keys], args
-        )
-        self.counters.events += len(events) - int(skipped)
-        self.counters.buffered += int(appended)
-        self.counters.skipped += int(skipped)
-        return set(keys) if int(appended) else set()
+        return keys, args
 
     # -- 2. firing ------------------------------------------------------------------------
 
@@ -185,23 +209,27 @@ class DataflowRunner:
 
     async def _drain(self, part: PartitionKeys, key: str) -> int:
         edge_id, target = _parse_pending_key(key, part)
-        edge = self._edge(edge_id)
-        if edge is None:
-            return 0  # another role's edge, or a removed one (its buffer is kept)
+        if self.edges.get(edge_id) is None:
+            return 0  # another role's edge (a removed edge's buffers are dropped with it)
         fired = 0
-        while self.owns(part.partition) and await self._maybe_fire(part, key, edge, target):
+        while self.owns(part.partition) and await self._maybe_fire(part, key, edge_id, target):
             fired += 1
         return fired
 
-    async def _maybe_fire(
-        self, part: PartitionKeys, key: str, edge: MemorySubscription, target: str
-    ) -> bool:
+    async def _maybe_fire(self, part: PartitionKeys, key: str, edge_id: str, target: str) -> bool:
         async with self.bb.client.pipeline(transaction=False) as pipe:
             pipe.llen(key)
             pipe.lindex(key, 0)
             pipe.hexists(part.inflight, key)
-            size, head, inflight = await pipe.execute()
-        if not size:
+            pipe.get(part.edges_version)
+            size, head, inflight, version = await pipe.execute()
+        used, current = self.edges.version(part.partition), version_string(version)
+        if current != used:
+            # A changed trigger or params apply from this fire on; a removed edge stops.
+            self.counters.edge_reloads += 1
+            await self.edges.stale(part.partition, used, current)
+        edge = self.edges.get(edge_id)
+        if edge is None or not size:
             return False
         now = self.bb.now_ms() / 1000  # item stamps are on the Redis clock
         if now < self._retry_at.get(key, 0.0):
@@ -255,14 +283,15 @@ class DataflowRunner:
         self.counters.fired += 1
 
     async def _load(self, partition: int, items: list[BufferItem]) -> list[Entry]:
-        """Re-read the entries the items name (once each, in buffer order; gone ones skipped).
+        """Re-read the entries the items name (once each, in buffer order; deleted ones skipped).
 
         A bus event is a hint: a forged one may name no valid scope or id, or a scope of
         another partition. Such items are skipped rather than failing (and dead-lettering)
         the real items batched with them.
         """
         refs = list(dict.fromkeys(EntryRef(it.scope, it.entry_id) for it in items))
-        found = await fetch_entries(self.bb, partition, refs, skip_invalid=True)
+        # Retained: an entry evicted or expired since it was buffered is still consolidated.
+        found = await fetch_entries(self.bb, partition, refs, skip_invalid=True, retained=True)
         return [e for e in found if e is not None]
 
     async def _write(self, target: str, requests: Sequence[WriteRequest]) -> None:

@@ -36,7 +36,8 @@ class WorkerSettings:
     max_deliveries: int = 5
     max_failures: int = 3
     trigger_check_ms: int = 500
-    edges_refresh_ms: int = 2_000
+    #: Backstop only: buffering and firing notice edge changes at once (workers/edgeset.py).
+    edges_refresh_ms: int = 60_000
     metrics_port: int | None = None
     metrics_host: str = "127.0.0.1"
     #: Test aid: pause this long between writing a batch's outputs and trimming its buffer,
