@@ -17,7 +17,31 @@ __all__ = [
     "decode_entry",
     "decode_entry_values",
     "decode_event",
+    "value_text",
 ]
+
+#: Keys whose string value is what a person reads first in a structured memory.
+TEXT_KEYS = ("text", "summary", "statement", "claim", "title", "content")
+
+
+def value_text(value: Any) -> str:
+    """A value as a person reads it: a string as is, a structured value's text field
+    (``text``, ``summary``, ``statement``...) when it has one, else compact JSON."""
+    if isinstance(value, str):
+        return value
+    if isinstance(value, Mapping):
+        for k in TEXT_KEYS:
+            if isinstance(value.get(k), str):
+                return str(value[k])
+    try:
+        return json.dumps(value, ensure_ascii=False, separators=(",", ":"), default=str)
+    except (TypeError, ValueError):
+        return str(value)
+
+
+def _clip(s: str, n: int = 60) -> str:
+    s = " ".join(s.split())
+    return s if len(s) <= n else s[: n - 1] + "…"
 
 
 class EventType(StrEnum):
@@ -62,6 +86,18 @@ class Entry:
 
     def expired(self, now_ms: int) -> bool:
         return 0 < self.expires_at <= now_ms
+
+    @property
+    def text(self) -> str:
+        """The value as a person reads it (see :func:`value_text`)."""
+        return value_text(self.value)
+
+    def __repr__(self) -> str:
+        # The fields a person looks for; every field stays reachable as an attribute.
+        tags = ",".join(sorted(self.tags))
+        key = f" key={self.key!r}" if self.key else ""
+        return (f"<Entry {self.id} {self.scope} v{self.version}{key} tags=[{tags}] "
+                f"{_clip(self.text)!r}>")
 
 
 @dataclass(frozen=True, slots=True)

@@ -1,30 +1,35 @@
-"""The ``blackboard`` command: server, demo, tail, stats, sweep, trim (and more as they land).
+"""The ``blackboard`` command: server, demo, worker, recall, map, tail, stats, sweep, trim,
+check, acl.
 
 Every command takes ``--redis-url`` (default ``$BLACKBOARD_REDIS_URL``); commands that print
-data take ``--json`` for programs.
+data take ``--json`` for programs. A mistake prints one line on stderr and exits with the
+code documented in :mod:`workers.cli_errors`; ``--debug`` (or ``BLACKBOARD_DEBUG=1``) shows
+the traceback instead. URLs are printed with their password masked.
 """
 
 from __future__ import annotations
 
 import asyncio
+import os
 import signal
-from typing import Annotated
+from collections.abc import Coroutine
+from typing import Annotated, Any
 
 import typer
-from rich.table import Table
 
-from blackboard import Blackboard, BlackboardError
+from blackboard import Blackboard
+from blackboard.redact import mask_url
 from blackboard.server import RedisServer
 
-from .heartbeat import list_workers
+from .cli_errors import fail, one_line_warnings, usage
 from .output import console, err_console, print_json
-from .stats import collect_stats
 
 app = typer.Typer(
     name="blackboard",
     help="Reactive Blackboard: shared, reactive memory for LLM agents on Redis.",
     no_args_is_help=True,
     add_completion=False,
+    pretty_exceptions_show_locals=False,  # locals would print credentials under --debug
 )
 
 RedisUrl = Annotated[
@@ -33,25 +38,40 @@ RedisUrl = Annotated[
 ]
 Json = Annotated[bool, typer.Option("--json", help="Print JSON for programs.")]
 
+#: ``server --appendfsync`` values (redis.conf's).
+APPENDFSYNC = ("always", "everysec", "no")
+
+
+@app.callback()
+def _options(
+    debug: Annotated[
+        bool, typer.Option("--debug", help="Show tracebacks (also BLACKBOARD_DEBUG=1).")
+    ] = False,
+) -> None:
+    if debug:
+        os.environ["BLACKBOARD_DEBUG"] = "1"  # inherited by the worker processes we start
+    one_line_warnings()
+
 
 def _need_url(url: str | None) -> str:
     if not url:
-        err_console.print(
-            "[red]no Redis URL[/]: pass --redis-url or set BLACKBOARD_REDIS_URL "
-            "(`blackboard server` starts one)"
-        )
-        raise typer.Exit(2)
+        usage("no Redis URL: pass --redis-url or set BLACKBOARD_REDIS_URL "
+              "(`blackboard server` starts one)")
     return url
 
 
-def _run(coro: object) -> None:
+def _run(coro: Coroutine[Any, Any, Any]) -> Any:
     try:
-        asyncio.run(coro)  # type: ignore[arg-type]
-    except BlackboardError as exc:
-        err_console.print(f"[red]error:[/] {exc}")
-        raise typer.Exit(1) from None
+        return asyncio.run(coro)
     except KeyboardInterrupt:
         raise typer.Exit(130) from None
+    except Exception as exc:
+        fail(exc)
+
+
+def waiting(what: str) -> None:
+    """Say on stderr what a command waits for (stdout stays the data)."""
+    err_console.print(f"[dim]{what}[/]", highlight=False)
 
 
 @app.command()
@@ -64,12 +84,13 @@ def server(
     json_out: Json = False,
 ) -> None:
     """Run a private redis-server in the foreground (AOF on); Ctrl-C stops it cleanly."""
-    srv = RedisServer(port or None, data_dir, appendfsync=appendfsync)
+    if appendfsync not in APPENDFSYNC:
+        usage(f"--appendfsync {appendfsync!r} is not one of {', '.join(APPENDFSYNC)}")
     try:
+        srv = RedisServer(port or None, data_dir, appendfsync=appendfsync)
         srv.start()
-    except BlackboardError as exc:
-        err_console.print(f"[red]error:[/] {exc}")
-        raise typer.Exit(1) from None
+    except Exception as exc:
+        fail(exc)
 
     def _forward(signum: int, frame: object) -> None:
         # Only forward: redis-server flushes its AOF and exits, and join() below returns.
@@ -89,104 +110,15 @@ def server(
         print_json(info)
     else:
         console.print(
-            f"redis-server {info['version']} on [bold]{srv.url}[/] "
-            f"(AOF in {srv.data_dir}, appendfsync {appendfsync}); Ctrl-C to stop"
+            f"ready: redis-server {info['version']} on [bold]{srv.url}[/] "
+            f"(AOF in {srv.data_dir}, appendfsync {appendfsync}); Ctrl-C to stop",
+            highlight=False,
         )
     code = srv.join()
     srv.stop()
     if not json_out:
         console.print("redis-server stopped")
     raise typer.Exit(0 if code in (0, -signal.SIGTERM) else code)
-
-
-@app.command()
-def tail(
-    scope: Annotated[str, typer.Argument(help="Scope id, e.g. agent:a1:working.")],
-    redis_url: RedisUrl = None,
-    since: Annotated[str | None, typer.Option(help="Feed id to start after; '0' = all.")] = None,
-    limit: Annotated[int, typer.Option(help="Stop after this many events (0 = follow).")] = 0,
-    json_out: Json = False,
-) -> None:
-    """Follow a scope's events."""
-    url = _need_url(redis_url)
-
-    async def main() -> None:
-        async with Blackboard.connect(url) as bb:
-            n = 0
-            async for ev in bb.scope(scope).feed(since):
-                if json_out:
-                    print_json(ev)
-                else:
-                    console.print(
-                        f"[dim]{ev.id}[/] [bold]{ev.type}[/] {ev.entry_id} "
-                        f"v{ev.version} {', '.join(sorted(ev.tags))}"
-                    )
-                n += 1
-                if limit and n >= limit:
-                    return
-
-    _run(main())
-
-
-@app.command()
-def stats(redis_url: RedisUrl = None, json_out: Json = False) -> None:
-    """Buses, consumer groups (lag, pending) and DLQ sizes per partition."""
-    url = _need_url(redis_url)
-
-    async def main() -> None:
-        async with Blackboard.connect(url) as bb:
-            st = await collect_stats(bb)
-            workers = await list_workers(bb)
-        if json_out:
-            print_json(
-                {
-                    "partitions": st.partitions,
-                    "totals": st.totals(),
-                    "buses": st.buses,
-                    "workers": workers,
-                }
-            )
-            return
-        w = Table(title=f"{len(workers)} live workers")
-        for col in ("worker", "role", "pid", "partitions", "events", "written", "dlq"):
-            w.add_column(col)
-        for info in workers:
-            c = info.counters
-            w.add_row(
-                info.id,
-                info.role,
-                str(info.pid),
-                ",".join(map(str, info.partitions)),
-                str(c.get("events", 0)),
-                str(c.get("written", 0)),
-                str(c.get("dead_lettered", 0)),
-            )
-        console.print(w)
-        t = Table(title=f"{st.partitions} partitions")
-        for col in ("partition", "bus", "dlq", "scopes", "group", "consumers", "pending", "lag"):
-            t.add_column(col, justify="right" if col != "group" else "left")
-        for b in st.buses:
-            if not b.groups:
-                t.add_row(
-                    str(b.partition), str(b.length), str(b.dlq), str(b.scopes), "-", "", "", ""
-                )
-            for i, g in enumerate(b.groups):
-                head = (
-                    (str(b.partition), str(b.length), str(b.dlq), str(b.scopes))
-                    if i == 0
-                    else ("",) * 4
-                )
-                t.add_row(
-                    *head,
-                    g.role,
-                    str(g.consumers),
-                    str(g.pending),
-                    "?" if g.lag is None else str(g.lag),
-                )
-        console.print(t)
-        console.print(st.totals())
-
-    _run(main())
 
 
 @app.command()
@@ -240,6 +172,7 @@ def worker(
     metrics_port: Annotated[
         int | None, typer.Option(help="Serve Prometheus metrics on this port.")
     ] = None,
+    json_out: Json = False,
 ) -> None:
     """Run consolidation / maintenance workers as OS processes until SIGTERM."""
     from .settings import ROLES, WorkerSettings
@@ -248,16 +181,29 @@ def worker(
 
     url = _need_url(redis_url)
     if role != "all" and role not in ROLES:
-        err_console.print(f"[red]unknown role {role!r}[/]; roles: {', '.join(ROLES)}, all")
-        raise typer.Exit(2)
+        usage(f"unknown role {role!r}: use one of {', '.join(ROLES)}, all")
+    if concurrency < 1:
+        usage(f"--concurrency must be at least 1 (got {concurrency})")
     settings = WorkerSettings.from_env(metrics_port=metrics_port)
     if concurrency > 1:
         raise typer.Exit(run_processes(url, role, concurrency, metrics_port))
+
+    def ready() -> None:
+        info = {"ready": True, "role": role, "pid": os.getpid(), "redis": mask_url(url),
+                "metrics_port": metrics_port}
+        if json_out:
+            print_json(info)
+            return
+        metrics = f", metrics on :{metrics_port}" if metrics_port else ""
+        console.print(f"ready: worker {role} (pid {os.getpid()}) on {mask_url(url)}"
+                      f"{metrics}; SIGTERM or Ctrl-C to stop", highlight=False)
+
     try:
-        code = run_worker(url, role, settings)
-    except BlackboardError as exc:
-        err_console.print(f"[red]error:[/] {exc}")
-        raise typer.Exit(1) from None
+        code = run_worker(url, role, settings, ready=ready)
+    except KeyboardInterrupt:
+        code = 130
+    except Exception as exc:
+        fail(exc)
     raise typer.Exit(code)
 
 
@@ -274,11 +220,14 @@ def map_(
     from memory import AgentMemory
     from memory.render import render_map
 
+    from .cli_recall import require_agent
+
     url = _need_url(redis_url)
 
     async def main() -> None:
         async with Blackboard.connect(url) as bb, AgentMemory(bb, agent, teams=team or []) as mem:
             m = await mem.memory_map()
+        require_agent(m, agent)
         if json_out:
             print_json(m.to_dict())
         else:
@@ -290,8 +239,8 @@ def map_(
 @app.command()
 def demo(
     redis_url: RedisUrl = None,
-    agents: Annotated[int, typer.Option(help="Simulated agents.")] = 3,
-    steps: Annotated[int, typer.Option(help="Steps per agent.")] = 120,
+    agents: Annotated[int, typer.Option(help="Simulated agents (1 or more).")] = 3,
+    steps: Annotated[int, typer.Option(help="Steps per agent (1 or more).")] = 120,
     workers: Annotated[
         bool, typer.Option(help="Start worker processes (off when they run elsewhere).")
     ] = True,
@@ -300,22 +249,38 @@ def demo(
     """Simulated agents write and watch memory on an embedded (or given) Redis."""
     from .demo import run_demo
 
+    if agents < 1 or steps < 1:
+        usage(f"--agents and --steps must be at least 1 (got {agents} and {steps})")
     try:
         code = run_demo(redis_url, agents=agents, steps=steps, workers=workers, json_out=json_out)
-    except BlackboardError as exc:
-        err_console.print(f"[red]error:[/] {exc}")
-        raise typer.Exit(1) from None
+    except KeyboardInterrupt:
+        raise typer.Exit(130) from None
+    except Exception as exc:
+        fail(exc)
     raise typer.Exit(code)
 
 
-from .cli_recall import register as _register_recall  # noqa: E402
+def _mount() -> None:
+    from .cli_admin import register as register_admin
+    from .cli_recall import register as register_recall
+    from .cli_stats import register as register_stats
+    from .cli_tail import register as register_tail
 
-_register_recall(app)
+    register_recall(app)
+    register_tail(app)
+    register_stats(app)
+    register_admin(app)
 
-from .cli_admin import register as _register_admin  # noqa: E402
 
-_register_admin(app)
+_mount()
 
 
 def main() -> None:  # pragma: no cover - console entry
-    app(prog_name="blackboard")
+    """Run the command; whatever escapes a command still ends as one line (see fail)."""
+    try:
+        app(prog_name="blackboard")
+    except Exception as exc:
+        try:
+            fail(exc)
+        except typer.Exit as done:
+            raise SystemExit(done.exit_code) from None

@@ -3,6 +3,11 @@ with the score breakdown (rich table) or JSON.
 
 Mounted by :mod:`workers.cli` (``register(app)``); the index is built for this one query
 (bootstrapped from Redis, reusing stored embeddings), so nothing needs to run beforehand.
+
+``--json`` shape (stable; extend, never rename): a list, best first, of
+``{"rank", "id", "scope", "value", "text", "tags", "key", "created_at", "score", "fused",
+"dense", "bm25", "strength", "recency", "importance"}`` (``text``: the value as a person
+reads it; ``dense``/``bm25`` null when that signal did not apply).
 """
 
 from __future__ import annotations
@@ -11,7 +16,10 @@ from typing import Annotated, Any
 
 import typer
 
-__all__ = ["hit_record", "register"]
+from blackboard import NotFound
+from blackboard.entry import value_text
+
+__all__ = ["hit_record", "register", "require_agent"]
 
 # Same options as workers.cli (typer resolves annotations in this module's globals).
 RedisUrl = Annotated[
@@ -20,22 +28,48 @@ RedisUrl = Annotated[
 ]
 Json = Annotated[bool, typer.Option("--json", help="Print JSON for programs.")]
 
+#: Below this width the table keeps rank, score, scope and text; the breakdown goes to
+#: ``--explain`` lines (wrapped), so the text is never squeezed into a few columns.
+WIDE = 120
+
 
 def hit_record(rank: int, h: Any) -> dict[str, Any]:
     """One hit (a :class:`retrieval.ScoredEntry`) as plain data."""
     e = h.entry
     return {
-        "rank": rank, "id": e.id, "scope": h.scope, "value": e.value, "tags": sorted(e.tags),
-        "key": e.key, "created_at": e.created_at, "score": h.score, "fused": h.fused,
-        "dense": h.dense, "bm25": h.bm25, "strength": h.strength, "recency": h.recency,
+        "rank": rank, "id": e.id, "scope": h.scope, "value": e.value,
+        "text": value_text(e.value), "tags": sorted(e.tags), "key": e.key,
+        "created_at": e.created_at, "score": h.score, "fused": h.fused, "dense": h.dense,
+        "bm25": h.bm25, "strength": h.strength, "recency": h.recency,
         "importance": h.importance,
     }
 
 
-def _short(v: Any, n: int = 80) -> str:
-    s = v if isinstance(v, str) else str(v)
-    s = " ".join(s.split())
-    return s if len(s) <= n else s[: n - 1] + "…"
+def require_agent(memory_map: Any, agent: str) -> None:
+    """NotFound unless ``agent`` owns a scope that is registered or holds entries: an
+    unknown name would otherwise read as an agent with an empty memory."""
+    if not any(s.kind == "agent" and s.owner == agent for s in memory_map.scopes):
+        raise NotFound(
+            f"no memory for agent {agent!r}: none of its scopes is registered or holds "
+            "entries (check the name; `blackboard acl grant` provisions an agent)")
+
+
+def _check_query(lens: str | None, levels: list[str] | None) -> None:
+    """Reject an unknown lens or level by name before connecting (exit 2)."""
+    from memory import MemoryLevel
+    from retrieval.lens import known_lenses, resolve_lens
+
+    from .cli_errors import usage
+
+    if lens:
+        try:
+            resolve_lens(lens)
+        except Exception as exc:
+            usage(f"{exc} (known lenses: {', '.join(known_lenses())})"
+                  if "known lenses" not in str(exc) else str(exc))
+    for lv in levels or ():
+        if lv not in {m.value for m in MemoryLevel}:
+            usage(f"unknown level {lv!r}: use one of {', '.join(m.value for m in MemoryLevel)}")
 
 
 def _num(x: float | None) -> str:
@@ -73,12 +107,14 @@ def register(app: typer.Typer) -> None:
         from .output import console, print_json
 
         url = _need_url(redis_url)
+        _check_query(lens, level)
 
         async def main() -> None:
             async with (
                 Blackboard.connect(url) as bb,
                 AgentMemory(bb, agent, teams=team or ()) as mem,
             ):
+                require_agent(await mem.memory_map(), agent)
                 fields: dict[str, Any] = {"max_results": limit}
                 if text.strip():
                     fields["query"] = text
@@ -97,17 +133,30 @@ def register(app: typer.Typer) -> None:
 
 def _table(console: Any, text: str, agent: str, hits: list[Any], explain: bool) -> None:
     from rich.table import Table
+    from rich.text import Text
 
-    t = Table(title=f"recall {text!r} for agent {agent} ({len(hits)} hits)")
-    for col in ("#", "score", "fused", "dense", "bm25", "strength", "recency", "imp"):
-        t.add_column(col, justify="right")
-    t.add_column("scope")
-    t.add_column("value")
+    if not hits:
+        console.print(f"nothing recalled for {text!r} in agent {agent}'s memory",
+                      markup=False)
+        return
+    wide = console.width >= WIDE
+    t = Table(title=f"recall {text!r} for agent {agent} ({len(hits)} hits)",
+              title_justify="left")
+    t.add_column("#", justify="right")
+    t.add_column("score", justify="right")
+    if wide:
+        for col in ("fused", "dense", "bm25", "strength", "recency", "imp"):
+            t.add_column(col, justify="right")
+    t.add_column("scope", overflow="fold", ratio=1)
+    t.add_column("text", overflow="fold", ratio=3)
     for i, h in enumerate(hits, 1):
-        t.add_row(str(i), f"{h.score:.3f}", _num(h.fused), _num(h.dense), _num(h.bm25),
-                  _num(h.strength), _num(h.recency), f"{h.importance:.2f}", h.scope,
-                  _short(h.entry.value))
+        parts = [_num(h.fused), _num(h.dense), _num(h.bm25), _num(h.strength),
+                 _num(h.recency), f"{h.importance:.2f}"] if wide else []
+        t.add_row(str(i), f"{h.score:.3f}", *parts, Text(h.scope),
+                  Text(value_text(h.entry.value)))
     console.print(t)
     if explain:
-        for h in hits:
-            console.print(h.explain(), style="dim", markup=False, highlight=False)
+        for i, h in enumerate(hits, 1):
+            console.print(f"{i}. {h.explain()}", style="dim", markup=False, highlight=False)
+    elif not wide:
+        console.print("[dim](--explain adds each hit's score breakdown; --json all of it)[/]")

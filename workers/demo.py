@@ -1,9 +1,10 @@
 """``blackboard demo``: a team of scripted agents works while worker processes consolidate.
 
 Starts an embedded redis-server unless a URL is given, installs each agent's memory
-hierarchy, starts one worker process per role, lets the agents work (actions go through
-``@mem.observe``), waits for consolidation, then shows the memory map, recalls with their
-score breakdown, a learned procedure, a semantic fact with its evidence and team memory.
+hierarchy, starts one worker process per role and waits for their heartbeats, lets the
+agents work (actions go through ``@mem.observe``), waits for consolidation, then shows
+what memory learned (:mod:`workers.demo_report`). Every phase has a progress line saying
+what it waits for; each agent has its own bar.
 """
 
 from __future__ import annotations
@@ -14,28 +15,41 @@ import dataclasses
 import os
 import subprocess
 import time
+from collections.abc import Callable, Iterator
 from typing import Any
 
-from rich.progress import Progress
+from rich.progress import (
+    BarColumn,
+    MofNCompleteColumn,
+    Progress,
+    SpinnerColumn,
+    TaskID,
+    TextColumn,
+    TimeElapsedColumn,
+)
 
-from blackboard import Blackboard, Entry
+from blackboard import Blackboard, BlackboardError, InvalidArgument
+from blackboard.feeds import newest_ids
 from blackboard.keys import PartitionKeys
+from blackboard.redact import mask_url
 from memory import AgentMemory, MemoryLevel
+from memory.memory_map import MemoryMap
 from memory.producers import CallRecord, Observation
 from memory.registry import Registry
-from memory.render import render_map
 from memory.subscriptions import Trigger
 
 from .demo_agents import Step, script
+from .demo_report import TEAM, build_report, print_report
 from .embedded import redis_or_embedded
+from .heartbeat import list_workers
 from .output import console, print_json
 from .settings import CONSUMING_ROLES, ROLES
+from .stats import collect_stats
 from .supervisor import worker_command
 from .transform import ROLE_TRANSFORMERS
 
 __all__ = ["run_demo"]
 
-TEAM = "ops"
 #: The demo shortens trigger times so consolidation happens within the run.
 DEMO_TRIGGER = Trigger.any_of(Trigger.count(12), Trigger.age(1.0))
 WORKER_ENV = {
@@ -45,6 +59,7 @@ WORKER_ENV = {
     "BLACKBOARD_WORKER_EDGES_REFRESH_MS": "500",
     "BLACKBOARD_WORKER_BLOCK_MS": "200",
 }
+WORKERS_START_S = 90.0  # importing numpy/faiss in 7 processes on 2 cores takes a while
 
 
 async def _install(bb: Blackboard, agents: list[str]) -> None:
@@ -68,7 +83,8 @@ def _extract(call: CallRecord) -> Observation:
     )
 
 
-async def _agent(bb: Blackboard, name: str, steps: int, seed: int, tick: Any) -> int:
+async def _agent(bb: Blackboard, name: str, steps: int, seed: int,
+                 tick: Callable[[], None]) -> int:
     async with AgentMemory(bb, name, teams=[TEAM]) as mem:
         # One observed callable per tool, as an agent would have: the producer tags each
         # call action_type:<tool name> and success/failure from whether it raised.
@@ -92,184 +108,150 @@ async def _agent(bb: Blackboard, name: str, steps: int, seed: int, tick: Any) ->
                 with contextlib.suppress(RuntimeError):  # the producer recorded the failure
                     await tool(step.action)(step)
             else:
-                await mem.store(
-                    {"text": step.text},
-                    MemoryLevel.WORKING,
-                    tags=step.tags,
-                    metadata={"agent": name},
-                )
+                await mem.store({"text": step.text}, MemoryLevel.WORKING, tags=step.tags,
+                                metadata={"agent": name})
             n += 1
             tick()
         await mem.flush()
         return n
 
 
-async def _settled(bb: Blackboard) -> bool:
-    """No buffered, in-flight or undelivered dataflow left."""
-    for p in range(bb.partitions):
-        pk = PartitionKeys(p)
-        if await bb.client.scard(pk.pendings) or await bb.client.hlen(pk.inflight):
-            return False
-        try:
-            groups = await bb.client.xinfo_groups(pk.bus)
-        except Exception:
-            continue
-        for g in groups:
-            name = g["name"].decode() if isinstance(g["name"], bytes) else g["name"]
-            if name not in ROLE_TRANSFORMERS:
+async def _backlog(bb: Blackboard) -> int:
+    """Events the consolidating roles have not finished: buffered, in flight, pending in a
+    group, or not yet delivered to it (its last delivered id behind the bus's newest)."""
+    n = 0
+    st = await collect_stats(bb)
+    buses = [PartitionKeys(b.partition).bus for b in st.buses]
+    newest = await newest_ids(bb, buses)
+    for b, bus in zip(st.buses, buses, strict=True):
+        pk = PartitionKeys(b.partition)
+        n += await bb.client.scard(pk.pendings) + await bb.client.hlen(pk.inflight)
+        for g in b.groups:
+            if g.role not in ROLE_TRANSFORMERS:
                 continue  # the index role catches up on its own; recall embeds what it lacks
-            if int(g["pending"]) or g.get("lag") not in (0, None):
-                return False
-    return True
+            behind = g.lag if g.lag is not None else int(g.last_delivered != newest[bus])
+            n += g.pending + behind
+    return n
 
 
-def _text(e: Entry) -> str:
-    v = e.value
-    if isinstance(v, dict):
-        for k in ("text", "summary", "statement", "claim", "title"):
-            if isinstance(v.get(k), str):
-                return str(v[k])
-    return str(v)[:160]
+class Phases:
+    """One progress line per phase (and per agent), left on screen when done."""
 
-
-async def _report(bb: Blackboard, agents: list[str], json_out: bool) -> dict[str, Any]:
-    a = agents[0]
-    out: dict[str, Any] = {}
-    async with AgentMemory(bb, a, teams=[TEAM]) as mem:
-        mmap = await mem.memory_map()
-        out["map"] = mmap.to_dict()
-        proc = await bb.scope(f"agent:{a}:ltm:procedural").entries(limit=None)
-        sem = await bb.scope(f"agent:{a}:ltm:semantic").entries(limit=None)
-        epi = await bb.scope(f"agent:{a}:ltm:episodic").entries(limit=3)
-        team = await bb.scope(f"team:{TEAM}").entries(limit=3)
-        recalls: dict[str, list[Any]] = {}
-        for q in ("why did posting to the ledger fail", "Acme Corp payment terms"):
-            try:
-                hits = await mem.recall(q)
-            except Exception as exc:  # retrieval not configured: say so, don't pretend
-                recalls[q] = [f"recall unavailable: {exc}"]
-                continue
-            recalls[q] = hits[:3]
-    dlq = {p: await bb.client.xlen(PartitionKeys(p).dlq) for p in range(bb.partitions)}
-    out.update(
-        procedures=proc,
-        semantic=sem,
-        episodes=epi,
-        team=team,
-        recalls=recalls,
-        dlq={p: n for p, n in dlq.items() if n},
-    )
-    if json_out:
-        return out
-    console.rule("[bold]memory map[/] (agent " + a + ")")
-    console.print(render_map(mmap))
-    console.rule("[bold]recall[/] (hybrid score breakdown)")
-    for q, hits in recalls.items():
-        console.print(f"[bold]? {q}[/]")
-        for h in hits:
-            if hasattr(h, "explain"):
-                console.print(f"  {_text(h.entry)[:90]}\n    [dim]{h.explain()}[/]")
-            else:
-                console.print(f"  {h}")
-    console.rule("[bold]learned procedures[/]")
-    live = [e for e in proc if "superseded" not in e.tags]
-    best: dict[str, Entry] = {}
-    for e in sorted(
-        live, key=lambda e: (-len(e.value.get("steps", [])) * int(e.value.get("support", 0)), e.id)
-    ):
-        best.setdefault(str(e.value.get("task_kind")), e)
-    for e in best.values():
-        v = e.value
-        console.print(
-            f"  {v.get('task_kind')}: {' → '.join(v.get('steps', []))}  "
-            f"support={v.get('support')} success={v.get('success_rate')} "
-            f"v{v.get('procedure_version', v.get('version'))}"
+    def __init__(self, json_out: bool) -> None:
+        self.progress = Progress(
+            SpinnerColumn(finished_text="[green]✓[/]"),
+            TextColumn("{task.description}"),
+            BarColumn(bar_width=20),
+            MofNCompleteColumn(),
+            TimeElapsedColumn(),
+            console=console,
+            disable=json_out,
         )
-    console.rule("[bold]semantic facts[/] (with evidence; a changed belief supersedes the old)")
-    for e in sorted(sem, key=lambda e: (e.key or "", e.created_at)):
-        v = e.value
-        status = "superseded" if "superseded" in e.tags else v.get("status", "active")
-        stances = [x.get("stance") for x in v.get("evidence", [])]
-        console.print(
-            f"  ({status}) {v.get('statement', _text(e))}  confidence={v.get('confidence')} "
-            f"evidence: {stances.count('support')} support, "
-            f"{stances.count('contradict')} contradict",
-            markup=False,
-        )
-    console.rule("[bold]episodes[/]")
-    for e in epi:
-        v = e.value
-        console.print(
-            f"  task {v.get('task')} ({v.get('session')}): {len(v.get('steps', []))} "
-            f"steps, actors {', '.join(v.get('actors', []))}, outcome {v.get('outcome')}"
-        )
-    console.rule(f"[bold]team:{TEAM}[/]")
-    for e in team:
-        console.print(f"  {_text(e)[:110]}  [dim]{e.metadata.get('attribution', '')}[/]")
-    console.print(f"dead-lettered: {sum(out['dlq'].values())}")
-    return out
+
+    @contextlib.contextmanager
+    def phase(self, what: str, total: float | None = 1) -> Iterator[TaskID]:
+        task = self.progress.add_task(what, total=total)
+        yield task
+        t = self.progress.tasks[task]
+        self.progress.update(task, total=t.completed or 1, completed=t.completed or 1)
+
+    def note(self, task: TaskID, what: str) -> None:
+        self.progress.update(task, description=what)
 
 
-async def _wait_settled(bb: Blackboard, seconds: float) -> bool:
-    """Poll until the dataflow is idle (the state lives in Redis, so polling it is the way)."""
-    for _ in range(int(seconds / 0.3)):
-        if await _settled(bb):
-            return True
-        await asyncio.sleep(0.3)
-    return False
+async def _await_workers(bb: Blackboard, procs: list[subprocess.Popen[bytes]],
+                         ph: Phases) -> None:
+    with ph.phase(f"starting {len(procs)} worker processes", total=len(procs)) as task:
+        deadline = time.monotonic() + WORKERS_START_S
+        pids = {p.pid for p in procs}
+        while True:
+            dead = [(r, p.returncode) for r, p in zip(ROLES, procs, strict=True)
+                    if p.poll() is not None]
+            if dead:
+                role, code = dead[0]
+                raise BlackboardError(
+                    f"worker {role} exited with code {code} at start; run `blackboard worker "
+                    f"--role {role}` to see why")
+            up = len({w.pid for w in await list_workers(bb)} & pids)
+            ph.progress.update(task, completed=up)
+            if up == len(procs):
+                return
+            if time.monotonic() > deadline:
+                raise BlackboardError(f"only {up} of {len(procs)} workers sent a heartbeat "
+                                      f"in {WORKERS_START_S:.0f}s")
+            await asyncio.sleep(0.3)
+
+
+async def _consolidate(bb: Blackboard, ph: Phases, seconds: float) -> bool:
+    """Wait until the workers have consolidated everything (the state lives in Redis, so
+    polling it is the way); the line shows the backlog it waits on."""
+    with ph.phase("workers consolidating", total=None) as task:
+        deadline = time.monotonic() + seconds
+        idle = 0
+        while time.monotonic() < deadline:
+            left = await _backlog(bb)
+            ph.note(task, f"workers consolidating: waiting on {left} events")
+            # Idle twice, 1.5 s apart: age triggers fire the last, small batches.
+            idle = idle + 1 if left == 0 else 0
+            if idle >= 2:
+                ph.note(task, "workers consolidating: done")
+                return True
+            await asyncio.sleep(1.5 if left == 0 else 0.3)
+        ph.note(task, f"workers consolidating: gave up after {seconds:.0f}s")
+        return False
+
+
+async def _main(url: str, names: list[str], steps: int, procs: list[subprocess.Popen[bytes]],
+                workers: bool, ph: Phases) -> tuple[dict[str, Any], MemoryMap]:
+    async with Blackboard.connect(url) as bb:
+        with ph.phase(f"installing memory for {len(names)} agents"):
+            await bb.ensure_groups(list(CONSUMING_ROLES))
+            await _install(bb, names)
+        if procs:
+            await _await_workers(bb, procs, ph)
+        # A script finishes the task in hand, so it may run a few steps past ``steps``.
+        bars = {n: ph.progress.add_task(f"{n} working", total=sum(1 for _ in script(n, steps, 7)))
+                for n in names}
+
+        def ticker(name: str) -> Callable[[], None]:
+            return lambda: ph.progress.advance(bars[name])
+
+        done = await asyncio.gather(*(_agent(bb, n, steps, 7, ticker(n)) for n in names))
+        if workers or await list_workers(bb):
+            settled = await _consolidate(bb, ph, 60)
+        else:
+            settled = False
+            console.print("no live workers: nothing consolidates (drop --no-workers)")
+        with ph.phase("recall and report (the first recall loads the embedder)"):
+            report, mmap = await build_report(bb, names[0])
+    report["steps"] = sum(done)
+    report["settled"] = settled
+    return report, mmap
 
 
 def _start_workers(url: str) -> list[subprocess.Popen[bytes]]:
     env = {**os.environ, **WORKER_ENV}
-    return [
-        subprocess.Popen(
-            worker_command(url, role),
-            env=env,
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.DEVNULL,
-        )
-        for role in ROLES
-    ]
+    return [subprocess.Popen(worker_command(url, role), env=env, stdout=subprocess.DEVNULL,
+                             stderr=subprocess.DEVNULL) for role in ROLES]
 
 
-async def _main(url: str, agents: int, steps: int, json_out: bool) -> dict[str, Any]:
-    names = [f"agent{i + 1}" for i in range(agents)]
-    async with Blackboard.connect(url) as bb:
-        with Progress(console=console, transient=True, disable=json_out) as progress:
-            bar = progress.add_task("agents working", total=agents * steps)
-            done = await asyncio.gather(
-                *(_agent(bb, n, steps, 7, lambda: progress.advance(bar)) for n in names)
-            )
-            wait = progress.add_task("workers consolidating", total=None)
-            await _wait_settled(bb, 30)
-            await asyncio.sleep(1.5)  # age triggers of the last, small batches
-            await _wait_settled(bb, 15)
-            progress.remove_task(wait)
-        report = await _report(bb, names, json_out)
-    report["steps"] = sum(done)
-    return report
-
-
-async def _setup(url: str, agents: int) -> None:
-    async with Blackboard.connect(url) as bb:
-        await bb.ensure_groups(list(CONSUMING_ROLES))
-        await _install(bb, [f"agent{i + 1}" for i in range(agents)])
-
-
-def run_demo(
-    url: str | None,
-    *,
-    agents: int = 3,
-    steps: int = 120,
-    workers: bool = True,
-    json_out: bool = False,
-) -> int:
+def run_demo(url: str | None, *, agents: int = 3, steps: int = 120, workers: bool = True,
+             json_out: bool = False) -> int:
+    if agents < 1 or steps < 1:
+        raise InvalidArgument(f"the demo needs at least 1 agent and 1 step "
+                              f"(got {agents} agents, {steps} steps)")
     t0 = time.perf_counter()
-    with redis_or_embedded(url) as redis_url:
-        asyncio.run(_setup(redis_url, agents))
+    names = [f"agent{i + 1}" for i in range(agents)]
+    ph = Phases(json_out)
+    given = url or os.environ.get("BLACKBOARD_REDIS_URL")
+    codes: list[int] = []
+    with contextlib.ExitStack() as stack:
+        stack.enter_context(ph.progress)
+        with ph.phase(f"Redis at {mask_url(given)}" if given else "starting redis-server"):
+            redis_url = stack.enter_context(redis_or_embedded(url))
         procs = _start_workers(redis_url) if workers else []
         try:
-            report = asyncio.run(_main(redis_url, agents, steps, json_out))
+            report, mmap = asyncio.run(_main(redis_url, names, steps, procs, workers, ph))
         finally:
             for p in procs:
                 p.terminate()
@@ -279,8 +261,8 @@ def run_demo(
     if json_out:
         print_json(report)
     else:
+        print_report(report, names[0], mmap)
         console.print(
-            f"{report['steps']} agent steps, {len(ROLES)} worker processes "
-            f"(exit codes {report['worker_exit_codes']}), {report['seconds']}s"
-        )
-    return 0 if all(c == 0 for c in report["worker_exit_codes"]) else 1
+            f"{report['steps']} agent steps, {len(procs)} worker processes "
+            f"(exit codes {codes}), {report['seconds']}s", highlight=False)
+    return 0 if all(c == 0 for c in codes) else 1

@@ -1,0 +1,141 @@
+"""Every failure of the ``blackboard`` command as one line on stderr and an exit code.
+
+Exit codes (documented in the README, "Command line"):
+
+====  ===========================================================================
+0     done
+1     runtime: Redis unreachable, nothing found, a server that would not start
+2     usage: a bad option value, URL, scope, lens or level (nothing was changed)
+3     ``check`` found drift it did not repair
+4     permission: Redis refused the login or an agent user's command (ACL)
+====  ===========================================================================
+
+A traceback is printed only with ``--debug`` or ``BLACKBOARD_DEBUG=1``. Messages go
+through :func:`blackboard.redact.redact`, so a password in a URL never reaches the terminal.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Any, NoReturn
+
+import typer
+from redis import exceptions as rexc
+from rich.markup import escape
+
+from blackboard import (
+    AccessDenied,
+    BlackboardError,
+    InvalidArgument,
+    NotFound,
+    ServerUnavailable,
+)
+from blackboard.redact import redact
+
+from .output import err_console
+
+__all__ = [
+    "EXIT_DRIFT",
+    "EXIT_PERMISSION",
+    "EXIT_RUNTIME",
+    "EXIT_USAGE",
+    "debug_enabled",
+    "describe",
+    "fail",
+    "one_line_warnings",
+    "usage",
+]
+
+EXIT_RUNTIME, EXIT_USAGE, EXIT_DRIFT, EXIT_PERMISSION = 1, 2, 3, 4
+
+_ACL_HINT = ("an agent's Redis user may touch only its own scopes, its teams' and "
+             "collective; use the service or an admin user for this")
+
+
+def debug_enabled() -> bool:
+    return os.environ.get("BLACKBOARD_DEBUG", "").lower() in ("1", "true", "yes", "on")
+
+
+def _chain(exc: BaseException) -> list[BaseException]:
+    out: list[BaseException] = []
+    e: BaseException | None = exc
+    while e is not None and e not in out:
+        out.append(e)
+        e = e.__cause__ or e.__context__
+    return out
+
+
+def _first_line(text: str) -> str:
+    line = next((ln.strip() for ln in text.splitlines() if ln.strip()), text.strip())
+    return line.rstrip(".")
+
+
+def describe(exc: BaseException) -> tuple[int, str]:
+    """``(exit code, one line naming the problem and the fix)`` for ``exc``."""
+    chain = _chain(exc)
+    for e in chain:
+        if isinstance(e, rexc.AuthenticationError):
+            return EXIT_PERMISSION, (
+                f"Redis refused the login ({_first_line(str(e)).rstrip('.')}): check the "
+                "user name "
+                "and password in --redis-url / BLACKBOARD_REDIS_URL")
+        if isinstance(e, rexc.NoPermissionError):
+            return EXIT_PERMISSION, (
+                f"Redis denied a command to this user ({_first_line(str(e))}); {_ACL_HINT}")
+    if isinstance(exc, AccessDenied):
+        return EXIT_PERMISSION, f"{_first_line(str(exc))}; {_ACL_HINT}"
+    if isinstance(exc, InvalidArgument):
+        return EXIT_USAGE, _first_line(str(exc))
+    if isinstance(exc, NotFound):
+        return EXIT_RUNTIME, _first_line(str(exc))
+    if isinstance(exc, ServerUnavailable):
+        return EXIT_RUNTIME, (f"{_first_line(str(exc))}; is it running? "
+                              "(`blackboard server` starts one)")
+    if isinstance(exc, BlackboardError):
+        return EXIT_RUNTIME, _first_line(str(exc))
+    if type(exc).__name__ == "ValidationError":  # pydantic: a query field was rejected
+        errs: list[dict[str, Any]] = getattr(exc, "errors", list)()
+        msg = errs[0].get("msg", str(exc)) if errs else str(exc)
+        return EXIT_USAGE, _first_line(str(msg).removeprefix("Value error, "))
+    for e in chain:
+        if isinstance(e, rexc.ConnectionError | rexc.TimeoutError):
+            return EXIT_RUNTIME, (f"cannot reach Redis ({_first_line(str(e))}); "
+                                  "is it running? `blackboard server` starts one")
+    if isinstance(exc, ValueError) and "Redis URL" in str(exc):
+        return EXIT_USAGE, f"bad Redis URL: {_first_line(str(exc))}"
+    if isinstance(exc, PermissionError):
+        return EXIT_PERMISSION, f"{_first_line(str(exc))} (check the file's owner and mode)"
+    if isinstance(exc, OSError):
+        return EXIT_RUNTIME, _first_line(str(exc))
+    return EXIT_RUNTIME, (f"unexpected {type(exc).__name__}: {_first_line(str(exc))} "
+                          "(rerun with --debug for the traceback)")
+
+
+def one_line_warnings() -> None:
+    """Python warnings (e.g. Redis running without AOF) as one line each on stderr."""
+    import warnings
+
+    def show(message: Warning | str, category: type[Warning], filename: str, lineno: int,
+             file: Any = None, line: str | None = None) -> None:
+        err_console.print(f"[yellow]warning:[/] {escape(redact(str(message)))}",
+                          highlight=False, soft_wrap=True)
+
+    if not debug_enabled():
+        warnings.showwarning = show
+
+
+def fail(exc: BaseException) -> NoReturn:
+    """Print ``exc`` as one line and exit with its code (re-raise under ``--debug``)."""
+    if debug_enabled():
+        raise exc
+    code, line = describe(exc)
+    err_console.print(f"[red]error:[/] {escape(redact(line))}", highlight=False,
+                      soft_wrap=True)
+    raise typer.Exit(code) from None
+
+
+def usage(message: str) -> NoReturn:
+    """A usage mistake found by the command itself: one line, exit 2."""
+    err_console.print(f"[red]error:[/] {escape(redact(message))}", highlight=False,
+                      soft_wrap=True)
+    raise typer.Exit(EXIT_USAGE)

@@ -1,0 +1,131 @@
+"""``blackboard stats``: a summary for people (workers, one row per consumer group role,
+totals, the partitions that need a look); ``--all`` adds every partition's row.
+
+``--json`` shape (stable; extend, never rename)::
+
+    {"partitions": int,
+     "totals": {"events_on_buses", "dlq", "pending", "lag", "scopes": int},
+     "buses": [{"partition", "length", "dlq", "scopes": int,
+                "groups": [{"role": str, "consumers", "pending": int,
+                            "lag": int | null, "last_delivered": str}]}],
+     "workers": [{"id", "role", "pid", "host", "started_at", "beat_at",
+                  "partitions": [int], "counters": {str: int}}]}
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any
+
+import typer
+from rich.table import Table
+
+from blackboard import Blackboard
+
+from .heartbeat import WorkerInfo, list_workers
+from .output import console, print_json
+from .stats import BusStats, Stats, collect_stats
+
+__all__ = ["register", "role_summary"]
+
+RedisUrl = Annotated[
+    str | None,
+    typer.Option("--redis-url", envvar="BLACKBOARD_REDIS_URL", help="Redis URL (redis://...)."),
+]
+Json = Annotated[bool, typer.Option("--json", help="Print JSON for programs.")]
+
+
+def role_summary(st: Stats) -> dict[str, dict[str, Any]]:
+    """Per consumer-group role: partitions it reads, consumers, pending, lag (None: unknown)."""
+    out: dict[str, dict[str, Any]] = {}
+    for b in st.buses:
+        for g in b.groups:
+            r = out.setdefault(g.role, {"partitions": 0, "consumers": 0, "pending": 0,
+                                        "lag": 0})
+            r["partitions"] += 1
+            r["consumers"] += g.consumers
+            r["pending"] += g.pending
+            r["lag"] = None if r["lag"] is None or g.lag is None else r["lag"] + g.lag
+    return dict(sorted(out.items()))
+
+
+def _busy(b: BusStats) -> bool:
+    return bool(b.dlq or any(g.pending or g.lag for g in b.groups))
+
+
+def _workers_table(workers: list[WorkerInfo]) -> Table:
+    w = Table(title=f"{len(workers)} live workers", title_justify="left")
+    for col in ("worker", "role", "pid", "partitions", "events", "written", "dlq"):
+        w.add_column(col, overflow="fold")
+    for info in workers:
+        c = info.counters
+        w.add_row(info.id, info.role, str(info.pid), ",".join(map(str, info.partitions)),
+                  str(c.get("events", 0)), str(c.get("written", 0)),
+                  str(c.get("dead_lettered", 0)))
+    return w
+
+
+def _partition_table(buses: list[BusStats], title: str) -> Table:
+    t = Table(title=title, title_justify="left")
+    for col in ("partition", "bus", "dlq", "scopes", "group", "consumers", "pending", "lag"):
+        t.add_column(col, justify="left" if col == "group" else "right")
+    for b in buses:
+        head = (str(b.partition), str(b.length), str(b.dlq), str(b.scopes))
+        if not b.groups:
+            t.add_row(*head, "-", "", "", "")
+        for i, g in enumerate(b.groups):
+            t.add_row(*(head if i == 0 else ("",) * 4), g.role, str(g.consumers),
+                      str(g.pending), "?" if g.lag is None else str(g.lag))
+    return t
+
+
+def render(st: Stats, workers: list[WorkerInfo], show_all: bool) -> None:
+    if workers:
+        console.print(_workers_table(workers))
+    else:
+        console.print("no live workers (`blackboard worker --role all` starts them)")
+    roles = role_summary(st)
+    if roles:
+        t = Table(title="consumer groups", title_justify="left")
+        for col in ("role", "partitions", "consumers", "pending", "lag"):
+            t.add_column(col, justify="left" if col == "role" else "right")
+        for role, r in roles.items():
+            t.add_row(role, str(r["partitions"]), str(r["consumers"]), str(r["pending"]),
+                      "?" if r["lag"] is None else str(r["lag"]))
+        console.print(t)
+    tot = st.totals()
+    console.print(
+        f"{st.partitions} partitions: {tot['scopes']} scopes, {tot['events_on_buses']} events "
+        f"on the buses, {tot['pending']} pending, lag {tot['lag']}, "
+        f"{tot['dlq']} dead-lettered", highlight=False)
+    if show_all:
+        console.print(_partition_table(list(st.buses), f"all {st.partitions} partitions"))
+        return
+    busy = [b for b in st.buses if _busy(b)]
+    if busy:
+        console.print(_partition_table(busy, f"{len(busy)} partitions with pending, lag or "
+                                             "dead letters (--all shows every partition)"))
+
+
+def register(app: typer.Typer) -> None:
+    """Add the ``stats`` command to ``app``."""
+    from .cli import _need_url, _run
+
+    @app.command()
+    def stats(
+        redis_url: RedisUrl = None,
+        show_all: Annotated[bool, typer.Option("--all", help="A row for every partition.")] = False,
+        json_out: Json = False,
+    ) -> None:
+        """Live workers, consumer groups (pending, lag), dead letters: a summary."""
+        url = _need_url(redis_url)
+
+        async def main() -> tuple[Stats, list[WorkerInfo]]:
+            async with Blackboard.connect(url) as bb:
+                return await collect_stats(bb), await list_workers(bb)
+
+        st, workers = _run(main())
+        if json_out:
+            print_json({"partitions": st.partitions, "totals": st.totals(),
+                        "buses": st.buses, "workers": workers})
+            return
+        render(st, workers, show_all)

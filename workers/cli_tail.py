@@ -1,0 +1,110 @@
+"""``blackboard tail SCOPE``: a scope's recent events, then (``--follow``) new ones.
+
+Without ``--follow`` it prints what exists and exits, so it never waits on a question it
+can answer; with it, it says on stderr what it waits for. A scope nobody ever wrote,
+registered or fed is named as unknown (exit 1) rather than followed forever.
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from typing import Annotated
+
+import typer
+
+from blackboard import Blackboard, Event, NotFound
+from blackboard.entry import decode_event
+
+from .output import console, print_json
+
+__all__ = ["register"]
+
+RedisUrl = Annotated[
+    str | None,
+    typer.Option("--redis-url", envvar="BLACKBOARD_REDIS_URL", help="Redis URL (redis://...)."),
+]
+Json = Annotated[bool, typer.Option("--json", help="Print JSON for programs (one per line).")]
+
+
+async def scope_known(bb: Blackboard, scope_id: str) -> bool:
+    """The scope has events, live entries or a registered config."""
+    from memory.registry import Registry
+
+    s = bb.scope(scope_id)
+    if await s.last_event_id() != "0-0" or await s.count():
+        return True
+    reg = Registry(bb)
+    try:
+        return await reg.get_scope(scope_id) is not None
+    finally:
+        await reg.aclose()
+
+
+async def recent_events(bb: Blackboard, scope_id: str, since: str | None,
+                        limit: int) -> list[Event]:
+    """Up to ``limit`` events after ``since`` (oldest first), or the newest ``limit``."""
+    s = bb.scope(scope_id)
+    if since is not None:
+        start = "-" if since in ("0", "0-0") else f"({since}"
+        return await s.events(start, "+", count=limit)
+    items = await bb.client.xrevrange(s.keys.feed, count=limit)
+    return [decode_event(sid, f, s.partition) for sid, f in reversed(items)]
+
+
+def _line(ev: Event) -> str:
+    at = datetime.fromtimestamp(ev.at / 1000, UTC).strftime("%Y-%m-%d %H:%M:%S")
+    tags = f" [{', '.join(sorted(ev.tags))}]" if ev.tags else ""
+    return f"[dim]{at}[/] [bold]{ev.type}[/] {ev.entry_id} v{ev.version}{tags}"
+
+
+def register(app: typer.Typer) -> None:
+    """Add the ``tail`` command to ``app``."""
+    from .cli import _need_url, _run, waiting
+
+    @app.command()
+    def tail(
+        scope: Annotated[str, typer.Argument(help="Scope id, e.g. agent:a1:working.")],
+        redis_url: RedisUrl = None,
+        since: Annotated[
+            str | None, typer.Option(help="Feed id to start after; '0' = from the oldest.")
+        ] = None,
+        limit: Annotated[int, typer.Option(help="Most events printed (the newest ones, "
+                                           "or the first after --since).")] = 10,
+        follow: Annotated[
+            bool, typer.Option("--follow", "-f", help="Then wait for new events (Ctrl-C stops).")
+        ] = False,
+        json_out: Json = False,
+    ) -> None:
+        """A scope's recent events (JSON: one object per line); --follow for new ones."""
+        url = _need_url(redis_url)
+        if limit < 1:
+            from .cli_errors import usage
+
+            usage(f"--limit must be at least 1 (got {limit})")
+
+        def show(ev: Event) -> None:
+            if json_out:
+                print_json(ev)
+            else:
+                console.print(_line(ev), highlight=False)
+
+        async def main() -> None:
+            async with Blackboard.connect(url) as bb:
+                if not await scope_known(bb, scope):
+                    raise NotFound(
+                        f"unknown scope {scope!r}: it has no events, entries or registered "
+                        "config (`blackboard map --agent A` lists an agent's scopes)")
+                evs = await recent_events(bb, scope, since, limit)
+                for ev in evs:
+                    show(ev)
+                if not follow:
+                    if not evs and not json_out:
+                        console.print(f"no events in {scope}"
+                                      + (f" after {since}" if since else ""))
+                    return
+                last = evs[-1].id if evs else since
+                waiting(f"following {scope} for new events; Ctrl-C to stop")
+                async for ev in bb.scope(scope).feed(last):
+                    show(ev)
+
+        _run(main())

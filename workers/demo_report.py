@@ -1,0 +1,121 @@
+"""What ``blackboard demo`` shows at the end: the memory map, recalls with their score
+breakdown, learned procedures, semantic facts with evidence, episodes and team memory.
+
+Values print as text (:func:`blackboard.entry.value_text`), wrapped by rich at the
+terminal's width, never as Python reprs; ``--json`` returns the same data as a dict.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from rich.markup import escape
+
+from blackboard import Blackboard, Entry
+from blackboard.entry import value_text
+from blackboard.keys import PartitionKeys
+from memory import AgentMemory
+from memory.memory_map import MemoryMap
+from memory.render import render_map
+
+from .output import console
+
+__all__ = ["TEAM", "build_report", "print_report"]
+
+TEAM = "ops"
+QUERIES = ("why did posting to the ledger fail", "Acme Corp payment terms")
+
+
+def _say(text: str, *, dim: bool = False) -> None:
+    console.print(escape(text), style="dim" if dim else None, highlight=False)
+
+
+def _who(e: Entry) -> str:
+    """Team provenance as people read it: which agents contributed, how many entries."""
+    att = e.metadata.get("attribution") or []
+    agents = sorted({a["agent"] for a in att if isinstance(a, dict) and a.get("agent")})
+    return f"from {', '.join(agents) or '?'} ({len(att)} entries)" if att else ""
+
+
+def _breakdown(h: Any) -> str:
+    dense = "-" if h.dense is None else f"{h.dense:.2f}"
+    bm25 = "-" if h.bm25 is None else f"{h.bm25:.2f}"
+    return (f"score {h.score:.3f} = relevance {h.fused:.2f} (dense {dense}, bm25 {bm25}), "
+            f"strength {h.strength:.2f}, recency {h.recency:.2f}, importance "
+            f"{h.importance:.2f}; {h.scope}")
+
+
+async def build_report(bb: Blackboard, agent: str) -> tuple[dict[str, Any], MemoryMap]:
+    """The report as data (what ``--json`` prints) and ``agent``'s memory map."""
+    out: dict[str, Any] = {}
+    async with AgentMemory(bb, agent, teams=[TEAM]) as mem:
+        mmap = await mem.memory_map()
+        out["map"] = mmap.to_dict()
+        proc = await bb.scope(mem.scope_for("procedural")).entries(limit=None)
+        sem = await bb.scope(mem.scope_for("semantic")).entries(limit=None)
+        epi = await bb.scope(mem.scope_for("episodic")).entries(limit=3)
+        team = await bb.scope(mem.scope_for(None, team=TEAM)).entries(limit=3)
+        recalls: dict[str, list[Any]] = {}
+        for q in QUERIES:
+            try:
+                hits = await mem.recall(q)
+            except Exception as exc:  # retrieval not configured: say so, don't pretend
+                recalls[q] = [f"recall unavailable: {exc}"]
+                continue
+            recalls[q] = hits[:3]
+    dlq = {p: await bb.client.xlen(PartitionKeys(p).dlq) for p in range(bb.partitions)}
+    out.update(procedures=proc, semantic=sem, episodes=epi, team=team, recalls=recalls,
+               dlq={p: n for p, n in dlq.items() if n})
+    return out, mmap
+
+
+def print_report(out: dict[str, Any], agent: str, mmap: MemoryMap) -> None:
+    """The report for people, section by section."""
+    proc: list[Entry] = out["procedures"]
+    sem: list[Entry] = out["semantic"]
+    epi: list[Entry] = out["episodes"]
+    team: list[Entry] = out["team"]
+    recalls: dict[str, list[Any]] = out["recalls"]
+    console.rule(f"[bold]memory map[/] (agent {agent})")
+    console.print(render_map(mmap))
+    console.rule("[bold]recall[/] (hybrid score breakdown)")
+    for q, hits in recalls.items():
+        console.print(f"[bold]? {escape(q)}[/]")
+        for i, h in enumerate(hits, 1):
+            if hasattr(h, "entry"):
+                _say(f"  {i}. {h.entry.text}")
+                _say(f"     {_breakdown(h)}", dim=True)
+            else:
+                _say(f"  {h}")
+    console.rule("[bold]learned procedures[/]")
+    live = [e for e in proc if "superseded" not in e.tags]
+    best: dict[str, Entry] = {}
+    for e in sorted(live, key=lambda e: (-len(e.value.get("steps", []))
+                                         * int(e.value.get("support", 0)), e.id)):
+        best.setdefault(str(e.value.get("task_kind")), e)
+    for e in best.values():
+        v = e.value
+        _say(f"  {v.get('task_kind')}: {' → '.join(v.get('steps', []))}  "
+             f"support={v.get('support')} success={v.get('success_rate')} "
+             f"v{v.get('procedure_version', v.get('version'))}")
+    if not best:
+        _say("  none yet (procedures need repeated successful tasks)", dim=True)
+    console.rule("[bold]semantic facts[/] (with evidence; a changed belief supersedes the old)")
+    for e in sorted(sem, key=lambda e: (e.key or "", e.created_at)):
+        v = e.value
+        status = "superseded" if "superseded" in e.tags else v.get("status", "active")
+        stances = [x.get("stance") for x in v.get("evidence", [])]
+        _say(f"  ({status}) {e.text}  confidence={v.get('confidence')} "
+             f"evidence: {stances.count('support')} support, "
+             f"{stances.count('contradict')} contradict")
+    console.rule("[bold]episodes[/]")
+    for e in epi:
+        v = e.value
+        _say(f"  task {v.get('task')} ({v.get('session')}): {len(v.get('steps', []))} "
+             f"steps, actors {', '.join(v.get('actors', []))}, outcome {v.get('outcome')}")
+    console.rule(f"[bold]team:{TEAM}[/]")
+    for e in team:
+        _say(f"  {value_text(e.value)}")
+        if _who(e):
+            _say(f"     {_who(e)}", dim=True)
+    console.print(f"dead-lettered: {sum(out['dlq'].values())}")
