@@ -21,6 +21,7 @@ from .consumer import Batch, ConsumeOptions, PartitionSource, consume, ensure_gr
 from .errors import ConfigMismatch, InvalidArgument, ServerUnavailable
 from .keys import PartitionKeys, ScopeKeys
 from .packing import with_fast_packing
+from .redact import mask_url
 from .scope import Scope
 from .scripts import SCRIPTS, load_script, run_script
 from .settings import ClientSettings
@@ -154,6 +155,11 @@ class Blackboard:
                     "no Redis URL: pass one or set BLACKBOARD_REDIS_URL "
                     "(`blackboard server` starts an embedded one)"
                 )
+            if "://" not in s.redis_url:
+                raise InvalidArgument(
+                    f"Redis URL {mask_url(s.redis_url)!r} has no scheme: write it as "
+                    f"redis://{mask_url(s.redis_url)}/0 (or rediss://, unix://)"
+                )
             auth: dict[str, Any] = {}
             if username is not None:
                 auth["username"] = username
@@ -166,8 +172,14 @@ class Blackboard:
                 probe: Any = aredis.Redis.from_url(s.redis_url, **kw)
                 try:
                     is_cluster = await _is_cluster(probe)
+                except rexc.AuthenticationError as exc:
+                    raise ServerUnavailable(
+                        f"Redis at {mask_url(s.redis_url)} refused the login: {exc}"
+                    ) from exc
                 except (rexc.ConnectionError, rexc.TimeoutError, OSError) as exc:
-                    raise ServerUnavailable(f"cannot reach Redis at {s.redis_url}: {exc}") from exc
+                    raise ServerUnavailable(
+                        f"cannot reach Redis at {mask_url(s.redis_url)}: {exc}"
+                    ) from exc
                 finally:
                     await probe.aclose()
             if is_cluster:

@@ -65,6 +65,19 @@ def _port_free(port: int) -> bool:
         return True
 
 
+def _port_listened(port: int) -> bool:
+    """True when a server listens on 127.0.0.1:``port``. SO_REUSEADDR, as redis-server
+    sets it, so a port held only by TIME_WAIT connections (a server just restarted on
+    it) counts as free."""
+    with socket.socket() as s:
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            s.bind(("127.0.0.1", port))
+        except OSError:
+            return True
+        return False
+
+
 def free_port(*, cluster_bus: bool = False) -> int:
     """A TCP port on 127.0.0.1 that was free a moment ago.
 
@@ -162,7 +175,25 @@ class RedisServer:
         """Start the server and wait until it answers PING (its AOF fully loaded)."""
         if self.proc is not None and self.proc.poll() is None:
             return self
-        self.data_dir.mkdir(parents=True, exist_ok=True)
+        # redis-server reports both of these only in its log (not on stderr), and a server
+        # already on the port would answer our PING as if it were this one.
+        if _port_listened(self.port):
+            raise BlackboardError(
+                f"port {self.port} is already in use on 127.0.0.1: choose another port "
+                "(0 picks a free one)"
+            )
+        try:
+            self.data_dir.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise BlackboardError(
+                f"cannot use data directory {self.data_dir}: {exc.strerror or exc}; "
+                "choose another directory"
+            ) from exc
+        if not os.access(self.data_dir, os.R_OK | os.W_OK | os.X_OK):
+            raise BlackboardError(
+                f"data directory {self.data_dir} is not readable and writable by this user: "
+                "fix its permissions or choose another directory"
+            )
         self.proc = subprocess.Popen(
             self.args(), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
             start_new_session=True,

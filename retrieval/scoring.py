@@ -120,11 +120,16 @@ class ScoredEntry:
     score: float
 
     def explain(self) -> str:
-        """A one-line account of the score."""
+        """A one-line account of the hit: its text first, then where it is and the score."""
         dense = "n/a" if self.dense is None else f"{self.dense:.3f}"
         bm25 = "n/a" if self.bm25 is None else f"{self.bm25:.3f}"
         return (
-            f"{self.entry.id} [{self.scope}] score={self.score:.4f}: fused={self.fused:.3f} "
+            f"{self.entry.text!r} {self.entry.id} [{self.scope}] score={self.score:.4f}: "
+            f"fused={self.fused:.3f} "
             f"(dense cos={dense}, bm25={bm25}), strength={self.strength:.3f}, "
             f"recency={self.recency:.3f}, importance={self.importance:.2f}"
         )
+
+    def __repr__(self) -> str:
+        return (f"<ScoredEntry score={self.score:.3f} {self.scope} {self.entry.id} "
+                f"{self.entry.text[:60]!r}>")
