@@ -37,6 +37,6 @@ def main() -> None:
     # SIGTERM means "stop before starting": nothing is held yet, so exit 0 at once rather
     # than die by the signal, which supervisors (and the crash test) read as a failure.
     signal.signal(signal.SIGTERM, _exit_on_term)
-    from .cli import app
+    from .cli import main as cli_main
 
-    app(prog_name="blackboard")
+    cli_main()
