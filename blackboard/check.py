@@ -5,7 +5,12 @@ The entry hashes are the source of truth; ``ix``, the tag sets, the ``tags`` cou
 are derived from them by the write scripts. After a crash (AOF replays whole scripts, so
 this should never find anything), a manual edit, or a hostile agent ZREM-ing a schedule,
 :func:`check` reports each difference as a :class:`Drift`; ``repair=True`` rewrites the
-index to match the entries. Run the repair while writers are quiet: a write racing the
+index to match the entries. It also finds what raw commands on a scope's own keys can do
+to the scripts: an index key of the wrong type or a feed with no room for new ids (the
+scripts then refuse every write; repair deletes the key and rebuilds it), and an entry
+without its event (repair publishes it, so the dataflow still consolidates it). Retired
+entries (evicted or expired, kept for the dataflow) belong in no reader index, only in the
+partition's ``retired`` set. Run the repair while writers are quiet: a write racing the
 check can be reported (harmlessly) or, repaired from a stale read, need a second run.
 
 Cost: one SCAN over each scope's keys plus one read per entry: an operator's tool, not
@@ -28,12 +33,16 @@ from .validation import validate_scope
 
 __all__ = ["CheckReport", "Drift", "check"]
 
+#: A stream id whose milliseconds are at the maximum leaves XADD '*' no room.
+_MAX_MS = "18446744073709551615-"
+
 
 @dataclass(frozen=True, slots=True)
 class Drift:
     """One difference between an index and the entries.
 
-    ``index``: ix, tag_set, tags, keys, exp, evict, scopes, ttl, prune. ``member``: the
+    ``index``: ix, tag_set, tags, keys, exp, evict, scopes, ttl, prune, type, feed, event,
+    retired. ``member``: the
     entry id, tag, logical key or scope id concerned. ``harmless``: a schedule that is
     early or stale only costs the sweep a visit (the scripts tolerate it).
     """
@@ -117,9 +126,65 @@ class _ScopeCheck:
     async def zset(self, key: str) -> dict[str, float]:
         return {_s(m): float(s) for m, s in await self.c.zrange(key, 0, -1, withscores=True)}
 
+    async def check_types(self) -> None:
+        """Index keys of the wrong type (every script on the scope fails on them)."""
+        sk, c = self.sk, self.c
+        want = {sk.ix: "zset", sk.tags: "hash", sk.keys: "hash", sk.exp: "zset",
+                sk.evict: "zset", sk.feed: "stream"}
+        async for raw in c.scan_iter(match=sk.tag_set("") + "*", count=1000):
+            if not _s(raw).startswith(self.nested):
+                want[_s(raw)] = "set"
+        for key, typ in want.items():
+            got = _s(await c.type(key))
+            if got not in ("none", typ):
+                self.drift("type", key, f"holds a {got}, not a {typ}")
+                if self.repair:
+                    await c.delete(key)  # rebuilt from the entries below
+        if _s(await c.type(sk.feed)) == "stream":
+            info = await c.xinfo_stream(sk.feed)
+            if _s(info.get("last-generated-id", "0-0")).startswith(_MAX_MS):
+                self.drift("feed", sk.feed, "no room for new ids (last id at the maximum)")
+                if self.repair:
+                    await c.delete(sk.feed)  # observers re-read the scope from its entries
+
+    async def check_events(self, ents: dict[str, dict[str, str]],
+                           retired: dict[str, dict[str, str]]) -> None:
+        """Entries without their event, and retired entries missing from ``retired``."""
+        sk, c = self.sk, self.c
+        for i, h in ents.items():
+            if h.get("event_id"):
+                continue
+            self.drift("event", i, "entry without its event: never reaches observers or "
+                       "the dataflow")
+            if self.repair:
+                await self.publish(i, h)
+        members = {f"{sk.scope_id}|{i}" for i in retired}
+        if members:
+            have = await c.smismember(sk.part.retired, list(members))
+            for m, ok in zip(members, have, strict=True):
+                if not ok:
+                    self.drift("retired", m, "retired entry not listed: never reaped")
+                    if self.repair:
+                        await c.sadd(sk.part.retired, m)
+
+    async def publish(self, i: str, h: dict[str, str]) -> None:
+        """Publish an entry's missing event the way the write script does, atomically."""
+        sk, v = self.sk, h.get("version", "1")
+        async with self.c.pipeline(transaction=True) as pipe:
+            pipe.xadd(sk.feed, {"scope": sk.scope_id, "type": "written", "entry": i,
+                                "version": v, "tags": h.get("tags", "[]"),
+                                "at": h.get("updated_at", "0")})
+            pipe.rpush(sk.part.inbox, f"{sk.scope_id}|{i}|{v}")
+            pipe.hset(sk.entry(i), "cver", v)
+            ev, *_ = await pipe.execute()
+        await self.c.hset(sk.entry(i), mapping={"event_id": _s(ev), "last_event_id": _s(ev)})
+
     async def run(self) -> None:
         sk, c = self.sk, self.c
-        ents = await self.entries()
+        await self.check_types()
+        every = await self.entries()
+        ents = {i: h for i, h in every.items() if "retired" not in h}
+        await self.check_events(ents, {i: h for i, h in every.items() if "retired" in h})
         self.report.entries += len(ents)
         cfg = {_s(a): _s(b) for a, b in (await c.hgetall(sk.cfg)).items()}
         # ix: every entry, scored by created_at

@@ -1,31 +1,52 @@
-"""A partition's inbox and the relay that moves its content events to the partition bus.
+"""A partition's inbox, and the relay that moves its content events to the partition bus.
 
 Mutation scripts, run as the caller (a confined agent too), RPUSH ``<scope>|<id>|<version>``
 to ``bb:{pN}:inbox``; they have no permission on the bus. :meth:`Inbox.relay` runs
-``relay.lua`` as the service user: each item is checked against the entry it names, and the
+``relay.lua`` as the service user: each item is checked against the entry it names and the
 bus event is built from the entry, so a forged or replayed item can never reach a worker as
 anything but the entry's own current content, and at most once per content version.
-:meth:`Inbox.wait` blocks until the inbox has an item (``BLMOVE`` into ``relaying``, so an
-item taken by a relay that dies is relayed by the next one).
+
+:class:`Relays` keeps one relay loop per partition per process, for as long as any consumer
+of this process reads that partition's bus (:mod:`blackboard.consumer` acquires and releases
+them): whoever consumes a bus also fills it, and six roles reading one partition share one
+loop. A loop relays what is there, then blocks on the inbox (``BLMOVE`` into ``relaying``,
+so an item taken by a relay that dies is relayed by the next); idle, it costs one command
+per ``block_s``. A failed round is logged, counted and retried after a backoff.
 """
 
 from __future__ import annotations
 
+import asyncio
+import logging
+from collections.abc import Iterable
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
-from .board import Blackboard
 from .keys import PartitionKeys
 from .scripts import run_script
 
-__all__ = ["Inbox", "RelayResult"]
+if TYPE_CHECKING:
+    from .board import Blackboard
+
+__all__ = ["Inbox", "RelayCounters", "RelayResult", "Relays", "relay_all"]
+
+log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True, slots=True)
 class RelayResult:
     relayed: int
+    #: forged, replayed or stale items
     dropped: int
     #: items still in the inbox (more than one call's limit arrived)
     left: int
+
+
+@dataclass
+class RelayCounters:
+    relayed: int = 0
+    dropped: int = 0
+    errors: int = 0
 
 
 class Inbox:
@@ -56,3 +77,85 @@ class Inbox:
             pipe.llen(self.keys.relaying)
             a, b = await pipe.execute()
         return int(a) + int(b)
+
+
+class Relays:
+    """The relay loops of one process, one per partition some consumer here reads."""
+
+    def __init__(self, bb: Blackboard, *, batch: int = 1000, block_s: float = 10.0) -> None:
+        self.bb, self.batch, self.block_s = bb, batch, block_s
+        self.counters = RelayCounters()
+        self._users: dict[int, int] = {}
+        self._tasks: dict[int, asyncio.Task[None]] = {}
+
+    def acquire(self, partition: int) -> None:
+        """A consumer reads ``partition``: make sure its inbox is relayed."""
+        self._users[partition] = self._users.get(partition, 0) + 1
+        task = self._tasks.get(partition)
+        if task is None or task.done():
+            self._tasks[partition] = asyncio.create_task(
+                self._loop(partition), name=f"relay-p{partition}"
+            )
+
+    def release(self, partition: int) -> None:
+        """A consumer stopped reading ``partition``; the last one stops its relay."""
+        n = self._users.get(partition, 0) - 1
+        if n > 0:
+            self._users[partition] = n
+            return
+        self._users.pop(partition, None)
+        task = self._tasks.pop(partition, None)
+        if task is not None:
+            task.cancel()
+
+    async def close(self) -> None:
+        tasks = list(self._tasks.values())
+        self._tasks.clear()
+        self._users.clear()
+        for t in tasks:
+            t.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
+
+    async def _loop(self, p: int) -> None:
+        inbox = Inbox(self.bb, p)
+        backoff = 0.1
+        self.bb.reserve_connections(1)  # the BLMOVE holds one for itself
+        try:
+            while True:
+                try:
+                    r = await inbox.relay(self.batch)
+                    self.counters.relayed += r.relayed
+                    if r.dropped:
+                        self.counters.dropped += r.dropped
+                        log.warning("relay p%d: dropped %d forged, replayed or stale inbox "
+                                    "items", p, r.dropped)
+                    if r.left == 0:
+                        await inbox.wait(self.block_s)
+                    backoff = 0.1
+                except asyncio.CancelledError:
+                    raise
+                except Exception:
+                    self.counters.errors += 1
+                    log.exception("relay p%d failed; retrying in %.1fs", p, backoff)
+                    await asyncio.sleep(backoff)
+                    backoff = min(backoff * 2, 5.0)
+        finally:
+            self.bb.reserve_connections(-1)
+
+
+async def relay_all(
+    bb: Blackboard, partitions: Iterable[int] | None = None
+) -> dict[int, RelayResult]:
+    """Relay every waiting inbox item of ``partitions`` (all by default) now, once: what a
+    worker's relay loop does continuously (the CLI, tests, a consumer-less tool)."""
+    out: dict[int, RelayResult] = {}
+    for p in partitions if partitions is not None else range(bb.partitions):
+        inbox, relayed, dropped = Inbox(bb, p), 0, 0
+        while True:
+            r = await inbox.relay()
+            relayed, dropped = relayed + r.relayed, dropped + r.dropped
+            if r.left == 0:
+                break
+        if relayed or dropped:
+            out[p] = RelayResult(relayed, dropped, 0)
+    return out

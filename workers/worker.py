@@ -14,26 +14,29 @@ import logging
 import os
 import signal
 import socket
+import time
 import uuid
 from collections.abc import Callable, Coroutine
 from dataclasses import asdict
 from typing import Any
 
 from blackboard import Batch, Blackboard, ConsumeOptions
+from blackboard.consumer import ConsumeCounters
+from blackboard.keys import PartitionKeys
 from blackboard.serve import serve
 from consolidation.llm.openai import OpenAIClient
 from memory.registry import Registry
 from memory.subscriptions import MemorySubscription
 
-from .dataflow import DataflowRunner
+from .dataflow import DataflowRunner, _parse_pending_key
 from .edgeset import EdgeSet
-from .heartbeat import Heartbeat, live_workers
+from .heartbeat import Heartbeat
 from .indexer import IndexRole, bind_reembed
-from .leases import LeaseSet
+from .leases import LeaseSet, LeaseSnapshot, LeaseTable, TableClock
 from .maintenance import Maintenance
-from .metrics import MetricsServer, render_metrics
-from .relay import RelayRole
+from .metrics import MetricsServer, render_process
 from .settings import CONSUMING_ROLES, ROLES, WorkerSettings
+from .streams import FailureStreak
 from .transform import ROLE_TRANSFORMERS, TransformBridge
 
 __all__ = ["Worker", "run_worker"]
@@ -64,8 +67,11 @@ class Worker:
         settings: WorkerSettings | None = None,
         worker_id: str | None = None,
         bridge: TransformBridge | None = None,
-        relay: bool | None = None,
+        registry: Registry | None = None,
+        clock: TableClock | None = None,
     ) -> None:
+        """``registry`` and ``clock`` are the process's, shared by its roles (one
+        connection pool, one lease-table beat); a worker without them makes its own."""
         if role not in ROLES:
             raise ValueError(f"unknown role {role!r}; roles: {', '.join(ROLES)}, all")
         self.bb, self.role = bb, role
@@ -73,7 +79,15 @@ class Worker:
         self.id = worker_id or f"{role}-{socket.gethostname()}-{os.getpid()}-{uuid.uuid4().hex[:6]}"
         self.leases = LeaseSet(bb, role, self.id, self.settings.lease_ttl_ms)
         self.heartbeat = Heartbeat(bb, self.id, role, self.settings.heartbeat_ms)
-        self.registry = Registry(bb)
+        self._own_registry = registry is None
+        self.registry = registry if registry is not None else Registry(bb)
+        self._clock = clock
+        self._started = False
+        #: Roles that read buses hold partition leases; the others only announce themselves.
+        self.holds_leases = role in CONSUMING_ROLES
+        self.consume_counters = ConsumeCounters()
+        self.streak = FailureStreak()
+        self._last_tick = time.monotonic()
         self.edge_set = EdgeSet(self.registry, ROLE_TRANSFORMERS.get(role, frozenset()))
         self.runner = DataflowRunner(
             bb,
@@ -87,17 +101,9 @@ class Worker:
         )
         self._stopping = asyncio.Event()
         self._tasks: list[asyncio.Task[None]] = []
-        self._metrics: MetricsServer | None = None
         self._scheduler: Any = None
         self.maintenance = (
             Maintenance(bb, self.id, self.settings) if role == "maintenance" else None
-        )
-        # One relay per process is enough (``_serve`` gives it to the first consuming role):
-        # it moves the inbox items of this worker's partitions to the buses.
-        self.relay = (
-            RelayRole(bb, self.leases.current)
-            if (role in CONSUMING_ROLES if relay is None else relay)
-            else None
         )
         self.index_role = (
             IndexRole(
@@ -108,6 +114,8 @@ class Worker:
                 block_ms=self.settings.block_ms,
                 claim_idle_ms=self.settings.claim_idle_ms,
                 max_deliveries=self.settings.max_deliveries,
+                claim_window_ms=self.claim_window_ms(),
+                counters=self.consume_counters,
             )
             if role == "index"
             else None
@@ -143,8 +151,11 @@ class Worker:
         c = asdict(self.runner.counters)
         c["batches"] = self.batches
         c["partitions"] = len(self.leases.owned)
-        if self.relay is not None:
-            c.update({f"relay_{k}": v for k, v in asdict(self.relay.counters).items()})
+        c.update({f"consume_{k}": v for k, v in asdict(self.consume_counters).items()})
+        if self.index_role is not None:
+            c.update(self.index_role.counters())
+        # The process's relay loops (blackboard.relay), shared by its roles.
+        c.update({f"relay_{k}": v for k, v in asdict(self.bb.relays.counters).items()})
         return c
 
     # -- lifecycle ------------------------------------------------------------------------
@@ -158,8 +169,12 @@ class Worker:
         # heartbeat later: workers started together then see each other and split the
         # partitions at once, instead of one taking all and handing half over a tick later.
         await self.heartbeat.beat(set(), self.counters())
-        if self.relay is not None:
-            await self.relay.start()
+        if self._clock is None:
+            self._clock = TableClock(LeaseTable(self.bb), self.settings.heartbeat_ms)
+        if self.holds_leases:
+            self._clock.table.join(self.role, self.id)
+        self._clock.start()
+        self._started = True
         if self.index_role is not None:
             await self.index_role.start()
         if self.maintenance is not None:
@@ -169,13 +184,6 @@ class Worker:
             if emb is not None:  # no dense model installed: nothing to re-embed with
                 self.maintenance.reembed = bind_reembed(self.bb, emb)
                 self.maintenance.embedder_name = emb.name
-        if self.settings.metrics_port is not None:
-            self._metrics = MetricsServer(
-                self.settings.metrics_port,
-                lambda: render_metrics(self.role, self.id, self.counters()),
-                host=self.settings.metrics_host,
-            )
-            await self._metrics.start()
         loops: list[Callable[[], Coroutine[Any, Any, None]]] = [self._lease_loop, self._edges_loop]
         if self.role in ROLE_TRANSFORMERS:
             loops += [self._consume_loop, self._trigger_loop]
@@ -189,23 +197,32 @@ class Worker:
         log.info("worker %s started (role %s)", self.id, self.role)
 
     async def stop(self) -> None:
-        """Finish the batch in hand, release the leases, remove the heartbeat."""
+        """Finish the batch in hand, release the leases, remove the heartbeat.
+
+        Each step runs even if an earlier one failed (Redis gone): a worker told to stop
+        stops; what it could not release lapses ``lease_ttl_ms`` later."""
         self._stopping.set()
-        if self.relay is not None:
-            await self.relay.stop()
+        steps: list[tuple[str, Callable[[], Coroutine[Any, Any, None]]]] = []
         if self.index_role is not None:
-            await self.index_role.stop()
+            steps.append(("index role", self.index_role.stop))
         if self._scheduler is not None:
             self._scheduler.shutdown(wait=False)
-        await self.join()
-        await self.leases.release_all()
-        await self.heartbeat.stop()
-        if self._metrics is not None:
-            await self._metrics.stop()
-        await self.registry.aclose()
+        steps += [("loops", self.join), ("leases", self.leases.release_all)]
+        if self._clock is not None and self._started:
+            clock = self._clock
+            steps += [("lease table", lambda: clock.table.leave(self.role, self.id)),
+                      ("lease clock", clock.stop)]
+        steps.append(("heartbeat", self.heartbeat.stop))
+        if self._own_registry:
+            steps.append(("registry", self.registry.aclose))
         llm = getattr(self.runner.transform, "llm", None)
         if llm is not None and hasattr(llm, "aclose"):
-            await llm.aclose()
+            steps.append(("llm client", llm.aclose))
+        for what, step in steps:
+            try:
+                await step()
+            except Exception:
+                log.exception("worker %s: stopping its %s failed; going on", self.id, what)
         log.info("worker %s stopped", self.id)
 
     async def join(self) -> None:
@@ -222,26 +239,60 @@ class Worker:
 
     # -- loops ----------------------------------------------------------------------------
 
-    async def _tick_leases(self) -> None:
-        # Beat first, so the live count (the fair share) includes this worker from its
-        # first tick; beat again only when the owned set changed, to publish it at once.
+    def claim_window_ms(self) -> int:
+        """How long a reader that took a partition over claims what others left pending:
+        until the previous owner has surely noticed the loss (its lease lapsed and it
+        ticked) and what it read meanwhile has idled ``claim_idle_ms``."""
+        s = self.settings
+        return s.lease_ttl_ms + 2 * s.heartbeat_ms + 2 * s.claim_idle_ms
+
+    def healthy(self) -> bool:
+        """False once this role's consuming has failed for a lease TTL without a success:
+        it then gives its partitions up so that a worker that can run them takes them."""
+        failing = self.streak.failing_for()
+        if self.index_role is not None:
+            failing = max(failing, self.index_role.streak.failing_for())
+        return failing < self.settings.lease_ttl_ms / 1000
+
+    async def _tick_leases(self, snap: LeaseSnapshot) -> None:
         before = self.leases.current()
-        await self.heartbeat.beat(before, self.counters())
-        live = await live_workers(self.bb, self.role, self.settings.heartbeat_ms)
-        if await self.leases.rebalance(max(live, 1)) != before:
-            await self.heartbeat.beat(self.leases.current(), self.counters())
+        if not self.holds_leases:
+            pass
+        elif self.healthy():
+            await self.leases.rebalance(snap, 3 * self.settings.heartbeat_ms)
+        elif before:
+            log.error("worker %s cannot consume; releasing its partitions", self.id)
+            await self.leases.release_all()
+        changed = self.leases.current() != before
+        await self.heartbeat.beat(self.leases.current(), self.counters(), force=changed)
+        if changed:
             # Readers and fire loops follow the new set now, not at their next poll.
             self._readers_changed.set()
-            if self.relay is not None:
-                self.relay.partitions_changed()
             self._fires_changed.set()
 
     async def _lease_loop(self) -> None:
-        while await self._sleep(self.settings.heartbeat_ms):
-            try:
-                await self._tick_leases()
-            except Exception:
-                log.exception("lease/heartbeat tick failed; retrying")
+        """Follow the process's lease-table ticks (one beat, one read for all roles)."""
+        assert self._clock is not None
+        stop = asyncio.ensure_future(self._stopping.wait())
+        try:
+            while not self._stopping.is_set():
+                tick = asyncio.ensure_future(self._clock.next())
+                await asyncio.wait({tick, stop}, return_when=asyncio.FIRST_COMPLETED)
+                if not tick.done():
+                    tick.cancel()
+                    return
+                try:
+                    await self._tick_leases(tick.result())
+                    self._last_tick = time.monotonic()
+                except Exception:
+                    log.exception("lease/heartbeat tick failed; retrying")
+                    # Unsure what the table says: after a lease TTL others may hold them.
+                    if time.monotonic() - self._last_tick > self.settings.lease_ttl_ms / 1000:
+                        self.leases.drop_all("no lease tick for a lease TTL")
+                        self._readers_changed.set()
+                        self._fires_changed.set()
+        finally:
+            stop.cancel()
 
     async def _edges_loop(self) -> None:
         """A slow backstop only: buffering and firing check the edges version themselves
@@ -259,10 +310,13 @@ class Worker:
         logged and reopened after a backoff, never left dead while the leases are renewed."""
         backoff = 0.1
         while not self._stopping.is_set():
+            self.streak.running()
             try:
                 await self._consume_once()
                 backoff = 0.1
             except Exception:
+                if self.streak.failed():
+                    backoff = 0.1
                 log.exception("consume loop failed; reopening in %.1fs", backoff)
                 if not await self._sleep(int(backoff * 1000)):
                     return
@@ -279,6 +333,7 @@ class Worker:
             block_ms=s.block_ms,
             claim_idle_ms=s.claim_idle_ms,
             claim_every_ms=min(s.claim_idle_ms, 1_000),
+            claim_window_ms=self.claim_window_ms(),
             takeover_idle_ms=0,
             max_deliveries=s.max_deliveries,
         )
@@ -293,6 +348,7 @@ class Worker:
             self.leases.current,
             opts,
             changed=self._readers_changed,
+            counters=self.consume_counters,
         )
 
     async def _buffer(self, batch: Batch) -> None:
@@ -303,6 +359,7 @@ class Worker:
             return  # released: re-delivered after a backoff
         batch.mark_acked()  # buffer.lua acked the events with their append
         self.batches += 1
+        self.streak.succeeded()
         if keys:
             # Firing runs in the partition's fire loop, so buffering only appends and
             # acks: events never wait in memory long enough to be claimed by others.
@@ -335,33 +392,71 @@ class Worker:
             await asyncio.gather(*loops.values(), return_exceptions=True)
 
     async def _fire_loop(self, p: int) -> None:
-        """Fire ``p``'s due buffers when its reader buffered items, and every
-        ``trigger_check_ms`` (age and timer triggers), while ``p`` is owned."""
+        """Fire ``p``'s due buffers when its reader buffered items, and while buffers of
+        this role wait there on an age or timer trigger (or a retry), every
+        ``trigger_check_ms``; with none, sleep until woken. While ``p`` is owned."""
         due = self._due[p]
+        part = PartitionKeys(p)
         while not self._stopping.is_set() and p in self.leases.owned:
             due.clear()
+            timed = True  # after an error, look again soon
             try:
-                await self.runner.check(p)
+                raw = await self.bb.client.smembers(part.pendings)
+                mine = [k.decode() for k in raw if self._edge_of(k.decode(), part) is not None]
+                if mine:
+                    await self.runner.check(p, mine)
+                timed = self._timed(part, mine)
             except Exception:
                 log.exception("trigger check on partition %d failed; will retry", p)
+            timeout = self.settings.trigger_check_ms / 1000 if timed else None
             with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(due.wait(), self.settings.trigger_check_ms / 1000)
+                await asyncio.wait_for(due.wait(), timeout)
+
+    def _edge_of(self, key: str, part: PartitionKeys) -> MemorySubscription | None:
+        return self.edge_set.get(_parse_pending_key(key, part)[0])
+
+    def _timed(self, part: PartitionKeys, keys: list[str]) -> bool:
+        """Whether a buffer of ``keys`` can come due without a new item: its edge fires on
+        age or a timer, or it waits to retry a failed fire. Count triggers wait for the
+        reader's wake-up instead of polling."""
+        for key in keys:
+            edge = self._edge_of(key, part)
+            if edge is not None and (edge.trigger.max_age is not None or edge.trigger.every):
+                return True
+        # The runner's retry schedule (a failed fire backs off before trying again).
+        return bool(getattr(self.runner, "_retry_at", None))
 
 
 async def _serve(url: str, role: str, settings: WorkerSettings, ready: Callable[[], None]) -> None:
     async with Blackboard.connect(url) as bb:
         roles = list(ROLES) if role == "all" else [role]
-        relaying = next(r for r in [*roles, None] if r is None or r in CONSUMING_ROLES)
-        workers = [Worker(bb, r, settings, relay=r == relaying) for r in roles]
+        # One registry client, one lease-table clock and one metrics endpoint per process.
+        registry = Registry(bb)
+        clock = TableClock(LeaseTable(bb), settings.heartbeat_ms)
+        workers = [Worker(bb, r, settings, registry=registry, clock=clock) for r in roles]
+        metrics = None
+        if settings.metrics_port is not None:
+            metrics = MetricsServer(
+                settings.metrics_port,
+                lambda: render_process([(w.role, w.id, w.counters()) for w in workers]),
+                host=settings.metrics_host,
+            )
         loop = asyncio.get_running_loop()
         stop = asyncio.Event()
         for sig in (signal.SIGTERM, signal.SIGINT):
             loop.add_signal_handler(sig, stop.set)
-        for w in workers:
-            await w.start()
-        ready()
-        await stop.wait()
-        await asyncio.gather(*(w.stop() for w in workers))
+        try:
+            if metrics is not None:
+                await metrics.start()
+            for w in workers:
+                await w.start()
+            ready()
+            await stop.wait()
+        finally:
+            await asyncio.gather(*(w.stop() for w in workers))
+            if metrics is not None:
+                await metrics.stop()
+            await registry.aclose()
 
 
 def run_worker(

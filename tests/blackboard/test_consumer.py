@@ -11,6 +11,7 @@ import pytest
 from blackboard import Batch, Blackboard, ConsumeOptions, Event, EventType, InvalidArgument
 from blackboard.consumer import ensure_group
 from blackboard.keys import PartitionKeys
+from blackboard.relay import relay_all
 
 
 def scopes_in_distinct_partitions(bb: Blackboard, n: int) -> list[str]:
@@ -186,6 +187,7 @@ async def test_trim_behind_slowest_group_only(bb: Blackboard) -> None:
     )
     await other.write_many(list(range(5)))  # a bus without groups
     await s.write_many(list(range(10)))
+    await relay_all(bb)
     bus = s.keys.part.bus
     await ensure_group(bb, "fast", s.partition)
     await ensure_group(bb, "slow", s.partition)

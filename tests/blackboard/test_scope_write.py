@@ -18,6 +18,7 @@ from blackboard import (
     WriteRequest,
 )
 from blackboard.ids import new_ulid
+from blackboard.relay import relay_all
 
 SCOPE = "agent:a1:working"
 
@@ -60,7 +61,9 @@ async def test_write_stores_every_field(bb: Blackboard, scope_state: Any) -> Non
         (EventType.WRITTEN, e.id, 1, frozenset({"action", "tool:search"}))
     ]
     assert evs[0].id == e.event_id
-    # The partition bus carries the same event for workers.
+    # The partition bus carries the same event for workers, once the relay moved it there.
+    assert await bb.client.xrange(s.keys.part.bus) == []
+    await relay_all(bb)
     bus = await bb.client.xrange(s.keys.part.bus)
     assert len(bus) == 1 and bus[0][1][b"entry"] == e.id.encode()
     assert await bb.scope_ids() == [SCOPE]
@@ -104,6 +107,7 @@ async def test_same_entry_id_twice_is_one_entry_one_event(bb: Blackboard) -> Non
     assert many[0].event_id == first.event_id
     assert await s.count() == 1 and await s.tags() == {"a": 1}
     assert len(await s.events()) == 1
+    await relay_all(bb)
     assert await bb.client.xlen(s.keys.part.bus) == 1
 
 

@@ -8,7 +8,9 @@ from typing import Any
 import redis
 
 from blackboard import Blackboard, EventType
+from blackboard.consumer import ensure_group
 from blackboard.keys import PartitionKeys
+from blackboard.relay import relay_all
 
 SCOPE = "agent:a1:working"
 
@@ -36,8 +38,13 @@ async def test_sweep_removes_every_index_member_and_emits_expired(
         "evict": {live.id},
     }
     c = board.client
+    # No consumer group has taken the entries in yet: they are retired, not deleted — gone
+    # for readers, kept for the dataflow, listed for the reaper.
+    retired = {f"{SCOPE}|{d.id}".encode() for d in doomed}
     for d in doomed:
-        assert not await c.exists(s.keys.entry(d.id))
+        assert await c.hget(s.keys.entry(d.id), "retired") == b"expired"
+        assert (await s.get_many([d.id])) == [None]
+    assert await c.smembers(s.keys.part.retired) == retired
     for i in range(3):
         assert not await c.exists(s.keys.tag_set(f"u{i}"))
     # The scope stays scheduled for its next expiry, the live entry's.
@@ -47,6 +54,17 @@ async def test_sweep_removes_every_index_member_and_emits_expired(
         (d.id, 1, {"t", f"u{i}"}) for i, d in enumerate(doomed)
     ]
     assert (await board.sweep()).expired == {}
+    await assert_consistent(s)
+    # Once every consumer group has taken their events in, the trimmer reaps them.
+    await ensure_group(board, "r", s.partition)
+    await relay_all(board)
+    bus = s.keys.part.bus
+    for _stream, items in await c.xreadgroup("r", "w", {bus: ">"}):
+        await c.xack(bus, "r", *[i for i, _ in items])
+    assert (await board.trim()).reaped == {s.partition: 3}
+    for d in doomed:
+        assert not await c.exists(s.keys.entry(d.id))
+    assert await c.smembers(s.keys.part.retired) == set()
     await assert_consistent(s)
 
 
