@@ -126,18 +126,21 @@ class _ScopeCheck:
     async def zset(self, key: str) -> dict[str, float]:
         return {_s(m): float(s) for m, s in await self.c.zrange(key, 0, -1, withscores=True)}
 
-    async def check_types(self) -> None:
-        """Index keys of the wrong type (every script on the scope fails on them)."""
+    async def check_types(self) -> bool:
+        """Index keys of the wrong type (every script on the scope fails on them); -> whether
+        the scope's indexes can be read (all of the right type, or just repaired)."""
         sk, c = self.sk, self.c
         want = {sk.ix: "zset", sk.tags: "hash", sk.keys: "hash", sk.exp: "zset",
                 sk.evict: "zset", sk.feed: "stream"}
         async for raw in c.scan_iter(match=sk.tag_set("") + "*", count=1000):
             if not _s(raw).startswith(self.nested):
                 want[_s(raw)] = "set"
+        readable = True
         for key, typ in want.items():
             got = _s(await c.type(key))
             if got not in ("none", typ):
                 self.drift("type", key, f"holds a {got}, not a {typ}")
+                readable = self.repair
                 if self.repair:
                     await c.delete(key)  # rebuilt from the entries below
         if _s(await c.type(sk.feed)) == "stream":
@@ -146,6 +149,7 @@ class _ScopeCheck:
                 self.drift("feed", sk.feed, "no room for new ids (last id at the maximum)")
                 if self.repair:
                     await c.delete(sk.feed)  # observers re-read the scope from its entries
+        return readable
 
     async def check_events(self, ents: dict[str, dict[str, str]],
                            retired: dict[str, dict[str, str]]) -> None:
@@ -181,7 +185,8 @@ class _ScopeCheck:
 
     async def run(self) -> None:
         sk, c = self.sk, self.c
-        await self.check_types()
+        if not await self.check_types():
+            return  # the other indexes are checked once the repair made them readable
         every = await self.entries()
         ents = {i: h for i, h in every.items() if "retired" not in h}
         await self.check_events(ents, {i: h for i, h in every.items() if "retired" in h})

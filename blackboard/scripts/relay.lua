@@ -27,7 +27,8 @@ local function relay_one(item)
   local ekey = base .. ':s:' .. scope .. ':e:' .. id
   if redis.call('TYPE', ekey)['ok'] ~= 'hash' then return false end
   local f = redis.call('HMGET', ekey, 'cver', 'relayed', 'tags', 'updated_at')
-  local cver, relayed = tonumber(f[1]), tonumber(f[2] or '0')
+  local function count(x) return x and string.match(x, '^%d+$') and tonumber(x) end
+  local cver, relayed = count(f[1]), count(f[2] or '0')
   if not cver or not relayed or tonumber(v) > cver or relayed >= cver then return false end
   local typ = 'updated'
   if cver == 1 then typ = 'written' end
