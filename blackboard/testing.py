@@ -1,0 +1,104 @@
+"""A pytest plugin: test your agents against real memory, the way this project's tests do.
+
+Installed with the package (entry point ``pytest11``), so the fixtures are there as soon as
+``reactive-blackboard[testing]`` is installed; nothing to import::
+
+    async def test_my_agent_remembers(agent_memory):
+        await agent_memory.store("Acme pays in 30 days", tags={"fact"})
+        hits = await agent_memory.recall("payment terms")
+        assert "30 days" in hits[0].entry.text
+
+    def test_from_sync_code(sync_agent_memory):
+        sync_agent_memory.store("hello")
+
+Fixtures:
+
+``blackboard_server``
+    one private ``redis-server`` per test session on a free port (AOF on, in a temporary
+    directory): ``$BLACKBOARD_REDIS_SERVER``, else ``redis-server`` on PATH, else the
+    ``embedded`` extra's binary.
+``blackboard_url``
+    its URL, with the database emptied before each test.
+``blackboard``
+    a connected :class:`~blackboard.Blackboard` (async fixture).
+``agent_memory``
+    an :class:`~memory.AgentMemory` for agent ``test-agent`` in team ``test-team``, its
+    default hierarchy installed (async fixture; needs pytest-asyncio).
+``sync_agent_memory``
+    the same as a blocking :class:`~memory.sync.SyncMemory`, for tests without a loop.
+
+Async fixtures need pytest-asyncio (the ``testing`` extra brings it); they are declared
+with ``pytest_asyncio.fixture`` so they work in its strict mode too.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Iterator
+from typing import TYPE_CHECKING, Any
+
+import pytest
+
+from .board import Blackboard
+from .server import RedisServer
+
+if TYPE_CHECKING:
+    from memory import AgentMemory
+    from memory.sync import SyncMemory
+
+try:
+    import pytest_asyncio
+
+    _async_fixture: Any = pytest_asyncio.fixture
+except ImportError:  # pragma: no cover - the sync fixtures still work
+    _async_fixture = pytest.fixture
+
+__all__ = ["AGENT", "TEAM", "agent_memory", "blackboard", "blackboard_server",
+           "blackboard_url", "sync_agent_memory"]
+
+AGENT = "test-agent"
+TEAM = "test-team"
+
+
+@pytest.fixture(scope="session")
+def blackboard_server() -> Iterator[RedisServer]:
+    """A private redis-server for the test session (free port, temporary AOF dir)."""
+    with RedisServer() as server:
+        yield server
+
+
+@pytest.fixture()
+def blackboard_url(blackboard_server: RedisServer) -> Iterator[str]:
+    """The server's URL; the database is emptied (and scripts flushed) before the test."""
+    import redis
+
+    r = redis.Redis.from_url(blackboard_server.url)
+    try:
+        r.flushall()
+        r.script_flush()
+    finally:
+        r.close()
+    yield blackboard_server.url
+
+
+@_async_fixture()
+async def blackboard(blackboard_url: str) -> AsyncIterator[Blackboard]:
+    async with Blackboard.connect(blackboard_url) as bb:
+        yield bb
+
+
+@_async_fixture()
+async def agent_memory(blackboard: Blackboard) -> AsyncIterator[AgentMemory]:
+    from memory import AgentMemory
+
+    async with AgentMemory(blackboard, AGENT, teams=[TEAM]) as mem:
+        await mem.install_default_hierarchy()
+        yield mem
+
+
+@pytest.fixture()
+def sync_agent_memory(blackboard_url: str) -> Iterator[SyncMemory]:
+    from memory.sync import SyncMemory
+
+    with SyncMemory.connect(blackboard_url, AGENT, teams=[TEAM]) as mem:
+        mem.install_default_hierarchy()
+        yield mem
