@@ -18,10 +18,11 @@ from typing import Annotated, Any
 import typer
 from rich.table import Table
 
-from blackboard import Blackboard, BlackboardError
+from blackboard import Blackboard
 from blackboard.acl import AclAdmin, Grant
 from blackboard.check import check as run_check
 
+from .cli_errors import fail
 from .output import console, err_console, print_json
 
 __all__ = ["register"]
@@ -55,9 +56,10 @@ def _with_bb(url: str | None, fn: Callable[[Blackboard], Awaitable[Any]]) -> Any
 
     try:
         return asyncio.run(go())
-    except BlackboardError as exc:
-        err_console.print(f"[red]error:[/] {exc}")
-        raise typer.Exit(1) from None
+    except typer.Exit:
+        raise
+    except Exception as exc:  # one line, its documented exit code, password masked
+        fail(exc)
 
 
 def _emit_password(g: Grant, path: Path | None, json_out: bool) -> None:
@@ -142,10 +144,13 @@ def service(rotate: Annotated[bool, typer.Option(help="Generate a new password."
 
 
 @acl_app.command("load-scripts")
-def load_scripts(redis_url: RedisUrl = None) -> None:
+def load_scripts(redis_url: RedisUrl = None, json_out: Json = False) -> None:
     """Load the Lua scripts (agents may not; needed after a restart or SCRIPT FLUSH)."""
     n = _with_bb(redis_url, lambda bb: AclAdmin(bb).load_scripts())
-    console.print(f"{n} scripts loaded")
+    if json_out:
+        print_json({"loaded": n})
+    else:
+        console.print(f"{n} scripts loaded")
 
 
 def check(
