@@ -17,6 +17,7 @@ through :func:`blackboard.redact.redact`, so a password in a URL never reaches t
 from __future__ import annotations
 
 import os
+import re
 from typing import Any, NoReturn
 
 import typer
@@ -49,7 +50,7 @@ __all__ = [
 EXIT_RUNTIME, EXIT_USAGE, EXIT_DRIFT, EXIT_PERMISSION = 1, 2, 3, 4
 
 _ACL_HINT = ("an agent's Redis user may touch only its own scopes, its teams' and "
-             "collective; use the service or an admin user for this")
+             "collective (stats and other agents' memory need the service or an admin user)")
 
 
 def debug_enabled() -> bool:
@@ -70,6 +71,14 @@ def _first_line(text: str) -> str:
     return line.rstrip(".")
 
 
+def _denied(msg: str) -> str:
+    """``COMMAND key`` out of redis-py's pipeline message, else the message's gist."""
+    m = re.search(r"\(([A-Z][A-Z|]*) ([^\s)]+)", msg)
+    if m:
+        return f"{m.group(1)} on {m.group(2)}"
+    return _first_line(msg).removeprefix("this user has no permissions to ")
+
+
 def describe(exc: BaseException) -> tuple[int, str]:
     """``(exit code, one line naming the problem and the fix)`` for ``exc``."""
     chain = _chain(exc)
@@ -80,8 +89,7 @@ def describe(exc: BaseException) -> tuple[int, str]:
                 "user name "
                 "and password in --redis-url / BLACKBOARD_REDIS_URL")
         if isinstance(e, rexc.NoPermissionError):
-            return EXIT_PERMISSION, (
-                f"Redis denied a command to this user ({_first_line(str(e))}); {_ACL_HINT}")
+            return EXIT_PERMISSION, f"Redis denied {_denied(str(e))} to this user: {_ACL_HINT}"
     if isinstance(exc, AccessDenied):
         return EXIT_PERMISSION, f"{_first_line(str(exc))}; {_ACL_HINT}"
     if isinstance(exc, InvalidArgument):
