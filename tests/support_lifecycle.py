@@ -103,11 +103,13 @@ def step_requests(agent: str, start: int, n: int) -> list[WriteRequest]:
 
 
 async def write_steps(bb: Blackboard, agent: str, n: int, chunk: int = 50,
-                      level: str = "working", ttl: float | None = None) -> list[str]:
+                      level: str = "working", ttl: float | None = None,
+                      first: int = 0) -> list[str]:
+    """Write steps ``first`` .. ``first + n - 1`` of ``agent`` in ``write_many`` chunks."""
     ids: list[str] = []
     scope = bb.scope(f"agent:{agent}:{level}")
     for s in range(0, n, chunk):
-        reqs = step_requests(agent, s, min(chunk, n - s))
+        reqs = step_requests(agent, first + s, min(chunk, n - s))
         if ttl is not None:
             reqs = [replace(r, ttl=ttl) for r in reqs]
         ids += [e.id for e in await scope.write_many(reqs)]
@@ -130,41 +132,15 @@ def _with_trigger(e: MemorySubscription, t: Trigger) -> MemorySubscription:
 
 
 async def set_triggers(bb: Blackboard, triggers: dict[str, Trigger]) -> None:
-    """An operator's change of the shared default edges' triggers: through the versioned
-    ``Registry.update_edge`` when it exists (issue 12: installing never resets a trigger),
-    else by saving the edge over the stored one (the behaviour before)."""
+    """An operator's explicit change of the shared default edges' triggers
+    (``Registry.save_edge`` sets an edge as given, before and after issue 12)."""
     reg = Registry(bb)
     try:
         for e in default_edges("x"):
-            if e.transformer not in triggers:
-                continue
-            new = _with_trigger(e, triggers[e.transformer])
-            if hasattr(reg, "update_edge"):
-                await _update_edge(reg, new)
-            else:
-                await reg.save_edge(new)
+            if e.transformer in triggers:
+                await reg.save_edge(_with_trigger(e, triggers[e.transformer]))
     finally:
         await reg.aclose()
-
-
-async def _update_edge(reg: Any, new: MemorySubscription) -> None:
-    for _ in range(5):
-        version = await _edge_version(reg, new.id)
-        try:
-            await reg.update_edge(new, expected_version=version)
-            return
-        except Exception as exc:  # a concurrent change: read the version again
-            if "version" not in str(exc).lower():
-                raise
-    raise AssertionError(f"could not update edge {new.id}")
-
-
-async def _edge_version(reg: Any, edge_id: str) -> int:
-    for name in ("edge_version", "get_edge_version"):
-        if hasattr(reg, name):
-            return int(await getattr(reg, name)(edge_id))
-    got = await reg.get_edge(edge_id)
-    return int(getattr(got, "version", 0) or 0)
 
 
 @dataclass
@@ -234,21 +210,34 @@ def procedural_report(led: Ledger, steps_by_task: dict[str, list[str]]) -> dict[
     return dict(out)
 
 
-async def drained(bb: Blackboard) -> bool:
-    """No event waits anywhere: inbox/relay lists, groups, buffers, batches in flight."""
+async def drained(bb: Blackboard, only: tuple[str, ...] | None = None) -> bool:
+    """No event waits anywhere: inbox/relay lists, groups, buffers, batches in flight.
+    ``only``: just these consumer groups and the buffers of edges of these transformers
+    (edge ids start with the transformer's name)."""
     c = bb.client
+
+    def mine(name: bytes | str) -> bool:
+        n = name.decode() if isinstance(name, bytes) else name
+        return only is None or any(n.startswith(o) for o in only)
+
     for p in range(bb.partitions):
         pk = PartitionKeys(p)
         for lst in ("inbox", "relaying"):
             key = getattr(pk, lst, None)
-            if key is not None and await c.exists(key) and await c.llen(key):
+            if key is not None and await c.llen(key):
                 return False
-        if await c.scard(pk.pendings) or await c.hlen(pk.inflight):
+        buffers = [k.decode()[len(pk.base) + len(":pending:"):]
+                   for k in await c.smembers(pk.pendings)]
+        if any(mine(b) for b in buffers):
+            return False
+        inflight = [k.decode()[len(pk.base) + len(":pending:"):]
+                    for k in await c.hkeys(pk.inflight)]
+        if any(mine(b) for b in inflight):
             return False
         if not await c.exists(pk.bus):
             continue
         for g in await c.xinfo_groups(pk.bus):
-            if int(g["pending"]) or g.get("lag") not in (0, None):
+            if mine(g["name"]) and (int(g["pending"]) or g.get("lag") not in (0, None)):
                 return False
     return True
 
@@ -282,7 +271,7 @@ async def dlq_total(bb: Blackboard) -> int:
 
 
 async def wait_done(bb: Blackboard, pred: Callable[[], Awaitable[bool]], within: float,
-                    settle: float = 8.0) -> bool:
+                    settle: float = 8.0, only: tuple[str, ...] | None = None) -> bool:
     """Wait until ``pred`` holds; give up early once nothing has waited anywhere for
     ``settle`` seconds (with quick triggers nothing more can arrive then)."""
     deadline = time.monotonic() + within
@@ -290,7 +279,7 @@ async def wait_done(bb: Blackboard, pred: Callable[[], Awaitable[bool]], within:
     while time.monotonic() < deadline:
         if await pred():
             return True
-        if await drained(bb):
+        if await drained(bb, only):
             idle_since = idle_since or time.monotonic()
             if time.monotonic() - idle_since > settle:
                 return False
