@@ -24,7 +24,7 @@ import sys
 import time
 from collections import defaultdict
 from dataclasses import asdict, dataclass, replace
-from datetime import datetime
+from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -32,6 +32,7 @@ if __package__ in (None, ""):  # run as a script: make the repo importable
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from blackboard.entry import Entry
+from memory.conversation import ConversationConfig, Message, message_requests
 from retrieval import MemoryQuery, ScoringConfig, SearchEngine
 from retrieval.embedders import MiniLMEmbedder
 
@@ -40,15 +41,6 @@ if not DATA.exists():
     DATA = Path("/work/shared/bench/locomo/locomo_dev.json")
 CATEGORIES = {1: "multi-hop", 2: "temporal", 3: "open-domain", 4: "single-hop"}
 _DIA = re.compile(r"D\d+:\d+")
-
-
-@dataclass(frozen=True, slots=True)
-class Turn:
-    dia_id: str
-    speaker: str
-    text: str
-    date: str
-    at_ms: int
 
 
 @dataclass(frozen=True, slots=True)
@@ -61,55 +53,52 @@ class Result:
     store_s: float
     query_ms_mean: float
     index_s: float = 0.0  # stack: first recall per agent (bootstrap + embedding), not in query
+    query_ms_p50: float = 0.0
 
 
-def _parse_date(s: str) -> int:
-    return int(datetime.strptime(s.strip(), "%I:%M %p on %d %B, %Y").timestamp() * 1000)
+def _parse_date(s: str) -> datetime:
+    return datetime.strptime(s.strip(), "%I:%M %p on %d %B, %Y")
 
 
-def turns_of(sample: dict[str, Any]) -> list[Turn]:
-    """Every turn of a conversation in order, with its session's date."""
+def sessions_of(sample: dict[str, Any]) -> list[tuple[str, list[Message]]]:
+    """A conversation as it would reach the library: per session, its messages with their
+    session's date (turns one second apart) and the caller's metadata (``dia_id``, and an
+    image's caption as ``caption``)."""
     conv = sample["conversation"]
-    out: list[Turn] = []
+    out = []
     n = 1
     while f"session_{n}" in conv:
         date = conv.get(f"session_{n}_date_time", "")
-        base = _parse_date(date) if date else 0
+        base = _parse_date(date) if date else None
+        msgs = []
         for i, t in enumerate(conv[f"session_{n}"]):
-            text = t.get("text", "")
+            md = {"dia_id": t["dia_id"]}
             if t.get("blip_caption"):
-                text = f"{text} [shares a photo: {t['blip_caption']}]"
-            out.append(Turn(t["dia_id"], t["speaker"], text, date, base + i * 1000))
+                md["caption"] = t["blip_caption"]
+            at = base + timedelta(seconds=i) if base is not None else None
+            msgs.append(Message(t["speaker"], t.get("text", ""), at, md))
+        out.append((f"session_{n}", msgs))
         n += 1
     return out
 
 
-def store_turns(engine: SearchEngine, scope: str, turns: list[Turn], context: int = 1) -> None:
-    """Write every turn as an entry of ``scope``; ``context`` previous turns join its text."""
-    entries = []
-    for i, t in enumerate(turns):
-        prev = turns[max(0, i - context) : i] if context else []
-        ctx = " ".join(f"{p.speaker}: {p.text}" for p in prev if p.date == t.date)
-        md = {"speaker": t.speaker, "date": t.date}
-        if ctx:
-            md["context"] = ctx
-        entries.append(
-            Entry(
-                id=f"{scope}/{t.dia_id}",
-                scope=scope,
-                value=t.text,
-                metadata=md,
-                created_at=t.at_ms,
-                strength_at=t.at_ms,
-            )
-        )
-    engine.add(entries)
+def engine_entries(scope: str, sample: dict[str, Any], cfg: ConversationConfig) -> list[Entry]:
+    """The entries ``add_messages`` would write, built in process (same values, same
+    context) for the engine-only path; ``created_at`` is the message's time."""
+    out = []
+    for session, msgs in sessions_of(sample):
+        for m, req in zip(msgs, message_requests(session, msgs, 0, cfg), strict=True):
+            at = int(m.at.timestamp() * 1000) if m.at is not None else 0
+            out.append(Entry(id=f"{scope}/{m.metadata['dia_id']}", scope=scope,  # type: ignore[index]
+                             value=req.value, tags=frozenset(req.tags or ()),
+                             metadata=dict(req.metadata or {}), created_at=at, strength_at=at))
+    return out
 
 
 def ask(engine: SearchEngine, scope: str, question: str, k: int, alpha: float | None) -> list[str]:
     """The dia_ids of the top-``k`` turns recalled for ``question``."""
     hits = engine.search(MemoryQuery(query=question, max_results=k, alpha=alpha), [scope])
-    return [h.entry.id.rsplit("/", 1)[1] for h in hits]
+    return [h.entry.metadata["dia_id"] for h in hits]
 
 
 def _questions(data: list[dict[str, Any]]) -> list[tuple[str, int, set[str], str]]:
@@ -129,39 +118,42 @@ def _config(alpha: float | None, config: ScoringConfig | None) -> ScoringConfig:
 
 
 def run(
-    mode: str, alpha: float | None = None, context: int = 1, config: ScoringConfig | None = None,
-    engine_only: bool = False, redis_url: str | None = None,
+    mode: str, alpha: float | None = None, conv: ConversationConfig | None = None,
+    config: ScoringConfig | None = None, engine_only: bool = False,
+    redis_url: str | None = None,
 ) -> Result:
+    conv = conv or ConversationConfig()
     if not engine_only:
-        return asyncio.run(run_stack(mode, _config(alpha, config), context, redis_url))
+        return asyncio.run(run_stack(mode, _config(alpha, config), conv, redis_url))
     data = json.loads(DATA.read_text())
     embedder = MiniLMEmbedder() if mode == "hybrid" else None
     engine = SearchEngine(embedder, _config(alpha, config))
     t0 = time.perf_counter()
     for s in data:
-        store_turns(engine, s["sample_id"], turns_of(s), context)
+        engine.add(engine_entries(s["sample_id"], s, conv))
     store_s = time.perf_counter() - t0
     rec: dict[int, list[tuple[float, float]]] = defaultdict(list)
-    qt = 0.0
+    times = []
     for sample, cat, ev, question in _questions(data):
         t = time.perf_counter()
         got = ask(engine, sample, question, 10, alpha)
-        qt += time.perf_counter() - t
+        times.append(time.perf_counter() - t)
         rec[cat].append((len(ev & set(got[:5])) / len(ev), len(ev & set(got[:10])) / len(ev)))
-    return summarise(f"{mode} (engine)", rec, store_s, qt)
+    return summarise(f"{mode} (engine)", rec, store_s, times)
 
 
 async def run_stack(
-    mode: str, cfg: ScoringConfig, context: int = 1, redis_url: str | None = None
+    mode: str, cfg: ScoringConfig, conv: ConversationConfig, redis_url: str | None = None
 ) -> Result:
-    """The benchmark through Redis: AgentMemory.store per turn, AgentMemory.recall per
-    question; one Retriever (one process serving the five agents) shared by them."""
+    """The benchmark through Redis: ``AgentMemory.add_messages`` per session,
+    ``AgentMemory.recall`` per question; one Retriever (one process serving the five
+    agents) shared by them."""
     import os
     from contextlib import ExitStack
 
     from blackboard import Blackboard
     from blackboard.server import RedisServer
-    from memory import AgentMemory, MemoryLevel
+    from memory import AgentMemory
     from retrieval import Retriever
 
     data = json.loads(DATA.read_text())
@@ -177,25 +169,21 @@ async def run_stack(
                     for s in data}
             t0 = time.perf_counter()
             for s in data:
-                mem, turns = mems[s["sample_id"]], turns_of(s)
-                for i, t in enumerate(turns):
-                    prev = turns[max(0, i - context) : i] if context else []
-                    ctx = " ".join(f"{p.speaker}: {p.text}" for p in prev if p.date == t.date)
-                    md = {"speaker": t.speaker, "date": t.date, "dia_id": t.dia_id}
-                    if ctx:
-                        md["context"] = ctx
-                    await mem.store(t.text, MemoryLevel.EPISODIC, metadata=md)
+                mem = mems[s["sample_id"]]
+                mem.configure_conversation(conv)
+                for session, msgs in sessions_of(s):
+                    await mem.add_messages(session, msgs)
             store_s = time.perf_counter() - t0
             t0 = time.perf_counter()
             for mem in mems.values():  # first recall: bootstrap the index, embed every turn
                 await mem.recall("warm up", limit=1)
             index_s = time.perf_counter() - t0
             rec: dict[int, list[tuple[float, float]]] = defaultdict(list)
-            qt = 0.0
+            times = []
             for sample, cat, ev, question in _questions(data):
                 t = time.perf_counter()
                 hits = await mems[sample].recall(question, limit=10)
-                qt += time.perf_counter() - t
+                times.append(time.perf_counter() - t)
                 got = [h.entry.metadata["dia_id"] for h in hits]
                 rec[cat].append(
                     (len(ev & set(got[:5])) / len(ev), len(ev & set(got[:10])) / len(ev))
@@ -203,15 +191,15 @@ async def run_stack(
             for mem in mems.values():
                 await mem.aclose()
             await retr.aclose()
-    return summarise(f"{mode} (stack)", rec, store_s, qt, index_s)
+    return summarise(f"{mode} (stack)", rec, store_s, times, index_s)
 
 
 def summarise(
-    mode: str, rec: dict[int, list[tuple[float, float]]], store_s: float, query_s: float,
+    mode: str, rec: dict[int, list[tuple[float, float]]], store_s: float, times: list[float],
     index_s: float = 0.0,
 ) -> Result:
     """Mean recall overall and per category from per-question (R@5, R@10)."""
-    qt = query_s
+    qt = sum(times)
     allr = [r for rs in rec.values() for r in rs]
     per = {
         CATEGORIES[c]: (len(rs), sum(r[0] for r in rs) / len(rs), sum(r[1] for r in rs) / len(rs))
@@ -226,6 +214,7 @@ def summarise(
         store_s,
         1000 * qt / max(1, len(allr)),
         index_s,
+        1000 * float(sorted(times)[len(times) // 2]) if times else 0.0,
     )
 
 
@@ -244,23 +233,42 @@ def _print(results: list[Result]) -> None:
     for r in results:
         Console().print(
             f"{r.mode}: store {r.store_s:.1f} s, index {r.index_s:.1f} s, "
-            f"{r.query_ms_mean:.1f} ms/query",
+            f"{r.query_ms_mean:.1f} ms/query (p50 {r.query_ms_p50:.1f})",
             style="dim",
         )
+
+
+def _overrides(pairs: list[str]) -> ScoringConfig:
+    """The default :class:`ScoringConfig` with ``FIELD=VALUE`` overrides (typed as the field)."""
+    cfg = ScoringConfig()
+    update: dict[str, Any] = {}
+    for p in pairs:
+        name, sep, value = p.partition("=")
+        if not sep or not hasattr(cfg, name):
+            raise SystemExit(f"--set {p!r}: expected FIELD=VALUE with a ScoringConfig field")
+        update[name] = type(getattr(cfg, name))(value)
+    return replace(cfg, **update)
 
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
     ap.add_argument("--mode", choices=("bm25", "hybrid", "both"), default="both")
     ap.add_argument("--alpha", type=float, default=None, help="dense weight (default: engine's)")
-    ap.add_argument("--context", type=int, default=1, help="previous turns joined to a turn")
+    ap.add_argument("--before", type=int, default=None, help="turns before joined as context")
+    ap.add_argument("--after", type=int, default=None, help="turns after joined as context")
+    ap.add_argument("--set", action="append", default=[], metavar="FIELD=VALUE",
+                    help="override a ScoringConfig field (e.g. neighbour_weight=0), repeatable")
     ap.add_argument("--json", action="store_true", help="print JSON instead of a table")
     ap.add_argument("--engine-only", action="store_true",
                     help="in-process engine only (fast path), no Redis")
     ap.add_argument("--redis-url", default=None, help="default: $BLACKBOARD_REDIS_URL or embedded")
     a = ap.parse_args(argv)
     modes = ("bm25", "hybrid") if a.mode == "both" else (a.mode,)
-    results = [run(m, a.alpha, a.context, engine_only=a.engine_only, redis_url=a.redis_url)
+    d = ConversationConfig()
+    conv = replace(d, before=d.before if a.before is None else a.before,
+                   after=d.after if a.after is None else a.after)
+    cfg = _overrides(a.set)
+    results = [run(m, a.alpha, conv, cfg, engine_only=a.engine_only, redis_url=a.redis_url)
                for m in modes]
     if a.json:
         print(json.dumps([asdict(r) for r in results], indent=2))

@@ -12,6 +12,7 @@ from retrieval.scoring import ScoredEntry
 from .access import AccessPolicy
 from .agent import AgentMemory, Retriever
 from .config import DEFAULT_LEVEL_CONFIGS, LevelConfig, ScopeConfig, default_config
+from .conversation import ConversationConfig, Message, message_of
 from .errors import EdgeCycle, InvalidEdge, SemanticRecallUnavailable
 from .hierarchy import Hierarchy, default_edges, install_default_hierarchy
 from .levels import LONG_TERM, MemoryLevel
@@ -48,6 +49,7 @@ __all__ = [
     "BasicQuery",
     "CallRecord",
     "ChangeHandle",
+    "ConversationConfig",
     "EdgeCycle",
     "EdgeView",
     "Hierarchy",
@@ -57,6 +59,7 @@ __all__ = [
     "MemoryMap",
     "MemoryQuery",
     "MemorySubscription",
+    "Message",
     "Observation",
     "OwnerKind",
     "Registry",
@@ -78,6 +81,7 @@ __all__ = [
     "default_extractor",
     "install_default_hierarchy",
     "json_safe",
+    "message_of",
     "parse_scope",
     "recall_basic",
     "register_transformer_name",

@@ -13,6 +13,7 @@ from blackboard import AccessDenied, Blackboard, Entry, EventType, InvalidArgume
 from blackboard.ids import deterministic_id
 
 from .access import AccessPolicy
+from .conversation import ConversationConfig, Message, Sessions, message_requests
 from .errors import SemanticRecallUnavailable
 from .hierarchy import Hierarchy, install_default_hierarchy
 from .levels import MemoryLevel
@@ -64,6 +65,7 @@ class AgentMemory(Recorder):
         self._owns_registry = registry is None
         self._ensured: set[str] = set()
         self._handles: list[ChangeHandle] = []
+        self._sessions = Sessions()
 
     # -- lifecycle ------------------------------------------------------------------------
 
@@ -151,6 +153,31 @@ class AgentMemory(Recorder):
             data, tags=tags, metadata=metadata, key=key, ttl=ttl, importance=importance,
             source=source,
         )
+
+    async def add_messages(
+        self, session: str, messages: Sequence[Message],
+        level: MemoryLevel | str | None = MemoryLevel.EPISODIC, *, team: str | None = None,
+    ) -> list[Entry]:
+        """Store a conversation's ``messages`` in order, one entry each (one round trip per
+        batch); positions continue the session's. Each entry is indexed with its
+        neighbouring turns as the scope's :class:`ConversationConfig` says; its
+        ``metadata`` is the message's, as given (see :mod:`memory.conversation`)."""
+        sid = self.access.check_write(self.scope_for(level, team))
+        start = await self._sessions.start(self.bb, sid, session)
+        reqs = message_requests(session, list(messages), start, self._sessions.config(sid))
+        if not reqs:
+            return []
+        await self._ensure(sid)
+        out = await self.bb.scope(sid).write_many(reqs)
+        self._sessions.advance(sid, session, start + len(out))
+        return out
+
+    def configure_conversation(
+        self, config: ConversationConfig,
+        level: MemoryLevel | str | None = MemoryLevel.EPISODIC, *, team: str | None = None,
+    ) -> None:
+        """How messages written to this level's scope (or the team's) are indexed."""
+        self._sessions.configs[self.access.check_write(self.scope_for(level, team))] = config
 
     async def recall(self, query: str | BasicQuery | Any, *, limit: int | None = None,
                      explain: bool = False) -> list[Any]:

@@ -16,6 +16,7 @@ from .dense import DenseIndex
 from .growable import GrowableArray
 from .query import MemoryQuery
 from .scoring import current_strength
+from .text import event_time_ms
 
 __all__ = ["ScopeCatalog", "ScopeDecay"]
 
@@ -56,6 +57,9 @@ class ScopeCatalog:
         self.tag_rows: dict[str, set[int]] = {}
         self.keys: dict[int, str] = {}
         self.n_expiring = 0
+        #: The newest event time (ms) ever indexed here: the anchor of relative time in
+        #: queries (:mod:`retrieval.timeline`); 0 while empty.
+        self.latest_event = 0
 
     def __len__(self) -> int:
         return len(self.row_of)
@@ -80,6 +84,7 @@ class ScopeCatalog:
         if entry.key is not None:
             self.keys[row] = entry.key
         self.n_expiring += entry.expires_at > 0
+        self.latest_event = max(self.latest_event, event_time_ms(entry))
         return row
 
     def drop(self, entry_id: str) -> int | None:

@@ -19,8 +19,10 @@ from .bm25_variants import BM25Params
 from .catalog import ScopeCatalog, ScopeDecay
 from .dense import DenseIndex
 from .embedders.base import Embedder, default_embedder
+from .prf import expansion_terms, rocchio
 from .query import MemoryQuery
 from .ranking import rank, scope_candidates
+from .rerank import rerank
 from .scoring import ScoredEntry, ScoringConfig
 from .text import entry_text
 
@@ -290,4 +292,41 @@ class SearchEngine:
             if not parts:
                 return []
             dim = self.embedder.dim if self.embedder is not None else 1
-            return rank(parts, q, qvec, now, cfg, dim)
+            k = q.max_results
+            head = q.model_copy(update={"max_results": max(k, cfg.rerank_depth)})
+            if cfg.prf_docs and q.query is not None:
+                first = rank(parts, head, qvec, now, cfg, dim)[: cfg.prf_docs]
+                q2, qvec = self._feedback(q, qvec, first)
+                head = head.model_copy(update={"query": q2})
+                parts = [scope_candidates(c, head, qvec, now, pool, cfg) for c in cats]
+                parts = [p for p in parts if len(p.rows)]
+            if not (cfg.speaker_boost or cfg.neighbour_weight or cfg.time_boost):
+                return rank(parts, head, qvec, now, cfg, dim)[:k]
+            anchor = max(c.latest_event for c in cats)
+            return rerank(rank(parts, head, qvec, now, cfg, dim), q.query, cfg, anchor)[:k]
+
+    def _feedback(
+        self, q: MemoryQuery, qvec: Vec | None, first: list[ScoredEntry]
+    ) -> tuple[str, Vec | None]:
+        """The query text and vector refined by the ``first`` hits (:mod:`retrieval.prf`)."""
+        cfg = self.config
+        assert q.query is not None
+        if qvec is not None and first:
+            vecs = []
+            for h in first:
+                cat = self._scopes[h.scope]
+                row = cat.row_of.get(h.entry.id)
+                if row is not None and cat.dense is not None and cat.has_vec.a[row]:
+                    vecs.append(cat.dense.reconstruct(np.asarray([row], np.int64))[0])
+            if vecs:
+                qvec = rocchio(qvec, np.stack(vecs), cfg.prf_dense)
+        if not cfg.prf_terms or not first:
+            return q.query, qvec
+        bm = self._scopes[first[0].scope].bm25
+        an = bm.analyzer
+        n = max(len(bm), 1)
+        terms = expansion_terms(
+            an.terms([self.text_fn(h.entry) for h in first]), an.query_terms(q.query),
+            cfg.prf_terms, lambda t: float(np.log(1 + n / (1 + bm.document_frequency(t)))),
+        )
+        return " ".join([q.query, *terms]), qvec

@@ -37,7 +37,10 @@ class ScoringConfig:
     ``rrf_k`` the RRF constant. Relevance floor: a candidate is kept only if it matches a
     query term (BM25) or its dense cosine is at least ``dense_floor``. ``candidates`` is
     how many hits each index contributes per scope (at least ``candidate_factor *
-    max_results``).
+    max_results``). ``speaker_boost``, ``neighbour_weight`` and ``time_boost`` weigh the
+    second stage (:mod:`retrieval.rerank`) over the best ``rerank_depth`` hits (0: off).
+    ``prf_docs`` > 0: pseudo-relevance feedback from that many first-pass hits
+    (:mod:`retrieval.prf`: ``prf_terms`` BM25 terms, Rocchio weight ``prf_dense``).
     """
 
     alpha: float = 0.4
@@ -50,13 +53,21 @@ class ScoringConfig:
     dense_floor: float = 0.35
     candidates: int = 50
     candidate_factor: int = 5
+    speaker_boost: float = 0.3
+    neighbour_weight: float = 0.5
+    time_boost: float = 0.1
+    rerank_depth: int = 50
+    prf_docs: int = 0
+    prf_terms: int = 5
+    prf_dense: float = 0.5
 
     def __post_init__(self) -> None:
         if not 0.0 <= self.alpha <= 1.0:
             raise ValueError("alpha must be in [0, 1]")
         if self.recency_half_life_ms <= 0:
             raise ValueError("recency_half_life_ms must be positive")
-        if min(self.w_relevance, self.w_strength, self.w_recency, self.w_importance) < 0:
+        if min(self.w_relevance, self.w_strength, self.w_recency, self.w_importance,
+               self.speaker_boost, self.neighbour_weight, self.time_boost) < 0:
             raise ValueError("weights must be >= 0")
 
 

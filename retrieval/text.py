@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
+from datetime import datetime
 from typing import Any
 
 from blackboard.entry import Entry
 
-__all__ = ["TEXT_METADATA", "entry_text", "flatten_value"]
+__all__ = ["TEXT_METADATA", "entry_text", "event_time_ms", "flatten_value", "message_text"]
 
 #: Metadata fields that join the indexed text, in this order: who said it and when help a
 #: query find it ("what did Alice say in May"); ``context`` is text around the entry (the
@@ -38,8 +39,51 @@ def flatten_value(value: Any, _depth: int = 0) -> str:
     return ""
 
 
+def _is_message(value: Any) -> bool:
+    # the shape memory.conversation writes (kept here as data: retrieval does not import memory)
+    return isinstance(value, Mapping) and value.get("kind") == "message"
+
+
+def _at(value: Mapping[str, Any]) -> datetime | None:
+    at = value.get("at")
+    if not isinstance(at, str):
+        return None
+    try:
+        return datetime.fromisoformat(at)
+    except ValueError:
+        return None
+
+
+def event_time_ms(entry: Entry) -> int:
+    """When the entry's content happened: a message's ``at``, else its ``created_at``."""
+    if _is_message(entry.value):
+        at = _at(entry.value)
+        if at is not None:
+            return int(at.timestamp() * 1000)
+    return entry.created_at
+
+
+def message_text(value: Mapping[str, Any], metadata: Mapping[str, Any]) -> str:
+    """A message as indexed: ``speaker: text``, its caption, the day it was said (words a
+    question uses: "8 May 2023", "Monday") and its conversational context."""
+    lines = [f"{value.get('speaker', '')}: {value.get('text', '')}"]
+    cap = metadata.get("caption")
+    if isinstance(cap, str) and cap:
+        lines.append(f"[photo: {cap}]")
+    at = _at(value)
+    if at is not None:
+        lines.append(f"{at.strftime('%A')} {at.day} {at.strftime('%B %Y')}")
+    ctx = value.get("context")
+    if isinstance(ctx, str) and ctx:
+        lines.append(ctx)
+    return "\n".join(lines)
+
+
 def entry_text(entry: Entry) -> str:
-    """``[speaker: ]value`` plus the other :data:`TEXT_METADATA` fields present, one per line."""
+    """``[speaker: ]value`` plus the other :data:`TEXT_METADATA` fields present, one per line
+    (a conversation message: :func:`message_text`)."""
+    if _is_message(entry.value):
+        return message_text(entry.value, entry.metadata or {})
     body = flatten_value(entry.value)
     md = entry.metadata or {}
     speaker = md.get("speaker")
