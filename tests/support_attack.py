@@ -22,7 +22,7 @@ from redis_snapshot import Snapshot, snapshot_of
 
 from blackboard import AccessDenied, Blackboard
 from blackboard.acl import AclAdmin
-from blackboard.keys import partition_of
+from blackboard.keys import PartitionKeys, partition_of
 
 
 def is_refusal(exc: BaseException) -> bool:
@@ -174,3 +174,9 @@ async def raw(host: str, port: int, *commands: tuple[str, ...]) -> list[bytes]:
     finally:
         writer.close()
     return out
+
+
+def partition_key(part: PartitionKeys, name: str) -> str:
+    """``part.<name>``; on the code before issue 12 (no inbox/relaying yet) the name the
+    keys module gives it now, so the same attack runs against both."""
+    return str(getattr(part, name, f"{part.base}:{name}"))
