@@ -20,7 +20,15 @@ from .scripts import run_script
 if TYPE_CHECKING:
     from .board import Blackboard
 
-__all__ = ["Batch", "BatchSink", "ConsumeOptions", "PartitionSource", "dead_letter", "ensure_group"]
+__all__ = [
+    "Batch",
+    "BatchSink",
+    "ConsumeCounters",
+    "ConsumeOptions",
+    "PartitionSource",
+    "dead_letter",
+    "ensure_group",
+]
 
 PartitionSource = Iterable[int] | Callable[[], Iterable[int]] | None
 
@@ -40,6 +48,25 @@ class ConsumeOptions:
     max_deliveries: int = 5
     rebalance_every_ms: int = 1_000
     dlq_maxlen: int = 100_000
+    #: How long after a reader starts it keeps claiming every ``claim_every_ms`` (None:
+    #: for as long as it runs). Consumers that own their partitions by lease need claims
+    #: only after taking one over: what the previous owner left pending, and what it read
+    #: in the moments before it noticed the loss. After the window the reader only blocks.
+    claim_window_ms: int | None = None
+
+
+@dataclass
+class ConsumeCounters:
+    """What readers skipped or dropped instead of delivering (each is also logged)."""
+
+    #: events gone from the bus while pending (trimmed or deleted): nothing to deliver
+    gone: int = 0
+    #: undecodable (forged or corrupt) events moved to the DLQ
+    undecodable: int = 0
+    #: events moved to the DLQ after ``max_deliveries``
+    over_delivered: int = 0
+    #: events claimed from other consumers of the group
+    claimed: int = 0
 
 
 @dataclass(eq=False)

@@ -68,6 +68,18 @@ def lease(role: str, partition: int) -> str:
     return f"{ROOT}:lease:{role}:{partition}"
 
 
+def lease_table() -> str:
+    """Hash of every role's partition leases and their holders' beats (``workers.leases``):
+    ``h:<role>:<p>`` -> holder, ``b:<role>:<holder>`` -> last beat (ms, Redis clock)."""
+    return f"{ROOT}:leases"
+
+
+def job_run_lease(job: str) -> str:
+    """Lease under which one run of a periodic job covers every partition:
+    ``bb:lease:job:<job>``."""
+    return f"{ROOT}:lease:job:{job}"
+
+
 def job_lease(job: str, partition: int) -> str:
     """Lease under which a periodic job runs on one partition: ``bb:lease:job:<job>:<p>``."""
     return f"{ROOT}:lease:job:{job}:{partition}"

@@ -38,6 +38,7 @@ _STANDALONE = (
     "dlq",
     "claim",
     "lease",
+    "lease_table",
     "buffer",
     "pending_head",
     "get_entries",

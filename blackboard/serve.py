@@ -15,7 +15,7 @@ import contextlib
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING
 
-from .consumer import Batch, ConsumeOptions, PartitionSource, ReaderPool
+from .consumer import Batch, ConsumeCounters, ConsumeOptions, PartitionSource, ReaderPool
 
 if TYPE_CHECKING:
     from .board import Blackboard
@@ -69,6 +69,7 @@ async def serve(
     opts: ConsumeOptions | None = None,
     finish_timeout_s: float = 30.0,
     changed: asyncio.Event | None = None,
+    counters: ConsumeCounters | None = None,
 ) -> None:
     """Run ``handler`` on every batch of ``role`` for ``consumer`` until ``stopping`` is set.
 
@@ -77,10 +78,11 @@ async def serve(
     readers take no new batch, batches in hand are finished (for at most
     ``finish_timeout_s`` seconds), then the readers are closed. A reader's fatal error
     (Redis unreachable, a handler's exception) closes every reader and is raised.
+    ``counters`` collects what the readers skipped or dropped.
     """
     opts = opts or ConsumeOptions()
     sink = _HandlerSink(handler, lambda: pool)
-    pool = ReaderPool(bb, role, consumer, partitions, opts, sink)
+    pool = ReaderPool(bb, role, consumer, partitions, opts, sink, counters)
     pool.rebalance()
     changed = changed or asyncio.Event()
     stop = asyncio.ensure_future(stopping.wait())

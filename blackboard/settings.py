@@ -60,11 +60,18 @@ class ClientSettings:
     redis_url: str | None = None
     partitions: int = 16
     max_entry_bytes: int = 1 << 20
-    socket_timeout: float = 10.0
+    #: Also the ceiling of a blocking read (XREADGROUP/BLMOVE): see :attr:`max_block_ms`.
+    socket_timeout: float = 30.0
     connect_timeout: float = 5.0
     retries: int = 5
-    max_connections: int = 128
-    health_check_interval: float = 15.0
+    #: Connections for short commands. Long blocking holders (a consumer's reader, the
+    #: relay) add theirs on top (:meth:`Blackboard.reserve_connections`), so the pool is
+    #: sized from what the process runs; a command finding none free waits for one for up
+    #: to ``pool_timeout`` seconds instead of failing at once.
+    max_connections: int = 64
+    pool_timeout: float = 20.0
+    #: Longer than a blocking read, so a reader's connection is not PINGed before each one.
+    health_check_interval: float = 60.0
     cluster: bool | None = None
 
     def __post_init__(self) -> None:
@@ -72,6 +79,16 @@ class ClientSettings:
             raise InvalidArgument(f"partitions must be in 1..4096, got {self.partitions}")
         if self.max_entry_bytes < 1:
             raise InvalidArgument("max_entry_bytes must be positive")
+        if self.socket_timeout < 3:
+            raise InvalidArgument("socket_timeout must be at least 3 s (blocking reads)")
+        if self.max_connections < 1 or self.pool_timeout <= 0:
+            raise InvalidArgument("max_connections and pool_timeout must be positive")
+
+    @property
+    def max_block_ms(self) -> int:
+        """The longest a blocking read may block: the socket timeout less a margin for the
+        reply to arrive, else the read fails with a timeout instead of returning empty."""
+        return int(self.socket_timeout * 1000) - 2_000
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None, **overrides: Any) -> ClientSettings:

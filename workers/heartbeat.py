@@ -2,7 +2,10 @@
 
 A heartbeat is a hash ``bb:workers:<id>`` that expires if the worker stops beating, plus
 the worker's score (last beat, ms) in ``bb:workers:role:<role>``, which gives the number of
-live workers of a role (the fair share of partitions) without a scan.
+live workers of a role without a scan. A worker's liveness for its leases is its beat in
+the lease table (:mod:`workers.leases`); this record is for people and ``stats``, so it is
+written when what it shows changed and otherwise every ``REFRESH_BEATS`` beats, and lives
+``TTL_BEATS`` beats -- an idle worker does not rewrite it every second.
 """
 
 from __future__ import annotations
@@ -17,6 +20,11 @@ from blackboard import Blackboard
 from blackboard import keys as K
 
 __all__ = ["Heartbeat", "WorkerInfo", "list_workers", "live_workers"]
+
+#: An unchanged record is rewritten every this many beats ...
+REFRESH_BEATS = 10
+#: ... and expires this many beats after its last write (a dead worker leaves the list).
+TTL_BEATS = 3 * REFRESH_BEATS
 
 
 @dataclass(frozen=True, slots=True)
@@ -42,8 +50,19 @@ class Heartbeat:
 
     def __post_init__(self) -> None:
         self.started_at = self.bb.now_ms()
+        self._shown: tuple[list[int], dict[str, int]] | None = None
+        self._since_write = 0
 
-    async def beat(self, partitions: set[int], counters: Mapping[str, int]) -> None:
+    async def beat(
+        self, partitions: set[int], counters: Mapping[str, int], *, force: bool = True
+    ) -> bool:
+        """Write the record; unless ``force``, only when it changed or is due for a refresh.
+        -> whether it was written."""
+        shown = (sorted(partitions), dict(counters))
+        self._since_write += 1
+        if not force and shown == self._shown and self._since_write < REFRESH_BEATS:
+            return False
+        self._shown, self._since_write = shown, 0
         now = self.bb.now_ms()  # the Redis clock: workers on other machines compare it
         key = K.worker(self.worker_id)
         async with self.bb.client.pipeline(transaction=False) as pipe:
@@ -60,10 +79,11 @@ class Heartbeat:
                     "counters": json.dumps(dict(counters)),
                 },
             )
-            pipe.pexpire(key, self.interval_ms * 5)
+            pipe.pexpire(key, self.interval_ms * TTL_BEATS)
             pipe.zadd(K.workers_of(self.role), {self.worker_id: now})
             pipe.sadd(K.worker_roles(), self.role)
             await pipe.execute()
+        return True
 
     async def stop(self) -> None:
         async with self.bb.client.pipeline(transaction=False) as pipe:

@@ -25,12 +25,13 @@ from typing import Literal
 import numpy as np
 
 from blackboard import Blackboard, Entry, Event, EventType
+from blackboard.consumer import ConsumeCounters, ConsumeOptions
 from retrieval.embedders import Embedder, default_embedder
 from retrieval.text import entry_text
 
 __all__ = ["IndexRole", "bind_reembed", "reembed", "run_index_batch"]
 
-from .streams import until_stopped
+from .streams import FailureStreak, until_stopped
 
 log = logging.getLogger(__name__)
 
@@ -93,7 +94,13 @@ class IndexRole:
     """The consume loop of the ``index`` role. ``partitions``: the partitions to read (a
     collection, or a callable giving the current set, as partition leases do; None: all).
     ``embedder``: ``"default"`` is MiniLM when installed; with no model the role idles
-    (acks, embeds nothing) after one warning."""
+    (acks, embeds nothing) after one warning; the model loads on the first batch that needs
+    it, not when the role starts.
+
+    The consume loop never dies while the role runs: a failed stream (Redis unreachable,
+    connections dropped) is logged, counted and reopened after a backoff; ``streak`` says
+    how long it has failed without recovering, so the worker can give its partitions up
+    when the role cannot run."""
 
     def __init__(
         self,
@@ -106,12 +113,18 @@ class IndexRole:
         block_ms: int = 500,
         claim_idle_ms: int = 5_000,
         max_deliveries: int = 5,
+        claim_window_ms: int | None = None,
+        counters: ConsumeCounters | None = None,
     ) -> None:
         self.bb, self.consumer = bb, consumer
         self.embedder = default_embedder() if embedder == "default" else embedder
         self.partitions = partitions
         self.count, self.block_ms = count, block_ms
         self.claim_idle_ms, self.max_deliveries = claim_idle_ms, max_deliveries
+        self.claim_window_ms = claim_window_ms
+        self.consume_counters = counters if counters is not None else ConsumeCounters()
+        self.streak = FailureStreak()
+        self.reopened = 0
         self._stopping = asyncio.Event()
         self._task: asyncio.Task[None] | None = None
         self.batches = 0
@@ -132,15 +145,44 @@ class IndexRole:
                 await self._task
             self._task = None
 
+    def counters(self) -> dict[str, int]:
+        return {
+            "index_batches": self.batches,
+            "index_embedded": self.embedded,
+            "index_failures": self.failures,
+            "index_reopened": self.reopened,
+        }
+
     async def _loop(self) -> None:
+        backoff = 0.1
+        while not self._stopping.is_set():
+            self.streak.running()
+            try:
+                await self._consume()
+                return  # stopped
+            except Exception:
+                self.reopened += 1
+                if self.streak.failed():
+                    backoff = 0.1
+                log.exception("index consume loop failed; reopening in %.1fs", backoff)
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(self._stopping.wait(), backoff)
+                backoff = min(backoff * 2, 5.0)
+
+    async def _consume(self) -> None:
+        opts = ConsumeOptions(
+            count=self.count,
+            block_ms=self.block_ms,
+            claim_idle_ms=self.claim_idle_ms,
+            claim_window_ms=self.claim_window_ms,
+            max_deliveries=self.max_deliveries,
+        )
         stream = self.bb.consume(
             ROLE,
             self.consumer,
             partitions=self.partitions,
-            count=self.count,
-            block_ms=self.block_ms,
-            claim_idle_ms=self.claim_idle_ms,
-            max_deliveries=self.max_deliveries,
+            options=opts,
+            counters=self.consume_counters,
         )
         async for batch in until_stopped(stream, self._stopping):
             try:
@@ -148,6 +190,7 @@ class IndexRole:
                     self.embedded += await run_index_batch(self.bb, batch.events, self.embedder)
                 await batch.ack()
                 self.batches += 1
+                self.streak.succeeded()
             except Exception:
                 self.failures += 1
                 log.exception(

@@ -1,33 +1,155 @@
 """Partition leases: which worker of a role reads which partition.
 
-A lease is a key ``bb:lease:<role>:<p>`` holding the worker's token with a TTL; the holder
-renews it on every heartbeat, and a dead worker's leases lapse after ``ttl_ms``. Workers
-aim for a fair share, ``ceil(P / live workers of the role)``: they take free partitions up
-to it and hand back extras, so a new worker gets partitions within one lease period and a
-dead worker's partitions are taken over within ``ttl_ms`` plus one heartbeat. A starting
-worker beats once and takes partitions one heartbeat later, so workers started together
-split them at once.
+Every lease lives in one hash, the lease table (``bb:leases``): ``h:<role>:<p>`` names the
+holder, ``b:<role>:<holder>`` is the holder's last beat (ms, Redis clock). A lease lasts as
+long as its holder beats within ``ttl_ms``, so a process renews all the leases of all its
+roles with one HSET and learns the whole table with one HGETALL per heartbeat
+(:class:`LeaseTable`) -- an idle worker costs two commands a beat, not one per lease. Taking
+and giving up a lease is a script (``lease_table.lua``) that checks the holder's beat.
+
+Workers aim for a fair share, ``ceil(P / live workers of the role)``: they take free or
+lapsed partitions up to it and hand back extras, so a new worker gets partitions within one
+lease period and a dead worker's partitions are taken over within ``ttl_ms`` plus one
+heartbeat. A starting worker beats once and takes partitions one heartbeat later, so
+workers started together split them at once.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import math
 import random
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from blackboard import Blackboard
 from blackboard import keys as K
 from blackboard.scripts import run_script
 
-__all__ = ["JobLease", "LeaseSet"]
+__all__ = ["JobLease", "LeaseSet", "LeaseSnapshot", "LeaseTable"]
 
 log = logging.getLogger(__name__)
 
 
 async def _lease(bb: Blackboard, key: str, op: str, token: str, ttl_ms: int) -> bool:
     return bool(await run_script(bb.client, "lease", [key], [op, token, str(ttl_ms)]))
+
+
+@dataclass(frozen=True, slots=True)
+class LeaseSnapshot:
+    """The lease table as one read saw it: holders by (role, partition), beats by
+    (role, holder), and ``now`` (Redis clock) when it was read."""
+
+    now: int
+    holders: dict[tuple[str, int], str] = field(default_factory=dict)
+    beats: dict[tuple[str, str], int] = field(default_factory=dict)
+
+    @classmethod
+    def parse(cls, now: int, raw: dict[bytes, bytes]) -> LeaseSnapshot:
+        holders: dict[tuple[str, int], str] = {}
+        beats: dict[tuple[str, str], int] = {}
+        for k, v in raw.items():
+            kind, _, rest = k.decode("utf-8", "replace").partition(":")
+            role, _, name = rest.partition(":")
+            try:
+                if kind == "h":
+                    holders[(role, int(name))] = v.decode()
+                elif kind == "b":
+                    beats[(role, name)] = int(v)
+            except ValueError:
+                log.warning("skipping a malformed lease table field %r", k[:80])
+        return cls(now, holders, beats)
+
+    def live(self, role: str, within_ms: int) -> int:
+        """Holders of ``role`` that beat within ``within_ms``."""
+        return sum(
+            1 for (r, _), at in self.beats.items() if r == role and self.now - at <= within_ms
+        )
+
+    def lapsed(self, role: str, partition: int, ttl_ms: int) -> bool:
+        """Whether the lease is free: no holder, or one that has not beat within ``ttl_ms``."""
+        holder = self.holders.get((role, partition))
+        if holder is None:
+            return True
+        beat = self.beats.get((role, holder))
+        return beat is None or self.now - beat >= ttl_ms
+
+
+class LeaseTable:
+    """The lease table as one process uses it: one beat for all its holders and one read of
+    the table per :meth:`tick`. Holders :meth:`join` and :meth:`leave`; beats of holders
+    that stopped beating long ago are removed (``stale_ms``) so the table stays small."""
+
+    def __init__(self, bb: Blackboard, stale_ms: int = 600_000) -> None:
+        self.bb, self.stale_ms = bb, stale_ms
+        self.key = K.lease_table()
+        self._holders: set[tuple[str, str]] = set()
+
+    def join(self, role: str, holder: str) -> None:
+        self._holders.add((role, holder))
+
+    async def leave(self, role: str, holder: str) -> None:
+        """Stop beating for ``holder`` and remove its beat (its leases lapse at once)."""
+        self._holders.discard((role, holder))
+        await self.bb.client.hdel(self.key, f"b:{role}:{holder}")
+
+    async def tick(self) -> LeaseSnapshot:
+        """Beat for every joined holder, read the table; two commands in one round trip."""
+        now = self.bb.now_ms()
+        async with self.bb.client.pipeline(transaction=False) as pipe:
+            if self._holders:
+                pipe.hset(self.key, mapping={f"b:{r}:{h}": now for r, h in self._holders})
+            pipe.hgetall(self.key)
+            replies = await pipe.execute()
+        snap = LeaseSnapshot.parse(now, replies[-1])
+        stale = [f"b:{r}:{h}" for (r, h), at in snap.beats.items() if now - at > self.stale_ms]
+        if stale:
+            await self.bb.client.hdel(self.key, *stale)
+        return snap
+
+
+class TableClock:
+    """Ticks a :class:`LeaseTable` every ``interval_ms`` for the lease loops of a process,
+    which wait for the next snapshot with :meth:`next` instead of each reading the table."""
+
+    def __init__(self, table: LeaseTable, interval_ms: int) -> None:
+        self.table, self.interval_ms = table, interval_ms
+        self._next: asyncio.Future[LeaseSnapshot] = asyncio.get_running_loop().create_future()
+        self._task: asyncio.Task[None] | None = None
+        self._users = 0
+
+    def start(self) -> None:
+        self._users += 1
+        if self._task is None:
+            self._task = asyncio.create_task(self._run(), name="lease-table")
+
+    async def stop(self) -> None:
+        """One user fewer; the clock stops with the last."""
+        self._users -= 1
+        if self._users > 0 or self._task is None:
+            return
+        self._task.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await self._task
+        self._task = None
+
+    async def next(self) -> LeaseSnapshot:
+        """The next snapshot; raises what the tick raised when it failed."""
+        return await asyncio.shield(self._next)
+
+    async def _run(self) -> None:
+        while True:
+            await asyncio.sleep(self.interval_ms / 1000)
+            fut, self._next = self._next, asyncio.get_running_loop().create_future()
+            try:
+                fut.set_result(await self.table.tick())
+            except asyncio.CancelledError:
+                fut.cancel()
+                raise
+            except Exception as exc:
+                fut.set_exception(exc)
+                fut.exception()  # retrieved: every waiter logs it; none may be waiting
 
 
 @dataclass
@@ -41,34 +163,51 @@ class LeaseSet:
 
     def __post_init__(self) -> None:
         self.owned: set[int] = set()
+        self.key = K.lease_table()
 
     def current(self) -> set[int]:
         """The owned set (what :meth:`Blackboard.consume` re-reads to rebalance)."""
         return set(self.owned)
 
-    async def rebalance(self, live_workers: int) -> set[int]:
-        """Renew held leases, drop lost ones, take free ones up to the fair share."""
-        live = max(1, live_workers)
-        share = math.ceil(self.bb.partitions / live)
+    async def _op(self, op: str, p: int) -> bool:
+        args = [op, self.role, str(p), self.token, str(self.bb.now_ms()), str(self.ttl_ms)]
+        return bool(await run_script(self.bb.client, "lease_table", [self.key], args))
+
+    def drop_all(self, why: str) -> None:
+        """Forget every lease without telling Redis (it cannot be reached, or the role
+        cannot run): they lapse ``ttl_ms`` after the last beat and others take them."""
+        if self.owned:
+            log.warning("%s: giving up %s partitions %s", why, self.role, sorted(self.owned))
+        self.owned.clear()
+
+    async def rebalance(self, snap: LeaseSnapshot, live_within_ms: int) -> set[int]:
+        """Drop leases the table no longer gives this worker, hand back extras beyond the
+        fair share, take free or lapsed ones up to it. Nothing is sent when the share holds."""
         for p in sorted(self.owned):
-            if not await _lease(self.bb, K.lease(self.role, p), "renew", self.token, self.ttl_ms):
+            if snap.holders.get((self.role, p)) != self.token:
                 log.warning("lease %s:%d lapsed; giving the partition up", self.role, p)
                 self.owned.discard(p)
+        live = max(1, snap.live(self.role, live_within_ms))
+        share = math.ceil(self.bb.partitions / live)
         # Hand back extras beyond the fair share (highest first) so newcomers get work.
         for p in sorted(self.owned, reverse=True)[: max(0, len(self.owned) - share)]:
             await self.release_one(p)
         if len(self.owned) < share:
-            candidates = [p for p in range(self.bb.partitions) if p not in self.owned]
+            candidates = [
+                p
+                for p in range(self.bb.partitions)
+                if p not in self.owned and snap.lapsed(self.role, p, self.ttl_ms)
+            ]
             random.shuffle(candidates)  # spread contention between starting workers
             for p in candidates:
                 if len(self.owned) >= share:
                     break
-                if await _lease(self.bb, K.lease(self.role, p), "acquire", self.token, self.ttl_ms):
+                if await self._op("acquire", p):
                     self.owned.add(p)
         return self.current()
 
     async def release_one(self, p: int) -> None:
-        await _lease(self.bb, K.lease(self.role, p), "release", self.token, self.ttl_ms)
+        await self._op("release", p)
         self.owned.discard(p)
 
     async def release_all(self) -> None:
@@ -77,18 +216,18 @@ class LeaseSet:
 
 @dataclass
 class JobLease:
-    """A lease under which a periodic job runs on one partition, once across N workers."""
+    """A lease under which one run of a periodic job covers every partition, once across N
+    workers per interval (one lease per run, not per partition: an idle run then costs one
+    command for the lease, plus the job's own look at each partition)."""
 
     bb: Blackboard
     job: str
     token: str
     ttl_ms: int = 60_000
 
-    async def try_run(self, partition: int) -> bool:
-        """Take the job's lease on ``partition``; False when another worker holds it."""
-        return await _lease(
-            self.bb, K.job_lease(self.job, partition), "acquire", self.token, self.ttl_ms
-        )
+    async def try_run(self) -> bool:
+        """Take the job's lease; False when another worker holds it."""
+        return await _lease(self.bb, K.job_run_lease(self.job), "acquire", self.token, self.ttl_ms)
 
-    async def done(self, partition: int) -> None:
-        await _lease(self.bb, K.job_lease(self.job, partition), "release", self.token, self.ttl_ms)
+    async def done(self) -> None:
+        await _lease(self.bb, K.job_run_lease(self.job), "release", self.token, self.ttl_ms)

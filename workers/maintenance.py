@@ -1,9 +1,10 @@
 """The maintenance role: TTL sweep, decay pruning, capacity, dedupe, reindex, bus trimming,
 schedule repair.
 
-Each job runs per partition under a job lease whose TTL is the job's interval, so among N
-maintenance workers each partition's job runs once per interval. Every job has a dry run
-that reports what it would do. Jobs are scheduled by APScheduler's asyncio scheduler.
+Each run of a job covers every partition under one job lease whose TTL is the job's
+interval, so among N maintenance workers each partition's job runs once per interval.
+Every job has a dry run that reports what it would do. Jobs are scheduled by APScheduler's
+asyncio scheduler.
 """
 
 from __future__ import annotations
@@ -58,11 +59,25 @@ class Maintenance:
     embedder_name: str | None = None
     dedupe_threshold: float = 0.95
     dedupe_window: int = 2000
+    #: Job runs that failed on a partition (each logged); that partition waits a run.
+    failures: int = 0
+    #: Invalid scope ids skipped in partition schedules and scope sets (each logged).
+    skipped_scopes: int = 0
+
+    def _valid(self, names: Iterable[str]) -> list[str]:
+        names = list(names)
+        ok = valid_scopes(names)
+        self.skipped_scopes += len(names) - len(ok)
+        return ok
+
+    def counters(self) -> dict[str, int]:
+        return {"maintenance_failures": self.failures, "maintenance_skipped_scopes": (
+            self.skipped_scopes)}
 
     async def _scopes(self, partition: int) -> list[str]:
         """The partition's scope ids; junk members (an agent may SADD there) are skipped."""
         raw = await self.bb.client.smembers(PartitionKeys(partition).scopes)
-        return sorted(valid_scopes(r.decode("utf-8", "replace") for r in raw))
+        return sorted(self._valid(r.decode("utf-8", "replace") for r in raw))
 
     # -- jobs -----------------------------------------------------------------------------
 
@@ -103,7 +118,7 @@ class Maintenance:
         self, job: str, partition: int, scopes: list[str], mode: str, dry_run: bool
     ) -> JobReport:
         counts: dict[str, int] = {}
-        for scope_id in sorted(valid_scopes(scopes)):
+        for scope_id in sorted(self._valid(scopes)):
             sk = self.bb.scope_keys(scope_id)
             while True:
                 removed, due = await run_script(
@@ -203,16 +218,19 @@ class Maintenance:
         }[job]
 
     async def run_job(self, job: str, dry_run: bool = False) -> list[JobReport]:
-        """Run ``job`` on every partition whose job lease this worker gets."""
+        """Run ``job`` on every partition when this worker gets the job's lease (a dry run
+        needs none); [] when another worker runs it this interval."""
         lease = JobLease(self.bb, job, self.token, int(self.interval_s(job) * 1000))
+        if not dry_run and not await lease.try_run():
+            return []
         fn = getattr(self, job)
         out = []
         for p in range(self.bb.partitions):
-            if dry_run or await lease.try_run(p):
-                try:
-                    out.append(await fn(p, dry_run))
-                except Exception:
-                    log.exception("maintenance job %s failed on partition %d", job, p)
+            try:
+                out.append(await fn(p, dry_run))
+            except Exception:
+                self.failures += 1
+                log.exception("maintenance job %s failed on partition %d", job, p)
         return out
 
     def schedule(self, scheduler: object) -> None:

@@ -3,19 +3,35 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 
-__all__ = ["MetricsServer", "render_metrics"]
+__all__ = ["MetricsServer", "render_metrics", "render_process"]
+
+#: Counters that are levels, not totals.
+GAUGES = frozenset({"partitions", "lag"})
+
+
+def render_process(workers: Iterable[tuple[str, str, Mapping[str, float]]]) -> str:
+    """Prometheus text format 0.0.4 for every role a process runs: one family per counter
+    name (each ``# TYPE`` once), one series per (role, worker) in it."""
+    families: dict[str, list[str]] = {}
+    for role, worker_id, counters in workers:
+        for name, value in counters.items():
+            metric = f"blackboard_worker_{name}"
+            families.setdefault(metric, []).append(
+                f'{metric}{{role="{role}",worker="{worker_id}"}} {value}'
+            )
+    lines = []
+    for metric in sorted(families):
+        name = metric.removeprefix("blackboard_worker_")
+        lines.append(f"# TYPE {metric} {'gauge' if name in GAUGES else 'counter'}")
+        lines += families[metric]
+    return "\n".join(lines) + "\n"
 
 
 def render_metrics(role: str, worker_id: str, counters: Mapping[str, float]) -> str:
-    """Prometheus text format 0.0.4: one counter family per name, labelled by role/worker."""
-    lines = []
-    for name, value in sorted(counters.items()):
-        metric = f"blackboard_worker_{name}"
-        lines.append(f"# TYPE {metric} {'gauge' if name in ('partitions', 'lag') else 'counter'}")
-        lines.append(f'{metric}{{role="{role}",worker="{worker_id}"}} {value}')
-    return "\n".join(lines) + "\n"
+    """:func:`render_process` of one worker."""
+    return render_process([(role, worker_id, counters)])
 
 
 class MetricsServer:

@@ -32,7 +32,8 @@ class WorkerSettings:
     lease_ttl_ms: int = 5_000
     claim_idle_ms: int = 1_000
     batch_count: int = 200
-    block_ms: int = 500
+    #: A reader blocks this long (at most the client's max_block_ms) between idle reads.
+    block_ms: int = 25_000
     max_deliveries: int = 5
     max_failures: int = 3
     trigger_check_ms: int = 500

@@ -1,14 +1,54 @@
-"""Iterating a consume stream until a stop event, leaving the batch in hand finished."""
+"""Iterating a consume stream until a stop event, leaving the batch in hand finished; the
+failure streak of a loop that reopens its stream after errors."""
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import time
 from collections.abc import AsyncIterator
 
 from blackboard import Batch
 
-__all__ = ["until_stopped"]
+__all__ = ["FailureStreak", "until_stopped"]
+
+
+class FailureStreak:
+    """Since when a loop that reopens after errors has failed without recovering.
+
+    A run counts as recovered once it has lasted ``settle_s`` or handled something: an idle
+    consumer handles nothing for minutes, so lasting is the sign it works again."""
+
+    def __init__(self, settle_s: float = 5.0) -> None:
+        self.settle_s = settle_s
+        self._since: float | None = None
+        self._run_started: float | None = None
+
+    def running(self) -> None:
+        """A (re)opened run starts now."""
+        self._run_started = time.monotonic()
+
+    def failed(self) -> bool:
+        """The run failed; -> whether this starts a new streak (reset the backoff)."""
+        now = time.monotonic()
+        fresh = self._since is None or self._lasted(now)
+        if fresh:
+            self._since = now
+        self._run_started = None
+        return fresh
+
+    def succeeded(self) -> None:
+        self._since = None
+
+    def failing_for(self) -> float:
+        """Seconds the streak has lasted; 0 when healthy."""
+        now = time.monotonic()
+        if self._since is None or self._lasted(now):
+            return 0.0
+        return now - self._since
+
+    def _lasted(self, now: float) -> bool:
+        return self._run_started is not None and now - self._run_started >= self.settle_s
 
 
 async def until_stopped(

@@ -34,9 +34,18 @@ async def until(pred: Callable[[], Awaitable[bool]], limit_s: float, what: str) 
 
 
 def lease_holders(r: redis.Redis) -> dict[int, str]:
-    """Partition -> token of the live lease ``bb:lease:<role>:<p>`` (read from Redis)."""
-    vals = r.mget([K.lease(ROLE, p) for p in range(P)])
-    return {p: v.decode() for p, v in enumerate(vals) if v is not None}
+    """Partition -> holder of each live lease in the lease table (read from Redis): a
+    lease whose holder beat within the lease TTL."""
+    table = {k.decode(): v.decode() for k, v in r.hgetall(K.lease_table()).items()}
+    sec, usec = r.time()
+    now = sec * 1000 + usec // 1000
+    out = {}
+    for p in range(P):
+        holder = table.get(f"h:{ROLE}:{p}")
+        beat = table.get(f"b:{ROLE}:{holder}")
+        if holder is not None and beat is not None and now - int(beat) < LEASE_TTL_S * 1000:
+            out[p] = holder
+    return out
 
 
 def worker_pid(r: redis.Redis, worker_id: str) -> int | None:
@@ -75,9 +84,14 @@ async def test_two_workers_share_then_survivor_takes_all(
     # Stable: still fair a few heartbeats later (no ping-pong of partitions).
     await asyncio.sleep(4 * HEARTBEAT_S)
     assert await fair(), holders_by_pid(r)
-    # Every lease carries a TTL no longer than lease_ttl (renewed, not permanent).
-    for p in range(P):
-        assert 0 < r.pttl(K.lease(ROLE, p)) <= LEASE_TTL_S * 1000
+    # Every lease lasts only while its holder beats: each holder's last beat is younger
+    # than the lease TTL (renewed by the beat, not permanent).
+    table = {k.decode(): int(v) for k, v in r.hgetall(K.lease_table()).items()
+             if k.startswith(f"b:{ROLE}:".encode())}
+    sec, usec = r.time()
+    assert len(table) == 2
+    for at in table.values():
+        assert 0 <= sec * 1000 + usec // 1000 - at < LEASE_TTL_S * 1000
 
     worker_procs.kill(w1)  # kill -9: no release, no heartbeat removal
     killed_at = time.monotonic()
@@ -135,8 +149,9 @@ async def test_sigterm_finishes_batch_releases_leases_and_exits_0(
     stm = await bb.scope("agent:a1:stm").entries(limit=None)
     assert len(stm) == 1
     assert sorted(stm[0].metadata["provenance"]["sources"]) == sorted(e.id for e in es)
-    # Leases released (keys gone, not left to lapse), heartbeat removed.
-    assert [k for k in r.keys("bb:lease:*")] == []
+    # Leases released (fields gone, not left to lapse), its beat and heartbeat removed.
+    assert [k for k in r.hkeys(K.lease_table()) if k.startswith(f"h:{ROLE}:".encode())] == []
+    assert not r.hexists(K.lease_table(), f"b:{ROLE}:{wid}")
     assert not r.exists(K.worker(wid))
     assert r.zscore(K.workers_of(ROLE), wid) is None
     groups = {g["name"].decode(): g for g in r.xinfo_groups(part.bus)}

@@ -1,0 +1,194 @@
+"""What one idle worker process costs: Redis commands/s, AOF growth, memory, connections.
+
+    .venv/bin/python bench/idle_worker.py [--seconds 60] [--role all] [--warmup 5] [--json]
+
+Starts an embedded redis-server (AOF on) unless ``BLACKBOARD_REDIS_URL`` is set (choose the
+binary with ``BLACKBOARD_REDIS_SERVER``), then one ``blackboard worker --role <role>``
+process with the default settings and nothing written. After the warm-up it measures, over
+``--seconds``:
+
+* commands/s: the delta of ``INFO commandstats`` calls (commands run inside scripts count,
+  as Redis counts them), less the INFO calls of this script; the top commands by count;
+* AOF growth per minute (``aof_current_size``);
+* the worker's resident memory (VmRSS, and VmHWM, its peak) and the connections it holds;
+* error lines in the worker's log (``MaxConnectionsError``, tracebacks) and its exit code
+  on SIGTERM.
+
+The worker runs whatever ``workers`` package Python finds first, so the landed code is
+measured with ``cd /tmp/before && PYTHONPATH=. python /work/main/bench/idle_worker.py``.
+Target (issue 11): <= 20 commands/s, AOF ~0 B/min, < 300 MB without the semantic model.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from contextlib import ExitStack
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+import redis
+
+from blackboard.server import RedisServer
+
+__all__ = ["IdleFigures", "command_calls", "measure"]
+
+
+@dataclass
+class IdleFigures:
+    seconds: float
+    commands_per_s: float
+    aof_bytes_per_min: float
+    rss_mb: float
+    peak_rss_mb: float
+    connections: int
+    max_connections_errors: int
+    tracebacks: int
+    exit_code: int | None
+    top_commands: dict[str, int] = field(default_factory=dict)
+
+
+def command_calls(r: redis.Redis) -> dict[str, int]:
+    """Calls per command since the server started (``INFO commandstats``)."""
+    stats = r.info("commandstats")
+    return {k.removeprefix("cmdstat_"): int(v["calls"]) for k, v in stats.items()}
+
+
+def _status_kb(pid: int, field_name: str) -> int:
+    with open(f"/proc/{pid}/status") as f:
+        for line in f:
+            if line.startswith(field_name + ":"):
+                return int(line.split()[1])
+    return 0
+
+
+def _clients_of(r: redis.Redis, laddr_ports: set[int]) -> int:
+    """Connections to Redis whose client port belongs to the worker process."""
+    n = 0
+    for c in r.client_list():
+        port = int(str(c.get("addr", ":0")).rsplit(":", 1)[1])
+        if port in laddr_ports:
+            n += 1
+    return n
+
+
+def _local_ports(pid: int) -> set[int]:
+    """Local TCP ports of ``pid``'s sockets (from /proc, no psutil needed)."""
+    inodes = set()
+    fd_dir = f"/proc/{pid}/fd"
+    for fd in os.listdir(fd_dir):
+        try:
+            target = os.readlink(f"{fd_dir}/{fd}")
+        except OSError:
+            continue
+        if target.startswith("socket:["):
+            inodes.add(target[8:-1])
+    ports = set()
+    for table in ("/proc/net/tcp", "/proc/net/tcp6"):
+        try:
+            with open(table) as f:
+                next(f)
+                for line in f:
+                    parts = line.split()
+                    if parts[9] in inodes:
+                        ports.add(int(parts[1].rsplit(":", 1)[1], 16))
+        except FileNotFoundError:
+            continue
+    return ports
+
+
+def _wait_for_worker(r: redis.Redis, proc: subprocess.Popen[bytes], timeout: float) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            raise SystemExit(f"the worker exited at start with code {proc.returncode}")
+        if r.exists("bb:workers:roles") and r.zcard("bb:workers:role:summarize") + r.zcard(
+            "bb:workers:role:index"
+        ):
+            return
+        time.sleep(0.2)
+    raise SystemExit(f"no worker heartbeat within {timeout}s")
+
+
+def measure(url: str, seconds: float, role: str, warmup: float, log_path: str) -> IdleFigures:
+    r = redis.Redis.from_url(url)
+    env = {**os.environ, "PYTHONUNBUFFERED": "1"}
+    with open(log_path, "wb") as log:
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "workers", "worker", "--role", role, "--redis-url", url],
+            env=env, stdout=log, stderr=subprocess.STDOUT,
+        )
+    try:
+        _wait_for_worker(r, proc, 120)
+        time.sleep(warmup)
+        before = command_calls(r)
+        aof0 = int(r.info("persistence").get("aof_current_size", 0))
+        t0 = time.monotonic()
+        time.sleep(seconds)
+        after = command_calls(r)
+        span = time.monotonic() - t0
+        aof1 = int(r.info("persistence").get("aof_current_size", 0))
+        rss = _status_kb(proc.pid, "VmRSS") / 1024
+        peak = _status_kb(proc.pid, "VmHWM") / 1024
+        conns = _clients_of(r, _local_ports(proc.pid))
+        delta = {k: after.get(k, 0) - before.get(k, 0) for k in after}
+        delta["info"] = delta.get("info", 0) - 2  # this script's own INFO commandstats
+        total = sum(v for v in delta.values() if v > 0)
+        proc.send_signal(signal.SIGTERM)
+        try:
+            code: int | None = proc.wait(60)
+        except subprocess.TimeoutExpired:
+            code = None
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+        r.close()
+    with open(log_path, errors="replace") as f:
+        text = f.read()
+    top = dict(sorted(((k, v) for k, v in delta.items() if v > 0), key=lambda kv: -kv[1])[:12])
+    return IdleFigures(
+        seconds=round(span, 1),
+        commands_per_s=round(total / span, 2),
+        aof_bytes_per_min=round((aof1 - aof0) * 60 / span),
+        rss_mb=round(rss, 1),
+        peak_rss_mb=round(peak, 1),
+        connections=conns,
+        max_connections_errors=text.count("MaxConnectionsError"),
+        tracebacks=text.count("Traceback (most recent call last)"),
+        exit_code=code,
+        top_commands=top,
+    )
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--seconds", type=float, default=60.0)
+    ap.add_argument("--role", default="all")
+    ap.add_argument("--warmup", type=float, default=5.0, help="seconds after the first beat")
+    ap.add_argument("--log", help="keep the worker's log here (default: a temporary file)")
+    ap.add_argument("--json", action="store_true")
+    a = ap.parse_args(argv)
+    with ExitStack() as stack:
+        url = os.environ.get("BLACKBOARD_REDIS_URL")
+        if not url:
+            url = stack.enter_context(RedisServer()).url
+        log_path = a.log or stack.enter_context(tempfile.TemporaryDirectory()) + "/worker.log"
+        fig = measure(url, a.seconds, a.role, a.warmup, log_path)
+    out: dict[str, Any] = asdict(fig)
+    if a.json:
+        print(json.dumps(out))
+    else:
+        for k, v in out.items():
+            print(f"{k:>24}: {v}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
