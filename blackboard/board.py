@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import asyncio
+import functools
 import logging
 import warnings
 from collections.abc import AsyncIterator, Generator, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import redis.asyncio as aredis
@@ -17,11 +18,19 @@ from redis.backoff import ExponentialBackoff
 
 from . import keys as K
 from .clock import ServerClock
-from .consumer import Batch, ConsumeOptions, PartitionSource, consume, ensure_group
+from .consumer import (
+    Batch,
+    ConsumeCounters,
+    ConsumeOptions,
+    PartitionSource,
+    consume,
+    ensure_group,
+)
 from .errors import ConfigMismatch, InvalidArgument, ServerUnavailable
 from .keys import PartitionKeys, ScopeKeys
 from .packing import with_fast_packing
 from .redact import mask_url
+from .relay import Relays
 from .scope import Scope
 from .scripts import SCRIPTS, load_script, run_script
 from .settings import ClientSettings
@@ -51,6 +60,8 @@ class TrimReport:
 
     trimmed: dict[int, int] = field(default_factory=dict)
     dry_run: bool = False
+    #: per partition: retired entries deleted because every edge has consolidated them
+    reaped: dict[int, int] = field(default_factory=dict)
 
     @property
     def total(self) -> int:
@@ -119,6 +130,9 @@ class Blackboard:
         self.clock = ServerClock()
         #: Credentials the client connected with, for companion clients (the registry's).
         self.auth: dict[str, Any] = {}
+        self._reserved = 0
+        #: Invalid members the TTL sweep removed from the schedules (each logged).
+        self.dropped_schedule_members = 0
 
     @staticmethod
     def connect(
@@ -136,15 +150,10 @@ class Blackboard:
         with another count raises :class:`ConfigMismatch`. Redis Cluster is detected.
         """
         base = settings or ClientSettings.from_env()
-        s = ClientSettings(
+        s = replace(
+            base,
             redis_url=url or base.redis_url,
             partitions=partitions if partitions is not None else base.partitions,
-            max_entry_bytes=base.max_entry_bytes,
-            socket_timeout=base.socket_timeout,
-            connect_timeout=base.connect_timeout,
-            retries=base.retries,
-            max_connections=base.max_connections,
-            health_check_interval=base.health_check_interval,
             cluster=base.cluster if cluster is None else cluster,
         )
         explicit_partitions = partitions is not None or settings is not None
@@ -185,11 +194,17 @@ class Blackboard:
             if is_cluster:
                 client = RedisCluster.from_url(s.redis_url, **kw)
             else:
-                pool = {"max_connections": s.max_connections,
-                        "health_check_interval": s.health_check_interval}
-                client = aredis.Redis.from_url(s.redis_url, **(kw | pool))
-                cp = client.connection_pool
+                # A blocking pool: a burst beyond max_connections waits for a connection
+                # (pool_timeout) instead of failing with MaxConnectionsError.
+                cp: Any = aredis.BlockingConnectionPool.from_url(
+                    s.redis_url,
+                    **kw,
+                    max_connections=s.max_connections,
+                    timeout=s.pool_timeout,
+                    health_check_interval=s.health_check_interval,
+                )
                 cp.connection_class = with_fast_packing(cp.connection_class)
+                client = aredis.Redis.from_pool(cp)  # type: ignore[attr-defined]
             bb = cls_(client, s, bool(is_cluster))
             bb.auth = dict(auth)
             try:
@@ -250,9 +265,32 @@ class Blackboard:
                 "behind the blackboard's back; use noeviction", RuntimeWarning, stacklevel=3,
             )
 
+    @functools.cached_property
+    def relays(self) -> Relays:
+        """This process's inbox relays (started by the consumers of each partition)."""
+        return Relays(self)
+
     async def close(self) -> None:
+        if "relays" in self.__dict__:
+            await self.relays.close()
         await self.clock.close()
         await self.client.aclose()
+
+    def reserve_connections(self, n: int) -> None:
+        """Grow (``n`` > 0) or shrink the pool by ``n`` connections held for a long time.
+
+        A blocking reader (XREADGROUP BLOCK, BLMOVE) holds its connection for the whole
+        block: each adds one for itself when it starts and removes it when it ends, so the
+        pool is sized from what the process runs and short commands keep
+        ``max_connections``. A cluster client opens connections per node without a bound
+        that matters here, so it is left alone.
+        """
+        if self.cluster:
+            return
+        self._reserved = max(0, self._reserved + n)
+        self.client.connection_pool.max_connections = self.settings.max_connections + (
+            self._reserved
+        )
 
     def now_ms(self) -> int:
         """Now in ms since the epoch on Redis's clock (the clock entries are stamped with)."""
@@ -319,6 +357,9 @@ class Blackboard:
                     sk = self.scope_keys(scope_id)
                 except InvalidArgument:
                     # junk a confined agent may ZADD into the schedule: drop it, go on
+                    log.warning("sweep: dropping invalid scope id %r from partition %d's "
+                                "ttl schedule", raw[:80], p)
+                    self.dropped_schedule_members += 1
                     await self.client.zrem(PartitionKeys(p).ttl, raw)
                     continue
                 total = 0
@@ -343,32 +384,64 @@ class Blackboard:
     async def trim(
         self, *, dry_run: bool = False, partitions: Sequence[int] | None = None
     ) -> TrimReport:
-        """Trim each bus behind its slowest consumer group; a bus without groups is kept."""
+        """Trim each bus behind its slowest consumer group; a bus without groups is kept.
+
+        The trim point is also the partition's flowmark, below which every group has taken
+        an event in: retired entries behind it that no buffer holds are reaped here.
+        """
         out: dict[int, int] = {}
+        reaped: dict[int, int] = {}
         for p in partitions if partitions is not None else range(self.partitions):
-            bus = PartitionKeys(p).bus
+            pk = PartitionKeys(p)
+            bus = pk.bus
             try:
                 groups = await self.client.xinfo_groups(bus)
             except rexc.ResponseError:
-                continue  # no such stream yet
+                groups = []  # no such stream yet
             if not groups:
+                if not dry_run:
+                    await self.client.delete(pk.flowmark)  # nobody consumed: hold everything
                 continue
             floor: tuple[int, int] | None = None
+            # mark: the lowest id some group has not taken in (acked); everything below it
+            # went through every group's buffer.lua, so the dataflow holds what it needs.
+            mark: tuple[int, int] | None = None
             for g in groups:
                 name = g["name"]
                 point = _sid(g["last-delivered-id"])
+                taken = (point[0], point[1] + 1)
                 if int(g.get("pending", 0)):
                     summary = await self.client.xpending(bus, name)
-                    point = min(point, _sid(summary["min"]))
+                    # Acked between XINFO and XPENDING: nothing pending holds the group back.
+                    if summary["min"] is not None:
+                        point = min(point, _sid(summary["min"]))
+                        taken = min(taken, _sid(summary["min"]))
                 floor = point if floor is None else min(floor, point)
-            if floor is None or floor == (0, 0):
-                continue
+                mark = taken if mark is None else min(mark, taken)
+            floor = floor or (0, 0)
             minid = f"{floor[0]}-{floor[1]}"
+            if not dry_run and mark is not None:
+                await self.client.set(pk.flowmark, f"{mark[0]}-{mark[1]}")
+                reaped[p] = await self._reap(pk)
+            if floor == (0, 0):
+                continue
             if dry_run:
                 out[p] = len(await self.client.xrange(bus, "-", f"({minid}"))
             else:
                 out[p] = int(await self.client.xtrim(bus, minid=minid, approximate=False))
-        return TrimReport(out, dry_run)
+        return TrimReport(out, dry_run, reaped)
+
+    async def _reap(self, pk: PartitionKeys, count: int = 500) -> int:
+        """Delete the partition's retired entries that nothing needs any more."""
+        cursor, total = "0", 0
+        while True:
+            cursor_b, n, _held = await run_script(
+                self.client, "reap", [pk.retired], [cursor, str(count)]
+            )
+            total += int(n)
+            cursor = cursor_b.decode() if isinstance(cursor_b, bytes) else str(cursor_b)
+            if cursor == "0":
+                return total
 
     # -- consumption ----------------------------------------------------------------------
 
@@ -383,11 +456,13 @@ class Blackboard:
         claim_idle_ms: int = 30_000,
         max_deliveries: int = 5,
         options: ConsumeOptions | None = None,
+        counters: ConsumeCounters | None = None,
     ) -> AsyncIterator[Batch]:
         """Batches of bus events for ``role`` (a consumer group) as ``consumer``.
 
         ``partitions``: the ones this consumer reads (a collection, or a callable returning
-        the current set, as partition leases do); all when None.
+        the current set, as partition leases do); all when None. ``counters`` collects
+        what the readers skipped or dropped.
         """
         for name, v in (("role", role), ("consumer", consumer)):
             if not v or not isinstance(v, str) or any(c.isspace() for c in v):
@@ -396,7 +471,7 @@ class Blackboard:
             count=count, block_ms=block_ms, claim_idle_ms=claim_idle_ms,
             max_deliveries=max_deliveries,
         )
-        return consume(self, role, consumer, partitions, opts)
+        return consume(self, role, consumer, partitions, opts, counters)
 
     async def dlq(self, partition: int, count: int = 100) -> list[tuple[str, dict[str, str]]]:
         """The newest dead-lettered events of a partition: (dlq id, fields)."""

@@ -2,7 +2,10 @@
 
 Each owned partition gets a reader task that first re-delivers what this consumer left
 pending, then claims what dead consumers left pending for longer than ``claim_idle_ms``
-(``XAUTOCLAIM``), then blocks on new events (``XREADGROUP >``). A reader waits until its
+(``XAUTOCLAIM``; every ``claim_every_ms``, during ``claim_window_ms`` after the reader
+started when that is set), then blocks on new events (``XREADGROUP >``, up to the client's
+:attr:`~blackboard.settings.ClientSettings.max_block_ms`, on a connection of its own that
+it adds to the pool). An idle reader costs one command per block. A reader waits until its
 batch is acked or released before reading on, so events of a partition are handled in
 order by one consumer at a time. Events delivered more than ``max_deliveries`` times go to
 the partition's DLQ (and are acked) in one script.
@@ -20,6 +23,7 @@ from typing import TYPE_CHECKING, Any
 from .batch import (
     Batch,
     BatchSink,
+    ConsumeCounters,
     ConsumeOptions,
     PartitionSource,
     dead_letter,
@@ -33,7 +37,15 @@ if TYPE_CHECKING:
     from .board import Blackboard
 
 # Batch and its kin are re-exported: this module is where consumers look for them.
-__all__ = ["Batch", "ConsumeOptions", "PartitionSource", "ReaderPool", "consume", "ensure_group"]
+__all__ = [
+    "Batch",
+    "ConsumeCounters",
+    "ConsumeOptions",
+    "PartitionSource",
+    "ReaderPool",
+    "consume",
+    "ensure_group",
+]
 
 log = logging.getLogger(__name__)
 
@@ -47,11 +59,13 @@ class _Reader:
         partition: int,
         opts: ConsumeOptions,
         out: BatchSink,
+        counters: ConsumeCounters,
     ) -> None:
         self.bb, self.role, self.consumer, self.partition = bb, role, consumer, partition
-        self.opts, self.out = opts, out
+        self.opts, self.out, self.counters = opts, out, counters
         self.bus = PartitionKeys(partition).bus
         self._last_claim = 0.0
+        self._claims_until = float("inf")
         #: Set when the partition is given up. The reader must stop even if a cancellation
         #: is swallowed mid-read: a lingering reader would keep re-claiming (and counting
         #: deliveries of) events that no one processes, until they land in the DLQ.
@@ -63,6 +77,11 @@ class _Reader:
         evs = []
         for sid, fields in items:
             if not fields:  # entry trimmed or deleted while pending: nothing to deliver
+                self.counters.gone += 1
+                log.warning(
+                    "%s: event %r of partition %d left the bus while pending; skipped",
+                    self.role, sid, self.partition,
+                )
                 continue
             try:
                 evs.append(decode_event(sid, fields, self.partition))
@@ -74,6 +93,11 @@ class _Reader:
         """Undecodable events (forged or corrupt) go to the DLQ instead of looping forever."""
         while self._bad:
             sid, fields = self._bad.pop()
+            self.counters.undecodable += 1
+            log.warning(
+                "%s: undecodable event %r of partition %d moved to the DLQ",
+                self.role, sid, self.partition,
+            )
             pk = PartitionKeys(self.partition)
             flat: list[Any] = []
             for k, v in fields.items():
@@ -111,6 +135,11 @@ class _Reader:
             )
             for ev in self._events(items):
                 n = next(r["times_delivered"] for r in over if r["message_id"].decode() == ev.id)
+                self.counters.over_delivered += 1
+                log.warning(
+                    "%s: event %s of partition %d delivered %d times; moved to the DLQ",
+                    self.role, ev.id, self.partition, n,
+                )
                 await dead_letter(
                     self.bb,
                     self.role,
@@ -142,6 +171,7 @@ class _Reader:
                 ],
             )
             start = reply[0].decode() if isinstance(reply[0], bytes) else str(reply[0])
+            self.counters.claimed += len(reply) - 1
             if start == "0-0":
                 break
 
@@ -154,17 +184,34 @@ class _Reader:
         self._redeliver_delay = min(max(0.05, self._redeliver_delay * 2), 2.0)
         await asyncio.sleep(self._redeliver_delay)
 
+    def _block_ms(self, now: float) -> int:
+        """Block until the next claim is due, else as long as the client allows."""
+        block = min(self.opts.block_ms, self.bb.settings.max_block_ms)
+        if now < self._claims_until:
+            due = self._last_claim + self.opts.claim_every_ms / 1000 - now
+            block = min(block, max(1, int(due * 1000)))
+        return max(1, block)
+
     async def run(self) -> None:
+        self.bb.reserve_connections(1)  # the blocking read holds one for itself
+        # Whoever reads a bus fills it: the process's relay for this partition runs while
+        # any of its readers does (the mutation scripts only append to the inbox).
+        self.bb.relays.acquire(self.partition)
         try:
             await ensure_group(self.bb, self.role, self.partition)
+            if self.opts.claim_window_ms is not None:
+                self._claims_until = time.monotonic() + self.opts.claim_window_ms / 1000
             # Own pending events exist only at start, after a claim and after a batch that
             # was not fully acked; skipping XPENDING otherwise saves a round trip per batch
             # (it sat between every ack and the next XREADGROUP, delaying delivery).
             check_pending = True
             while not self.retired:
                 now = time.monotonic()
-                if now - self._last_claim >= self.opts.claim_every_ms / 1000:
-                    first = self._last_claim == 0.0
+                first = self._last_claim == 0.0
+                if first or (
+                    now < self._claims_until
+                    and now - self._last_claim >= self.opts.claim_every_ms / 1000
+                ):
                     self._last_claim = now
                     await self._claim_dead(self.opts.takeover_idle_ms if first else None)
                     check_pending = True
@@ -180,7 +227,7 @@ class _Reader:
                     self.consumer,
                     {self.bus: ">"},
                     count=self.opts.count,
-                    block=self.opts.block_ms,
+                    block=self._block_ms(time.monotonic()),
                 )
                 for _stream, items in reply or ():
                     evs = self._events(items)
@@ -192,6 +239,9 @@ class _Reader:
             raise
         except BaseException as exc:  # surfaced to the consumer loop, not swallowed
             await self.out.put(exc)
+        finally:
+            self.bb.relays.release(self.partition)
+            self.bb.reserve_connections(-1)
 
 
 class ReaderPool:
@@ -209,9 +259,11 @@ class ReaderPool:
         partitions: PartitionSource,
         opts: ConsumeOptions,
         out: BatchSink,
+        counters: ConsumeCounters | None = None,
     ) -> None:
         self.bb, self.role, self.consumer = bb, role, consumer
         self.partitions, self.opts, self.out = partitions, opts, out
+        self.counters = counters if counters is not None else ConsumeCounters()
         self.tasks: dict[int, asyncio.Task[None]] = {}
         self.readers: dict[int, _Reader] = {}
         self._retiring: set[asyncio.Task[None]] = set()  # given-up partitions, until gone
@@ -241,7 +293,7 @@ class ReaderPool:
                 self._retiring.add(t)
         for p in want - self.tasks.keys():
             reader = self.readers[p] = _Reader(
-                self.bb, self.role, self.consumer, p, self.opts, self.out
+                self.bb, self.role, self.consumer, p, self.opts, self.out, self.counters
             )
             self.tasks[p] = asyncio.create_task(reader.run(), name=f"bb-consume-{self.role}-{p}")
 
@@ -270,6 +322,7 @@ async def consume(
     consumer: str,
     partitions: PartitionSource = None,
     opts: ConsumeOptions | None = None,
+    counters: ConsumeCounters | None = None,
 ) -> AsyncIterator[Batch]:
     """Yield batches for ``role`` as ``consumer`` from the partitions it owns.
 
@@ -279,7 +332,7 @@ async def consume(
     """
     opts = opts or ConsumeOptions()
     queue: asyncio.Queue[Batch | BaseException] = asyncio.Queue()
-    pool = ReaderPool(bb, role, consumer, partitions, opts, queue)
+    pool = ReaderPool(bb, role, consumer, partitions, opts, queue, counters)
     pool.rebalance()
     last = time.monotonic()
     try:

@@ -130,7 +130,10 @@ class Relays:
                         log.warning("relay p%d: dropped %d forged, replayed or stale inbox "
                                     "items", p, r.dropped)
                     if r.left == 0:
-                        await inbox.wait(self.block_s)
+                        # Block again while nothing arrives: an idle relay then costs one
+                        # command per block, not a relay round after each.
+                        while not await inbox.wait(self.block_s):
+                            pass
                     backoff = 0.1
                 except asyncio.CancelledError:
                     raise

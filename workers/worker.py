@@ -154,6 +154,8 @@ class Worker:
         c.update({f"consume_{k}": v for k, v in asdict(self.consume_counters).items()})
         if self.index_role is not None:
             c.update(self.index_role.counters())
+        if self.maintenance is not None:
+            c.update(self.maintenance.counters())
         # The process's relay loops (blackboard.relay), shared by its roles.
         c.update({f"relay_{k}": v for k, v in asdict(self.bb.relays.counters).items()})
         return c
@@ -296,12 +298,16 @@ class Worker:
 
     async def _edges_loop(self) -> None:
         """A slow backstop only: buffering and firing check the edges version themselves
-        (:mod:`workers.edgeset`), so edge changes apply at once without it."""
+        (:mod:`workers.edgeset`), so a new or removed edge applies at once without it, and a
+        changed trigger at the buffer's next item. What it adds: a buffer left waiting on a
+        count trigger is looked at again under the changed one without a new item."""
         if self.role not in ROLE_TRANSFORMERS:
             return
         while await self._sleep(self.settings.edges_refresh_ms):
             try:
-                await self.edge_set.check()
+                if await self.edge_set.check():
+                    for p in list(self._due):
+                        self._wake(p)
             except Exception:
                 log.exception("could not check the edges version; keeping the loaded edges")
 
@@ -388,7 +394,10 @@ class Worker:
                     )
                 self._fires_changed.clear()
         finally:
-            # A fire loop finishes the batch in hand (its transformer and trim) first.
+            # A fire loop finishes the batch in hand (its transformer and trim) first; one
+            # asleep until woken is woken to see the stop.
+            for ev in self._due.values():
+                ev.set()
             await asyncio.gather(*loops.values(), return_exceptions=True)
 
     async def _fire_loop(self, p: int) -> None:
