@@ -158,6 +158,9 @@ def resolve_periods(query: str, anchor_ms: int) -> list[Period]:
         if claim(m):
             mon = _MONTHS[m[1]]
             out.append(_month(a.year if mon <= a.month else a.year - 1, mon))
+    for m in _SEASON.finditer(text):
+        if claim(m):
+            out.append(_season(m[2], m[1], m[3], a))
     for m in _YEAR_ONLY.finditer(text):
         if claim(m):
             y = int(m[1])
@@ -173,7 +176,4 @@ def resolve_periods(query: str, anchor_ms: int) -> list[Period]:
     for m in _REL_UNIT.finditer(text):
         if claim(m):
             out.append(_relative(m[2], m[1], a))
-    for m in _SEASON.finditer(text):
-        if claim(m):
-            out.append(_season(m[2], m[1], m[3], a))
     return out
