@@ -67,8 +67,9 @@ AGENT_COMMANDS: tuple[str, ...] = (
     "exists", "type", "pttl", "del",
     # the mutation scripts, by SHA only
     "evalsha", "evalsha_ro",
-    # connection plumbing (redis-py, cluster clients)
-    "ping", "echo", "time", "client|setname", "client|getname",
+    # connection plumbing (redis-py, cluster clients); ACL WHOAMI tells a process which
+    # user it is (nothing about others)
+    "ping", "echo", "time", "client|setname", "client|getname", "acl|whoami",
     "cluster|slots", "cluster|shards", "cluster|nodes", "command", "readonly", "asking",
 )
 
@@ -161,6 +162,15 @@ def _s(v: Any) -> str:
     return v.decode() if isinstance(v, bytes) else str(v)
 
 
+def pairs(reply: Any) -> dict[str, Any]:
+    """A name/value reply (``CONFIG GET``, ``ACL GETUSER``) as a str-keyed dict, whether
+    the client parsed it into a dict or left it a flat list; {} for nil."""
+    if reply is None:
+        return {}
+    items = reply.items() if isinstance(reply, dict) else zip(reply[::2], reply[1::2], strict=True)
+    return {_s(k): v for k, v in items}
+
+
 class AclAdmin:
     """Creates, updates and removes the ACL users; needs an admin connection (``bb``)."""
 
@@ -187,6 +197,35 @@ class AclAdmin:
             return next(iter(got.values()), None)
         return got
 
+    def nodes(self) -> list[Any]:
+        """Every node of a cluster; ``[None]`` (the one server) otherwise."""
+        return list(self.bb.client.get_nodes()) if self.bb.cluster else [None]
+
+    async def on_node(self, node: Any, *args: Any) -> Any:
+        """One command's reply from one node (see :meth:`nodes`)."""
+        try:
+            if node is None:
+                return await self.bb.client.execute_command(*args)
+            return await self.bb.client.execute_command(*args, target_nodes=[node])
+        except rexc.NoPermissionError as exc:
+            raise AccessDenied(f"managing ACL users needs an admin Redis user: {exc}") from exc
+
+    async def per_node(self, *args: Any) -> dict[str, Any]:
+        """One command's reply from each node, by node name ("server" on a single Redis):
+        ACL users and server settings are per node, and one node may differ."""
+        return {("server" if n is None else n.name): await self.on_node(n, *args)
+                for n in self.nodes()}
+
+    async def save(self) -> bool:
+        """``ACL SAVE`` on every node that has an aclfile, so the users survive a restart
+        (``ACL SETUSER`` changes only memory); False when no node has one."""
+        saved = False
+        for node in self.nodes():
+            if pairs(await self.on_node(node, "CONFIG", "GET", "aclfile")).get("aclfile"):
+                await self.on_node(node, "ACL", "SAVE")
+                saved = True
+        return saved
+
     async def _user_exists(self, username: str) -> bool:
         got = await self._on_all_nodes("ACL", "GETUSER", username)
         if isinstance(got, dict) and self.bb.cluster:  # per-node replies
@@ -196,6 +235,7 @@ class AclAdmin:
     async def _set(self, username: str, rules: Sequence[str], password: str | None) -> None:
         pw = ["resetpass", f">{password}"] if password is not None else []
         await self._on_all_nodes("ACL", "SETUSER", username, *pw, *rules)
+        await self.save()
 
     async def grant(
         self, agent_id: str, teams: Iterable[str] = (), *, password: str | None = None,
@@ -238,6 +278,7 @@ class AclAdmin:
         """Delete the agent's user (Redis disconnects its clients); False if there was none."""
         user = agent_username(agent_id)
         n = await self._on_all_nodes("ACL", "DELUSER", user)
+        await self.save()
         if isinstance(n, dict):
             n = max(int(v) for v in n.values())
         removed = int(await self.bb.client.hdel(K.ACL_AGENTS, agent_id))

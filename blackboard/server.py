@@ -19,9 +19,13 @@ from types import TracebackType
 
 from .errors import BlackboardError
 
-__all__ = ["RedisClusterServer", "RedisServer", "find_redis_server", "free_port", "redis_version"]
+__all__ = [
+    "ACL_FILE", "RedisClusterServer", "RedisServer", "find_redis_server", "free_port",
+    "redis_version",
+]
 
 BIN_ENV = "BLACKBOARD_REDIS_SERVER"
+ACL_FILE = "users.acl"  # in the data directory, beside the AOF
 
 
 def find_redis_server() -> str:
@@ -117,7 +121,10 @@ class RedisServer:
 
     ``data_dir`` holds the AOF (a temporary directory, removed on stop, when None).
     ``appendfsync`` is ``everysec`` (default) or ``always`` (every write fsynced before
-    the reply: strict durability).
+    the reply: strict durability). ACL users live in ``<data_dir>/users.acl``
+    (:data:`ACL_FILE`): ``ACL SETUSER`` alone changes only memory, so the admin
+    operations of :mod:`blackboard.acl` run ``ACL SAVE`` and the users (and a protected
+    default user) survive a restart like the data does.
     """
 
     def __init__(
@@ -148,6 +155,11 @@ class RedisServer:
         return f"redis://127.0.0.1:{self.port}/0"
 
     @property
+    def acl_path(self) -> Path:
+        """The server's aclfile (its users and their password hashes)."""
+        return self.data_dir / ACL_FILE
+
+    @property
     def version(self) -> tuple[int, int, int]:
         return redis_version(self.binary)
 
@@ -160,6 +172,7 @@ class RedisServer:
             "--appendonly", "yes",
             "--appendfsync", self.appendfsync,
             "--appendfilename", "appendonly.aof",
+            "--aclfile", str(self.acl_path),
             "--save", "",
             "--maxmemory-policy", "noeviction",
             "--daemonize", "no",
@@ -194,6 +207,10 @@ class RedisServer:
                 f"data directory {self.data_dir} is not readable and writable by this user: "
                 "fix its permissions or choose another directory"
             )
+        if not self.acl_path.exists():
+            # Redis refuses to start on a missing aclfile; an empty one means "default user
+            # only". 0600: the file holds password hashes.
+            self.acl_path.touch(mode=0o600)
         self.proc = subprocess.Popen(
             self.args(), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
             start_new_session=True,

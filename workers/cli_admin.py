@@ -1,10 +1,12 @@
-"""Administration commands: ``blackboard acl grant|revoke|list|service|load-scripts`` and
-``blackboard check``.
+"""Administration commands: ``blackboard acl grant|revoke|list|service|load-scripts|
+protect-default|check`` and ``blackboard check``.
 
 ``acl`` commands change Redis users and need an admin connection (``--redis-url`` with a
 user holding ``@admin``, e.g. ``default``); ``check`` runs as the service user.
 Exit codes: 0 done, 1 a :class:`BlackboardError` (message on stderr), 2 bad usage,
-3 ``check`` found drift (and did not repair it).
+3 ``check`` found drift (and did not repair it) or ``acl check`` found a weakness,
+4 permission: the connection may not do it, or ``acl grant`` refused because the default
+user is open (run ``acl protect-default`` first).
 """
 
 from __future__ import annotations
@@ -16,13 +18,20 @@ from pathlib import Path
 from typing import Annotated, Any
 
 import typer
+from rich.markup import escape
 from rich.table import Table
 
 from blackboard import Blackboard
 from blackboard.acl import AclAdmin, Grant
+from blackboard.acl_check import (
+    DefaultUserOpen,
+    check_acl,
+    protect_default,
+    require_default_closed,
+)
 from blackboard.check import check as run_check
 
-from .cli_errors import fail
+from .cli_errors import EXIT_DRIFT, EXIT_PERMISSION, fail
 from .output import console, err_console, print_json
 
 __all__ = ["register"]
@@ -97,7 +106,11 @@ def grant(
 ) -> None:
     """Create or update AGENT's Redis user for exactly the given teams (and provision its
     scopes, which a confined user may not register itself)."""
-    async def go(bb: Blackboard) -> Grant:
+    async def go(bb: Blackboard) -> Grant | str:
+        try:  # a confined user confines nothing while anyone can log in as default
+            await require_default_closed(AclAdmin(bb))
+        except DefaultUserOpen as exc:
+            return str(exc)
         g = await AclAdmin(bb).grant(agent, team or (), rotate=rotate)
         if provision:
             from memory.access import provision_agent
@@ -105,7 +118,11 @@ def grant(
             await provision_agent(bb, agent, team or ())
         return g
 
-    _emit_password(_with_bb(redis_url, go), password_file, json_out)
+    got = _with_bb(redis_url, go)
+    if isinstance(got, str):  # its own line: cli_errors' hint on agent users does not fit
+        err_console.print(f"[red]error:[/] {escape(got)}", highlight=False, soft_wrap=True)
+        raise typer.Exit(EXIT_PERMISSION)
+    _emit_password(got, password_file, json_out)
 
 
 @acl_app.command("revoke")
@@ -151,6 +168,44 @@ def load_scripts(redis_url: RedisUrl = None, json_out: Json = False) -> None:
         print_json({"loaded": n})
     else:
         console.print(f"{n} scripts loaded")
+
+
+@acl_app.command("protect-default")
+def protect_default_cmd(
+    disable: Annotated[bool, typer.Option(
+        help="Turn the default user off instead (needs another admin user with a password)."
+    )] = False,
+    password_file: PasswordFile = None,
+    redis_url: RedisUrl = None,
+    json_out: Json = False,
+) -> None:
+    """Close the default user: a generated password (shown once, or written to
+    --password-file) or, with --disable, off. Saved to the server's aclfile."""
+    g = _with_bb(redis_url, lambda bb: protect_default(AclAdmin(bb), disable=disable))
+    if g.password is None:
+        if json_out:
+            print_json({"username": g.username, "disabled": True})
+        else:
+            console.print(f"user [bold]{g.username}[/] disabled")
+        return
+    _emit_password(g, password_file, json_out)
+
+
+@acl_app.command("check")
+def acl_check(redis_url: RedisUrl = None, json_out: Json = False) -> None:
+    """Report every setting that lets a confined agent escape or weakens its confinement
+    (open default user, nopass users, drifted agent rules, no aclfile, ...); exit 3 if any."""
+    report = _with_bb(redis_url, lambda bb: check_acl(AclAdmin(bb)))
+    if json_out:
+        print_json(report.to_json())
+    else:
+        for f in report.findings:
+            where = "" if f.node == "server" else f" [{f.node}]"
+            console.print(f"[red]{f.code}[/] {f.subject}{where}: {f.problem}; fix: {f.remedy}")
+        console.print(f"{report.nodes} node(s), {report.users} users, "
+                      f"{len(report.findings)} findings")
+    if not report.ok:
+        raise typer.Exit(EXIT_DRIFT)
 
 
 def check(

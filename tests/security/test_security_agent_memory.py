@@ -7,6 +7,7 @@ import json
 import os
 import stat
 from pathlib import Path
+from typing import Any
 
 import pytest
 from typer.testing import CliRunner
@@ -62,8 +63,9 @@ async def test_agent_memory_under_agent_user(bb: Blackboard, redis_url: str) -> 
         await AclAdmin(bb).revoke("a1")
 
 
-def test_cli_acl_grant_list_revoke_and_check(bb: Blackboard, redis_url: str,
-                                             tmp_path: Path) -> None:
+def test_cli_acl_grant_list_revoke_and_check(secure_clean: Any, tmp_path: Path) -> None:
+    # secure mode: `acl grant` refuses while the default user is open
+    redis_url = secure_clean.admin_url
     r = CliRunner()
     pw = tmp_path / "a1.pw"
     out = r.invoke(app, ["acl", "grant", "a1", "--team", "t1", "--password-file", str(pw),
