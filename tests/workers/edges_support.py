@@ -16,6 +16,9 @@ from blackboard import keys as K
 from blackboard.keys import PartitionKeys, partition_of
 from memory.subscriptions import MemorySubscription
 
+#: A sync client of one server or of the cluster (the commands used here are single-key).
+SyncRedis = redis.Redis | redis.RedisCluster
+
 #: The backstop refresh, out of the way: nothing here may depend on it.
 NO_BACKSTOP = {"BLACKBOARD_WORKER_EDGES_REFRESH_MS": "3600000"}
 
@@ -38,7 +41,7 @@ async def until(pred: Callable[[], Awaitable[Any]], limit_s: float, what: str,
     raise AssertionError(f"timed out after {limit_s}s waiting for {what}: {last}\n{log}")
 
 
-def roles_ready(r: redis.Redis, roles: tuple[str, ...], partitions: int) -> bool:
+def roles_ready(r: SyncRedis, roles: tuple[str, ...], partitions: int) -> bool:
     """Whether the live workers of each role own every partition between them."""
     for role in roles:
         owned: set[int] = set()
@@ -50,14 +53,14 @@ def roles_ready(r: redis.Redis, roles: tuple[str, ...], partitions: int) -> bool
     return True
 
 
-async def wait_ready(bb: Blackboard, r: redis.Redis, roles: tuple[str, ...]) -> None:
+async def wait_ready(bb: Blackboard, r: SyncRedis, roles: tuple[str, ...]) -> None:
     async def ready() -> bool:
         return roles_ready(r, roles, bb.partitions)
 
     await until(ready, 60, f"workers of {roles} owning every partition")
 
 
-def pending_ids(r: redis.Redis, partitions: int, edge: MemorySubscription,
+def pending_ids(r: SyncRedis, partitions: int, edge: MemorySubscription,
                 source: str, target: str) -> list[str]:
     key = PartitionKeys(partition_of(source, partitions)).pending(edge.id, target)
     return [raw.decode().split("|", 2)[2] for raw in r.lrange(key, 0, -1)]

@@ -14,7 +14,7 @@ from collections import Counter
 
 import pytest
 import redis
-from edges_support import NO_BACKSTOP, pending_ids, scope_entries, until, wait_ready
+from edges_support import NO_BACKSTOP, SyncRedis, pending_ids, scope_entries, until, wait_ready
 from workers_support import WorkerProcs
 
 from blackboard import Blackboard, Entry
@@ -45,7 +45,7 @@ def sources_via(entries: list[Entry], edge: MemorySubscription) -> list[str]:
 TRACEABLE = {"identity", "summarize", "team"}
 
 
-async def reach_report(bb: Blackboard, r: redis.Redis, agents: list[str],
+async def reach_report(bb: Blackboard, r: SyncRedis, agents: list[str],
                        edges: list[MemorySubscription]) -> str:
     """'' when every entry of the agents' scopes reached every edge that matches it exactly
     once; else what is missing or doubled. Two views: for traceable edges, each entry is
@@ -83,7 +83,7 @@ async def reach_report(bb: Blackboard, r: redis.Redis, agents: list[str],
     return "; ".join(problems)
 
 
-def role_counter(r: redis.Redis, role: str, name: str) -> int:
+def role_counter(r: SyncRedis, role: str, name: str) -> int:
     """A counter summed over the live workers of ``role`` (from their heartbeat records)."""
     total = 0
     for wid in r.zrange(K.workers_of(role), 0, -1):
