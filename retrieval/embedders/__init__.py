@@ -11,15 +11,18 @@ from .base import (
     l2_normalise,
     register_embedder,
 )
+from .fastembed import DEFAULT_FASTEMBED_MODEL, FastEmbedEmbedder
 from .hashing import HashingEmbedder
 from .minilm import MINILM_NAME, MiniLMEmbedder, minilm_available
 from .openai import EmbeddingServiceError, OpenAIEmbedder
 
 __all__ = [
+    "DEFAULT_FASTEMBED_MODEL",
     "MINILM_NAME",
     "Embedder",
     "EmbedderUnavailable",
     "EmbeddingServiceError",
+    "FastEmbedEmbedder",
     "HashingEmbedder",
     "MiniLMEmbedder",
     "OpenAIEmbedder",
@@ -36,3 +39,5 @@ register_embedder("hashing", HashingEmbedder)
 register_embedder(_HASHING.name, HashingEmbedder)
 register_embedder(MINILM_NAME, MiniLMEmbedder)
 register_embedder("minilm", lambda: get_embedder(MINILM_NAME))
+# optional (the fastembed extra); the factory raises EmbedderUnavailable without it
+register_embedder("fastembed", FastEmbedEmbedder)

