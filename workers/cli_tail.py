@@ -7,8 +7,11 @@ registered or fed is named as unknown (exit 1) rather than followed forever.
 
 from __future__ import annotations
 
+import asyncio
+import signal
+from collections.abc import Callable, Coroutine
 from datetime import UTC, datetime
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 
@@ -49,6 +52,35 @@ async def recent_events(bb: Blackboard, scope_id: str, since: str | None,
         return await s.events(start, "+", count=limit)
     items = await bb.client.xrevrange(s.keys.feed, count=limit)
     return [decode_event(sid, f, s.partition) for sid, f in reversed(items)]
+
+
+async def _follow(bb: Blackboard, scope: str, last: str | None,
+                  show: Callable[[Event], None]) -> None:
+    async for ev in bb.scope(scope).feed(last):
+        show(ev)
+
+
+async def until_signal(work: Coroutine[Any, Any, None]) -> None:
+    """Run ``work`` until it ends or SIGINT/SIGTERM arrives. A signal stops the wait at
+    once: asyncio.run's own Ctrl-C handling only cancels the task, and a cancel that lands
+    while redis-py finishes a blocking read can be lost (seen on 3.11), leaving the
+    command running after Ctrl-C."""
+    loop = asyncio.get_running_loop()
+    stop = asyncio.Event()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        loop.add_signal_handler(sig, stop.set)
+    task = asyncio.ensure_future(work)
+    stopper = asyncio.ensure_future(stop.wait())
+    try:
+        await asyncio.wait({task, stopper}, return_when=asyncio.FIRST_COMPLETED)
+    finally:
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            loop.remove_signal_handler(sig)
+        stopper.cancel()
+        task.cancel()
+        await asyncio.wait({task}, timeout=2)
+    if task.done() and not task.cancelled() and task.exception() is not None:
+        raise task.exception()  # type: ignore[misc]
 
 
 def _line(ev: Event) -> str:
@@ -104,7 +136,6 @@ def register(app: typer.Typer) -> None:
                     return
                 last = evs[-1].id if evs else since
                 waiting(f"following {scope} for new events; Ctrl-C to stop")
-                async for ev in bb.scope(scope).feed(last):
-                    show(ev)
+                await until_signal(_follow(bb, scope, last, show))
 
         _run(main())
