@@ -149,6 +149,8 @@ def test_acl_check_reports_each_weakness_and_is_clean_after_the_fix(secure_clean
     assert cli("acl", "service", "--redis-url", url).exit_code == 0
     assert codes(url) == (0, [], [])
     r = secure_redis.admin_clients()[0]
+    acl(r, "parked", "off", "nopass", "~*", "+@all")  # disabled: nobody can log in as it
+    assert codes(url) == (0, [], [])
     weaknesses = [
         ("default-open", "default",
          lambda: acl(r, "default", "nopass"),
@@ -174,6 +176,9 @@ def test_acl_check_reports_each_weakness_and_is_clean_after_the_fix(secure_clean
         ("broad-user", "allcmds",
          lambda: acl(r, "allcmds", "on", ">w", "~x", "+@all", "-acl"),
          lambda: r.acl_deluser("allcmds")),
+        ("broad-user", "sel",  # every key through a selector
+         lambda: acl(r, "sel", "on", ">w", "~x", "+get", "(~* +get)"),
+         lambda: r.acl_deluser("sel")),
         ("protected-mode-off", "protected-mode",
          lambda: r.config_set("protected-mode", "no") and r.config_set("bind", "* -::*"),
          lambda: r.config_set("bind", "127.0.0.1") and r.config_set("protected-mode", "yes")),
@@ -191,19 +196,20 @@ def test_acl_check_reports_each_weakness_and_is_clean_after_the_fix(secure_clean
 
 
 def test_acl_check_reports_server_settings(tmp_path: Path) -> None:
-    """Start-time settings: no aclfile; debug and module commands enabled."""
+    """Start-time settings: no aclfile; debug, module and protected-config commands on."""
     with RedisServer(data_dir=tmp_path / "a", extra_args=("--aclfile", "")) as srv:
         r = redis.Redis(port=srv.port)
         acl(r, "default", "resetpass", ">pw")
         r.close()
         assert codes(admin_url(srv, "pw"))[1] == ["no-aclfile"]
     with RedisServer(data_dir=tmp_path / "b", extra_args=(
-            "--enable-debug-command", "yes", "--enable-module-command", "local")) as srv:
+            "--enable-debug-command", "yes", "--enable-module-command", "local",
+            "--enable-protected-configs", "yes")) as srv:
         r = redis.Redis(port=srv.port)
         acl(r, "default", "resetpass", ">pw")
         r.close()
-        assert codes(admin_url(srv, "pw"))[1] == ["enable-debug-command",
-                                                  "enable-module-command"]
+        assert codes(admin_url(srv, "pw"))[1] == [
+            "enable-debug-command", "enable-module-command", "enable-protected-configs"]
 
 
 @pytest.mark.cluster
