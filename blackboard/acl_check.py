@@ -185,7 +185,8 @@ def _broad(info: dict[str, Any]) -> list[str]:
     """What makes a user unconfined: every key, every command (root or a selector)."""
     parts = [info, *(info.get("selectors") or ())]
     out = []
-    if any("~*" in str(p.get("keys") or "").split() for p in parts):
+    # ``~*``, ``%R~*`` (read every key) and ``%W~*`` alike
+    if any(k.split("~", 1)[-1] == "*" for p in parts for k in str(p.get("keys") or "").split()):
         out.append("every key (~*)")
     if any(str(p.get("commands") or "").startswith("+@all") for p in parts):
         out.append("every command (+@all)")
