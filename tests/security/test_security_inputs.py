@@ -72,8 +72,11 @@ def test_query_inputs(clean_redis: redis.Redis, redis_url: str, all_of: list[str
 @given(args=st.lists(_ODD.filter(lambda s: "\x00" not in s and "\udcff" not in s),
                      min_size=1, max_size=3),
        cmd=st.sampled_from([["acl", "grant"], ["acl", "revoke"], ["check", "--scope"]]))
-def test_cli_arguments(clean_redis: redis.Redis, redis_url: str, args: list[str],
-                       cmd: list[str]) -> None:
+def test_cli_arguments(secure_clean: Any, args: list[str], cmd: list[str]) -> None:
+    # secure mode: `acl grant` refuses every agent while the default user is open
+    redis_url = secure_clean.admin_url
+    clean_redis = secure_clean.admin_clients()[0]
+
     async def pin() -> None:  # connecting pins bb:config on an empty Redis: do it first
         async with Blackboard.connect(redis_url):
             pass
@@ -90,3 +93,4 @@ def test_cli_arguments(clean_redis: redis.Redis, redis_url: str, args: list[str]
     for u in clean_redis.acl_users():
         if u.startswith("bb-agent-"):
             clean_redis.acl_deluser(u)
+    clean_redis.close()
