@@ -25,8 +25,9 @@ end
 local function reapable(base, ekey)
   local f = redis.call('HMGET', ekey, 'cver', 'holds', 'relayed', 'relayed_id')
   if not f[1] then return true end
-  if (tonumber(f[2]) or 0) > 0 then return false end
-  if (tonumber(f[3]) or 0) < tonumber(f[1]) or not f[4] then return false end
+  local cver = tonumber(f[1])
+  if not cver or (tonumber(f[2]) or 0) > 0 then return false end
+  if (tonumber(f[3]) or 0) < cver or not f[4] then return false end
   local mark = redis.call('GET', base .. ':flowmark')
   return mark ~= false and mark ~= nil and id_lt(f[4], mark)
 end
@@ -35,8 +36,8 @@ end
 local function reap(base, scope, id)
   local ekey = base .. ':s:' .. scope .. ':e:' .. id
   local retired = redis.call('HGET', ekey, 'retired')
-  if retired == false and redis.call('EXISTS', ekey) == 1 then
-    redis.call('SREM', base .. ':retired', scope .. '|' .. id) -- junk member: live entry
+  if retired == false then
+    redis.call('SREM', base .. ':retired', scope .. '|' .. id) -- live or gone: not ours
     return false
   end
   if retired and not reapable(base, ekey) then return false end
@@ -47,17 +48,17 @@ end
 
 -- Release the holds of consolidated (or dropped) buffer items '<at>|<scope>|<entry id>',
 -- reaping the retired entries no longer needed. -> how many entries were reaped.
+-- A buffer can hold many agents' items (a team edge): an entry its agent mangled with raw
+-- commands (another type, a junk `holds`) is passed over, never allowed to fail the batch.
 local function release_items(base, items)
   local reaped = 0
   for _, item in ipairs(items) do
-    local scope, id = string.match(item, '^%d+|([^|]+)|(.+)$')
-    if scope then
-      local ekey = base .. ':s:' .. scope .. ':e:' .. id
-      local f = redis.call('HMGET', ekey, 'version', 'retired')
-      if f[1] then
-        redis.call('HINCRBY', ekey, 'holds', -1)
-        if f[2] and reap(base, scope, id) then reaped = reaped + 1 end
-      end
+    local scope, id = string.match(item, '^%d+|([%w_.:-]+)|([%w_-]+)$')
+    local ekey = scope and (base .. ':s:' .. scope .. ':e:' .. id)
+    if ekey and redis.call('TYPE', ekey)['ok'] == 'hash' then
+      redis.pcall('HINCRBY', ekey, 'holds', -1)
+      local ok, gone = pcall(reap, base, scope, id)
+      if ok and gone then reaped = reaped + 1 end
     end
   end
   return reaped

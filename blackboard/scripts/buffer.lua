@@ -67,8 +67,10 @@ for _ = 1, n do
       local item = ARGV[pos + 2 * j + 1]
       local scope, eid = string.match(item, '^%d+|([^|]+)|(.+)$')
       local ekey = scope and (base .. ':s:' .. scope .. ':e:' .. eid)
-      if ekey and redis.call('EXISTS', ekey) == 1 then
-        redis.call('HINCRBY', ekey, 'holds', 1)
+      -- An agent may have mangled its own entry (another type, a junk `holds`): that must
+      -- not fail the batch, which carries other agents' events too.
+      if ekey and redis.call('TYPE', ekey)['ok'] == 'hash' then
+        redis.pcall('HINCRBY', ekey, 'holds', 1)
         items[#items + 1] = item
       end
     end

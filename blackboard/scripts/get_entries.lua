@@ -10,6 +10,10 @@
 
 local out = {}
 for i, key in ipairs(KEYS) do
-  out[i] = redis.call('HMGET', key, unpack(ARGV))
+  -- pcall: an entry an agent turned into another type reads as missing instead of failing
+  -- a dataflow batch that holds other agents' entries too.
+  local row = redis.pcall('HMGET', key, unpack(ARGV))
+  if type(row) == 'table' and row.err then row = {} end
+  out[i] = row
 end
 return out
