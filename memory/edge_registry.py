@@ -250,18 +250,21 @@ class EdgeRegistry:
         still exists: a removal meanwhile must not leave a stub record behind)."""
         await self._bump()
         key = self.Edge.make_primary_key(edge_id)
-        async with self.db.pipeline(transaction=True) as pipe:
+        for _ in range(_MAX_RACES):  # an update meanwhile only delays the flag
             try:
-                await pipe.watch(key)
-                # HGET, not EXISTS: a cluster pipeline splits EXISTS by slot and never runs it.
-                if await pipe.hget(key, "version") is not None:
+                async with self.db.pipeline(transaction=True) as pipe:
+                    await pipe.watch(key)
+                    # HGET, not EXISTS: a cluster pipeline splits EXISTS by slot, unrun.
+                    if await pipe.hget(key, "version") is None:
+                        await pipe.unwatch()
+                        return
                     pipe.multi()
                     pipe.hset(key, "published", 1)
                     await pipe.execute()
-                else:
-                    await pipe.unwatch()
+                    return
             except rexc.WatchError:
-                pass  # changed meanwhile; its changer bumps again
+                continue
+        # Left unpublished: the next installer of the edge bumps once more, nothing worse.
 
     async def _bump(self) -> None:
         async with self.db.pipeline(transaction=False) as pipe:
