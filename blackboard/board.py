@@ -133,6 +133,8 @@ class Blackboard:
         self._reserved = 0
         #: Invalid members the TTL sweep removed from the schedules (each logged).
         self.dropped_schedule_members = 0
+        #: scopes a sweep passed over because their keys were damaged by raw commands
+        self.damaged_scopes_skipped = 0
 
     @staticmethod
     def connect(
@@ -364,10 +366,18 @@ class Blackboard:
                     continue
                 total = 0
                 while True:
-                    removed, pending = await run_script(
-                        self.client, "expire", sk.script_keys(),
-                        [scope_id, str(limit), "1" if dry_run else "0"],
-                    )
+                    try:
+                        removed, pending = await run_script(
+                            self.client, "expire", sk.script_keys(),
+                            [scope_id, str(limit), "1" if dry_run else "0"],
+                        )
+                    except rexc.ResponseError as exc:
+                        # A scope its agent damaged with raw commands (the script refused
+                        # whole): the other scopes' sweep goes on.
+                        log.warning("sweep: scope %s skipped: %s (blackboard check --repair)",
+                                    scope_id, exc)
+                        self.damaged_scopes_skipped += 1
+                        break
                     total += int(pending) if dry_run else int(removed)
                     if dry_run or int(removed) < limit:
                         break

@@ -14,6 +14,7 @@ from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass, field
 
 import numpy as np
+from redis import exceptions as rexc
 
 from blackboard import Blackboard, Entry
 from blackboard.errors import InvalidScope
@@ -121,12 +122,20 @@ class Maintenance:
         for scope_id in sorted(self._valid(scopes)):
             sk = self.bb.scope_keys(scope_id)
             while True:
-                removed, due = await run_script(
-                    self.bb.client,
-                    "prune",
-                    sk.script_keys(),
-                    [scope_id, mode, "500", "1" if dry_run else "0"],
-                )
+                try:
+                    removed, due = await run_script(
+                        self.bb.client,
+                        "prune",
+                        sk.script_keys(),
+                        [scope_id, mode, "500", "1" if dry_run else "0"],
+                    )
+                except rexc.ResponseError as exc:
+                    # A scope its agent damaged (the script refused whole): the partition's
+                    # other scopes are still pruned.
+                    log.warning("%s: scope %s skipped: %s (blackboard check --repair)",
+                                job, scope_id, exc)
+                    self.bb.damaged_scopes_skipped += 1
+                    break
                 n = int(due) if dry_run else int(removed)
                 if n:
                     counts[scope_id] = counts.get(scope_id, 0) + n
