@@ -82,6 +82,6 @@ def test_cli_acl_grant_list_revoke_and_check(secure_clean: Any, tmp_path: Path) 
     chk = r.invoke(app, ["check", "--redis-url", redis_url, "--json"])
     assert chk.exit_code == 0 and json.loads(chk.stdout)["ok"] is True
     bad = r.invoke(app, ["acl", "grant", "a{1}", "--redis-url", redis_url])
-    assert bad.exit_code == 1 and "agent id" in bad.output
+    assert bad.exit_code == 2 and "agent id" in bad.output  # usage (workers/cli_errors.py)
     rev = r.invoke(app, ["acl", "revoke", "a1", "--redis-url", redis_url, "--json"])
     assert json.loads(rev.stdout) == {"agent": "a1", "revoked": True}
