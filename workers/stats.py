@@ -30,6 +30,10 @@ class BusStats:
     dlq: int
     scopes: int
     groups: tuple[GroupStats, ...] = ()
+    #: content events written and not yet relayed to the bus
+    inbox: int = 0
+    #: entries evicted or expired for readers, kept until every edge consolidated them
+    retained: int = 0
 
 
 @dataclass(frozen=True, slots=True)
@@ -45,11 +49,13 @@ class Stats:
             "pending": sum(g.pending for b in self.buses for g in b.groups),
             "lag": sum(g.lag or 0 for b in self.buses for g in b.groups),
             "scopes": sum(b.scopes for b in self.buses),
+            "inbox": sum(b.inbox for b in self.buses),
+            "retained": sum(b.retained for b in self.buses),
         }
 
 
 async def collect_stats(bb: Blackboard) -> Stats:
-    """One XINFO GROUPS and three lengths per partition: O(partitions + groups)."""
+    """One XINFO GROUPS and five lengths per partition: O(partitions + groups)."""
     buses = []
     for p in range(bb.partitions):
         pk = PartitionKeys(p)
@@ -57,7 +63,9 @@ async def collect_stats(bb: Blackboard) -> Stats:
             pipe.xlen(pk.bus)
             pipe.xlen(pk.dlq)
             pipe.scard(pk.scopes)
-            length, dlq, scopes = await pipe.execute()
+            pipe.llen(pk.inbox)
+            pipe.scard(pk.retired)
+            length, dlq, scopes, inbox, retained = await pipe.execute()
         groups: list[GroupStats] = []
         try:
             for g in await bb.client.xinfo_groups(pk.bus):
@@ -73,7 +81,8 @@ async def collect_stats(bb: Blackboard) -> Stats:
                 )
         except rexc.ResponseError:
             pass  # bus not created yet
-        buses.append(BusStats(p, int(length), int(dlq), int(scopes), tuple(groups)))
+        buses.append(BusStats(p, int(length), int(dlq), int(scopes), tuple(groups),
+                              int(inbox), int(retained)))
     return Stats(bb.partitions, tuple(buses))
 
 
