@@ -1,6 +1,6 @@
 """What one idle worker process costs: Redis commands/s, AOF growth, memory, connections.
 
-    .venv/bin/python bench/idle_worker.py [--seconds 60] [--role all] [--warmup 5] [--json]
+    .venv/bin/python bench/idle_worker.py [--seconds 60] [--role all] [--warmup 15] [--json]
 
 Starts an embedded redis-server (AOF on) unless ``BLACKBOARD_REDIS_URL`` is set (choose the
 binary with ``BLACKBOARD_REDIS_SERVER``), then one ``blackboard worker --role <role>``
@@ -171,7 +171,10 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--seconds", type=float, default=60.0)
     ap.add_argument("--role", default="all")
-    ap.add_argument("--warmup", type=float, default=5.0, help="seconds after the first beat")
+    ap.add_argument(
+        "--warmup", type=float, default=15.0,
+        help="seconds after the first beat (past the readers' claim window after start-up)",
+    )
     ap.add_argument("--log", help="keep the worker's log here (default: a temporary file)")
     ap.add_argument("--json", action="store_true")
     a = ap.parse_args(argv)

@@ -60,29 +60,36 @@ class Heartbeat:
         -> whether it was written."""
         shown = (sorted(partitions), dict(counters))
         self._since_write += 1
-        if not force and shown == self._shown and self._since_write < REFRESH_BEATS:
+        changed = force or shown != self._shown
+        if not changed and self._since_write < REFRESH_BEATS:
             return False
+        first = self._shown is None
         self._shown, self._since_write = shown, 0
         now = self.bb.now_ms()  # the Redis clock: workers on other machines compare it
         key = K.worker(self.worker_id)
-        async with self.bb.client.pipeline(transaction=False) as pipe:
-            pipe.hset(
-                key,
-                mapping={
-                    "id": self.worker_id,
-                    "role": self.role,
-                    "pid": os.getpid(),
-                    "host": socket.gethostname(),
-                    "started_at": self.started_at,
-                    "beat_at": now,
-                    "partitions": json.dumps(sorted(partitions)),
-                    "counters": json.dumps(dict(counters)),
-                },
-            )
-            pipe.pexpire(key, self.interval_ms * TTL_BEATS)
-            pipe.zadd(K.workers_of(self.role), {self.worker_id: now})
-            pipe.sadd(K.worker_roles(), self.role)
-            await pipe.execute()
+        record: dict[str, str | int] = {"beat_at": now}
+        if changed:  # an unchanged record only moves its beat (a small AOF record)
+            record |= {
+                "id": self.worker_id,
+                "role": self.role,
+                "pid": os.getpid(),
+                "host": socket.gethostname(),
+                "started_at": self.started_at,
+                "partitions": json.dumps(sorted(partitions)),
+                "counters": json.dumps(dict(counters)),
+            }
+        try:
+            async with self.bb.client.pipeline(transaction=False) as pipe:
+                pipe.hset(key, mapping=record)
+                pipe.pexpire(key, self.interval_ms * TTL_BEATS)
+                pipe.zadd(K.workers_of(self.role), {self.worker_id: now})
+                if first:
+                    pipe.sadd(K.worker_roles(), self.role)
+                await pipe.execute()
+        except BaseException:
+            # Unsure what Redis holds (the record may expire meanwhile): write it whole next.
+            self._shown = None
+            raise
         return True
 
     async def stop(self) -> None:
@@ -109,8 +116,8 @@ async def list_workers(bb: Blackboard) -> list[WorkerInfo]:
     for role in sorted(r.decode() for r in await bb.client.smembers(K.worker_roles())):
         for wid in await bb.client.zrange(K.workers_of(role), 0, -1):
             h = await bb.client.hgetall(K.worker(wid.decode()))
-            if not h:
-                continue
+            if not h or b"id" not in h:
+                continue  # gone, or expired and re-created by a bare beat: shown next write
             g = {k.decode(): v.decode() for k, v in h.items()}
             out.append(
                 WorkerInfo(
