@@ -8,11 +8,13 @@ BM25Index against rank-bm25 BM25Okapi (a sample of queries: it is slow).
 
     .venv/bin/python -m bench.recall [--sizes 10000,100000] [--queries 300] [--json]
     .venv/bin/python -m bench.recall --stack [--sizes 10000] [--queries 300]
+    ... [--stages on|off]   the second ranking stage (retrieval.rerank), default on
 
 ``--stack`` times ``AgentMemory.recall`` on Redis (an embedded ``redis-server``, or
 ``BLACKBOARD_REDIS_URL``): access rules, level mapping, the read-your-writes check (one
-pipelined ``XREVRANGE`` per readable scope) and the engine search, against the bare engine
-and raw FAISS + bm25s on the same data in the same run.
+pipelined ``XREVRANGE`` per readable scope, in flight while the engine searches) and the
+engine search, against the bare engine and raw FAISS + bm25s on the same data in the same
+run.
 """
 
 from __future__ import annotations
@@ -21,7 +23,7 @@ import argparse
 import json
 import sys
 import time
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 
 import numpy as np
@@ -91,12 +93,22 @@ def pct(xs: list[float], q: float) -> float:
     return float(np.percentile(np.asarray(xs) * 1000, q))
 
 
-def run_size(n: int, n_queries: int, okapi_queries: int, seed: int = 0) -> SizeResult:
+def scoring(stages: bool) -> ScoringConfig:
+    """The default config, or with the second stage (retrieval.rerank) off."""
+    cfg = ScoringConfig()
+    if stages:
+        return cfg
+    return replace(cfg, speaker_boost=0.0, neighbour_weight=0.0, time_boost=0.0)
+
+
+def run_size(
+    n: int, n_queries: int, okapi_queries: int, seed: int = 0, stages: bool = True
+) -> SizeResult:
     rng = np.random.default_rng(seed)
     texts = make_texts(n, rng)
     vecs = unit(n, rng)
     emb = LookupEmbedder()
-    cfg = ScoringConfig()
+    cfg = scoring(stages)
     t0 = time.perf_counter()
     eng = SearchEngine(emb, cfg)
     eng.add(
@@ -166,7 +178,9 @@ class StackResult:
     engine_vs_raw_p50: float
 
 
-async def _stack_size(url: str, n: int, n_queries: int, seed: int = 0) -> StackResult:
+async def _stack_size(
+    url: str, n: int, n_queries: int, seed: int = 0, stages: bool = True
+) -> StackResult:
     from blackboard import Blackboard
     from blackboard.request import WriteRequest
     from memory import AgentMemory, MemoryLevel
@@ -178,7 +192,7 @@ async def _stack_size(url: str, n: int, n_queries: int, seed: int = 0) -> StackR
     emb = LookupEmbedder()
     agent = f"bench{n}-{int(time.time())}"
     async with Blackboard.connect(url) as bb:
-        retr = Retriever(bb, embedder=emb)  # type: ignore[arg-type]
+        retr = Retriever(bb, embedder=emb, config=scoring(stages))
         async with AgentMemory(bb, agent, retriever=retr) as mem:
             await mem.store("warm", MemoryLevel.EPISODIC)
             sc = bb.scope(mem.scope_for(MemoryLevel.EPISODIC))
@@ -219,7 +233,7 @@ async def _stack_size(url: str, n: int, n_queries: int, seed: int = 0) -> StackR
                        s50 / r50, s50 / e50, e50 / r50)
 
 
-def run_stack(sizes: list[int], n_queries: int) -> list[StackResult]:
+def run_stack(sizes: list[int], n_queries: int, stages: bool = True) -> list[StackResult]:
     import asyncio
     import os
     from contextlib import ExitStack
@@ -230,7 +244,7 @@ def run_stack(sizes: list[int], n_queries: int) -> list[StackResult]:
         url = os.environ.get("BLACKBOARD_REDIS_URL") or stack.enter_context(
             RedisServer(appendfsync="no")
         ).url
-        return [asyncio.run(_stack_size(url, n, n_queries)) for n in sizes]
+        return [asyncio.run(_stack_size(url, n, n_queries, stages=stages)) for n in sizes]
 
 
 def _print_stack(results: list[StackResult]) -> None:
@@ -256,16 +270,20 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--okapi-queries", type=int, default=20, help="rank-bm25 sample size")
     ap.add_argument("--json", action="store_true")
     ap.add_argument("--stack", action="store_true", help="time AgentMemory.recall on Redis")
+    ap.add_argument("--stages", choices=("on", "off"), default="on",
+                    help="the second ranking stage (speaker, neighbours, time): default on")
     a = ap.parse_args(argv)
+    stages = a.stages == "on"
     configure_faiss_threads()
     if a.stack:
-        stack = run_stack([int(s) for s in a.sizes.split(",")], a.queries)
+        stack = run_stack([int(s) for s in a.sizes.split(",")], a.queries, stages)
         if a.json:
             print(json.dumps([asdict(r) for r in stack], indent=2))
         else:
             _print_stack(stack)
         return 0
-    results = [run_size(int(s), a.queries, a.okapi_queries) for s in a.sizes.split(",")]
+    results = [run_size(int(s), a.queries, a.okapi_queries, stages=stages)
+               for s in a.sizes.split(",")]
     if a.json:
         print(json.dumps([asdict(r) for r in results], indent=2))
         return 0

@@ -272,9 +272,13 @@ class SearchEngine:
         query: MemoryQuery | str,
         scopes: list[str] | None = None,
         now_ms: int | None = None,
+        *,
+        depth: int | None = None,
     ) -> list[ScoredEntry]:
         """The best ``max_results`` entries of ``scopes`` (default: the query's, else all)
-        for ``query``, best first; ``now_ms`` (default: now) drives decay and recency."""
+        for ``query``, best first; ``now_ms`` (default: now) drives decay and recency.
+        ``depth``: return that many instead (a caller that drops some, e.g. copies), from
+        the same candidate pool."""
         q = MemoryQuery(query=query) if isinstance(query, str) else query
         now = int(time.time() * 1000) if now_ms is None else now_ms
         cfg = self.config
@@ -283,7 +287,8 @@ class SearchEngine:
             if self._pending:
                 self._flush_locked()
             names = scopes if scopes is not None else q.scopes or list(self._scopes)
-            cats = [self._scopes[s] for s in names if s in self._scopes]
+            # an empty scope has nothing to find (and an empty FAISS search still costs)
+            cats = [self._scopes[s] for s in names if s in self._scopes and len(self._scopes[s])]
             qvec = None
             if q.query is not None and self.embedder is not None:
                 qvec = self.embedder.embed([q.query])[0]
@@ -292,7 +297,7 @@ class SearchEngine:
             if not parts:
                 return []
             dim = self.embedder.dim if self.embedder is not None else 1
-            k = q.max_results
+            k = q.max_results if depth is None else depth
             head = q.model_copy(update={"max_results": max(k, cfg.rerank_depth)})
             if cfg.prf_docs and q.query is not None:
                 first = rank(parts, head, qvec, now, cfg, dim)[: cfg.prf_docs]
@@ -300,10 +305,13 @@ class SearchEngine:
                 head = head.model_copy(update={"query": q2})
                 parts = [scope_candidates(c, head, qvec, now, pool, cfg) for c in cats]
                 parts = [p for p in parts if len(p.rows)]
+                if not parts:
+                    return []
             if not (cfg.speaker_boost or cfg.neighbour_weight or cfg.time_boost):
-                return rank(parts, head, qvec, now, cfg, dim)[:k]
+                return rank(parts, head.model_copy(update={"max_results": k}), qvec, now, cfg,
+                            dim)
             anchor = max(c.latest_event for c in cats)
-            return rerank(rank(parts, head, qvec, now, cfg, dim), q.query, cfg, anchor)[:k]
+            return rerank(rank(parts, head, qvec, now, cfg, dim), q.query, cfg, anchor, k)
 
     def _feedback(
         self, q: MemoryQuery, qvec: Vec | None, first: list[ScoredEntry]

@@ -154,11 +154,25 @@ class IndexFollower:
         """Wait (at most ``wait_s`` seconds) until every write acknowledged in ``scopes`` before
         this call is applied; False (and a log line) when the time ran out."""
         await self.follow(scopes)
-        behind = {
-            s: t
-            for s, t in (await self._newest(scopes)).items()
-            if feed_id_gt(t, self._applied.get(s, "0-0"))
-        }
+        return await self.catch_up_to(await self._newest(scopes), wait_s)
+
+    def positions(self, scopes: Sequence[str]) -> dict[str, str]:
+        """The last feed id applied for each of ``scopes`` (``0-0``: none), now."""
+        return {s: self._applied.get(s, "0-0") for s in scopes}
+
+    async def newest(self, scopes: Sequence[str]) -> dict[str, str]:
+        """Each scope's newest feed id on Redis (one round trip)."""
+        return await self._newest(scopes)
+
+    @staticmethod
+    def behind(newest: dict[str, str], seen: dict[str, str]) -> dict[str, str]:
+        """The scopes whose ``newest`` id is after the ``seen`` one, with that id."""
+        return {s: t for s, t in newest.items() if feed_id_gt(t, seen.get(s, "0-0"))}
+
+    async def catch_up_to(self, newest: dict[str, str], wait_s: float = 2.0) -> bool:
+        """Apply every scope's events up to its ``newest`` id, waiting at most ``wait_s``;
+        False (and a log line) when the time ran out."""
+        behind = self.behind(newest, self._applied)
         if not behind:
             return True
         # Shielded: a timed-out wait leaves the catch-up running, never half applied.

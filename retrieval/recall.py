@@ -9,6 +9,7 @@ comparable.
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from collections.abc import Sequence
 from pathlib import Path
@@ -113,16 +114,32 @@ class Retriever:
         names = list(dict.fromkeys(scopes if scopes is not None else q.scopes or ()))
         if not names:
             return []
-        await self.follower.sync(names, self.wait_timeout)
-        # Copies made by dataflow edges (working -> stm keeps the steps) hold the same
-        # content as their origin: ask for more, then keep one hit per origin.
-        wide = q.model_copy(update={"max_results": q.max_results * 3})
-        now = self.bb.now_ms()  # decay and recency on the clock the entries were stamped with
-        hits = collapse_copies(self.engine.search(wide, names, now))[: q.max_results]
+        fol = self.follower
+        await fol.follow(names)
+        # Read-your-writes without paying the round trip on top of the search: ask Redis for
+        # every scope's newest feed id, search while the reply travels, then check that the
+        # search saw at least those ids; if not, catch up and search again.
+        seen = fol.positions(names)
+        newest = asyncio.ensure_future(fol.newest(names))
+        await asyncio.sleep(0)  # let the request go out before the search holds the loop
+        try:
+            hits = self._search(q, names)
+        finally:
+            ids = await newest
+        if fol.behind(ids, seen):
+            await fol.catch_up_to(ids, self.wait_timeout)
+            hits = self._search(q, names)
         if q.explain:
             for h in hits:
                 log.info("recall %r: %s", q.query, h.explain())
         return hits
+
+    def _search(self, q: MemoryQuery, names: list[str]) -> list[ScoredEntry]:
+        # Copies made by dataflow edges (working -> stm keeps the steps) hold the same
+        # content as their origin: rank more, then keep one hit per origin.
+        now = self.bb.now_ms()  # decay and recency on the clock the entries were stamped with
+        hits = self.engine.search(q, names, now, depth=q.max_results * 3)
+        return collapse_copies(hits)[: q.max_results]
 
     async def aclose(self) -> None:
         if self._follower is not None:

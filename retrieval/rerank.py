@@ -35,10 +35,14 @@ _WORD = re.compile(r"[A-Za-z][A-Za-z'-]+")
 def named_mask(speakers: Sequence[str | None], query: str) -> Mask:
     """Which hits were said by a speaker the query names (by any word of the name)."""
     words = {w.lower() for w in _WORD.findall(query)}
+    named: dict[str, bool] = {}
     out = np.zeros(len(speakers), np.bool_)
     for i, s in enumerate(speakers):
-        if s and any(p.lower() in words for p in _WORD.findall(s)):
-            out[i] = True
+        if s:
+            hit = named.get(s)
+            if hit is None:
+                hit = named[s] = any(p.lower() in words for p in _WORD.findall(s))
+            out[i] = hit
     return out
 
 
@@ -69,46 +73,46 @@ def in_periods(times_ms: I64, periods: Sequence[tuple[int, int]]) -> Mask:
     return m
 
 
-def _position(e: ScoredEntry, groups: dict[tuple[str, str], int]) -> tuple[int, int]:
-    v = e.entry.value
-    if isinstance(v, Mapping) and v.get("kind") == "message":
-        pos, session = v.get("position"), v.get("session")
-        if isinstance(pos, int) and isinstance(session, str):
-            return groups.setdefault((e.scope, session), len(groups)), pos
-    return -1, -1
+def _fields(hits: list[ScoredEntry]) -> tuple[list[str | None], I64, I64]:
+    """Each hit's speaker, session group (-1: not a message) and position, in one pass."""
+    groups: dict[tuple[str, str], int] = {}
+    speakers: list[str | None] = []
+    gp = np.full((len(hits), 2), -1, np.int64)
+    for i, h in enumerate(hits):
+        v = h.entry.value
+        sp: object = None
+        if isinstance(v, Mapping) and v.get("kind") == "message":
+            sp = v.get("speaker")
+            pos, session = v.get("position"), v.get("session")
+            if isinstance(pos, int) and isinstance(session, str):
+                gp[i] = groups.setdefault((h.scope, session), len(groups)), pos
+        else:
+            sp = (h.entry.metadata or {}).get("speaker")
+        speakers.append(sp if isinstance(sp, str) else None)
+    return speakers, gp[:, 0], gp[:, 1]
 
 
 def rerank(
-    hits: list[ScoredEntry], query: str | None, cfg: ScoringConfig, anchor_ms: int
+    hits: list[ScoredEntry], query: str | None, cfg: ScoringConfig, anchor_ms: int, k: int
 ) -> list[ScoredEntry]:
-    """``hits`` (best first) re-scored by the conversation boosts of ``cfg``, best first;
-    ``anchor_ms``: the newest moment of the searched memory (relative time counts from it)."""
+    """The best ``k`` of ``hits`` (best first) re-scored by the conversation boosts of
+    ``cfg``; ``anchor_ms``: the newest moment of the searched memory (relative time in the
+    query counts from it)."""
     if not hits or query is None:
-        return hits
+        return hits[:k]
     base = np.array([h.score for h in hits])
     extra = np.zeros(len(hits))
+    speakers, group, position = _fields(hits)
     if cfg.speaker_boost:
-        speakers = [_speaker(h) for h in hits]
         extra += cfg.speaker_boost * named_mask(speakers, query)
     if cfg.neighbour_weight:
-        groups: dict[tuple[str, str], int] = {}
-        gp = np.array([_position(h, groups) for h in hits], np.int64).reshape(-1, 2)
-        extra += neighbour_spread(base, gp[:, 0], gp[:, 1], cfg.neighbour_weight)
-    if cfg.time_boost:
+        extra += neighbour_spread(base, group, position, cfg.neighbour_weight)
+    periods = resolve_periods(query, anchor_ms) if cfg.time_boost else []
+    if periods:
         times = np.array([event_time_ms(h.entry) for h in hits], np.int64)
-        periods = resolve_periods(query, anchor_ms)
-        if periods:
-            extra += cfg.time_boost * in_periods(times, periods)
+        extra += cfg.time_boost * in_periods(times, periods)
     if not extra.any():
-        return hits
+        return hits[:k]
     score = base + extra
-    order = np.argsort(-score, kind="stable")
+    order = np.argsort(-score, kind="stable")[:k]
     return [replace(hits[i], score=float(score[i])) for i in order.tolist()]
-
-
-def _speaker(h: ScoredEntry) -> str | None:
-    v = h.entry.value
-    s = v.get("speaker") if isinstance(v, Mapping) else None
-    if not isinstance(s, str):
-        s = (h.entry.metadata or {}).get("speaker")
-    return s if isinstance(s, str) else None
