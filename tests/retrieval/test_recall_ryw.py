@@ -44,6 +44,6 @@ async def test_no_write_means_no_second_search(bb: Blackboard) -> None:
             calls.append(1)
             return real(*a, **kw)  # type: ignore[arg-type]
 
-        r.engine.search = spy  # type: ignore[method-assign]
+        r.engine.search = spy  # type: ignore[method-assign, assignment]
         await r.recall("tulips", [S])
         assert calls == [1]
