@@ -131,12 +131,12 @@ class DataflowRunner:
         """
         if not events:
             return set()
+        part = PartitionKeys(partition)
         for _ in range(MAX_EDGE_RELOADS):
             used = self.edges.version(partition)
-            keys, args = self._match(partition, consumer, events, used)
+            keys, args = self._match(part, consumer, events, used)
             appended, second = await run_script(
-                self.bb.client, "buffer", [PartitionKeys(partition).bus,
-                                           PartitionKeys(partition).pendings, *keys], args
+                self.bb.client, "buffer", [part.bus, part.pendings, *keys], args
             )
             if int(appended) >= 0:
                 break
@@ -152,10 +152,9 @@ class DataflowRunner:
         self.counters.skipped += skipped
         return set(keys) if int(appended) else set()
 
-    def _match(self, partition: int, consumer: str, events: Sequence[Event],
+    def _match(self, part: PartitionKeys, consumer: str, events: Sequence[Event],
                version: str) -> tuple[list[str], list[str]]:
         """buffer.lua's buffer keys and arguments for ``events`` under the loaded edges."""
-        part = PartitionKeys(partition)
         keys: list[str] = []
         index: dict[str, int] = {}
         lo = min(_stream_id(ev.id) for ev in events)
