@@ -210,15 +210,20 @@ def procedural_report(led: Ledger, steps_by_task: dict[str, list[str]]) -> dict[
     return dict(out)
 
 
-async def drained(bb: Blackboard, only: tuple[str, ...] | None = None) -> bool:
+async def drained(bb: Blackboard, only: tuple[str, ...] | None = None,
+                  edges: tuple[str, ...] | None = None) -> bool:
     """No event waits anywhere: inbox/relay lists, groups, buffers, batches in flight.
-    ``only``: just these consumer groups and the buffers of edges of these transformers
-    (edge ids start with the transformer's name)."""
+    ``only``: just the consumer groups named there, and the buffers of the edges named by
+    ``edges`` (an edge id, or a transformer: edge ids are ``<transformer>-<digest>``;
+    default: the names in ``only``)."""
     c = bb.client
+    edges = edges if edges is not None else only
 
-    def mine(name: bytes | str) -> bool:
+    def mine(name: bytes | str, group: bool) -> bool:
         n = name.decode() if isinstance(name, bytes) else name
-        return only is None or any(n.startswith(o) for o in only)
+        if group:
+            return only is None or n in only
+        return edges is None or any(n.startswith((f"{o}-", f"{o}:")) for o in edges)
 
     for p in range(bb.partitions):
         pk = PartitionKeys(p)
@@ -228,16 +233,16 @@ async def drained(bb: Blackboard, only: tuple[str, ...] | None = None) -> bool:
                 return False
         buffers = [k.decode()[len(pk.base) + len(":pending:"):]
                    for k in await c.smembers(pk.pendings)]
-        if any(mine(b) for b in buffers):
+        if any(mine(b, False) for b in buffers):
             return False
         inflight = [k.decode()[len(pk.base) + len(":pending:"):]
                     for k in await c.hkeys(pk.inflight)]
-        if any(mine(b) for b in inflight):
+        if any(mine(b, False) for b in inflight):
             return False
         if not await c.exists(pk.bus):
             continue
         for g in await c.xinfo_groups(pk.bus):
-            if mine(g["name"]) and (int(g["pending"]) or g.get("lag") not in (0, None)):
+            if mine(g["name"], True) and (int(g["pending"]) or g.get("lag") not in (0, None)):
                 return False
     return True
 
@@ -271,7 +276,8 @@ async def dlq_total(bb: Blackboard) -> int:
 
 
 async def wait_done(bb: Blackboard, pred: Callable[[], Awaitable[bool]], within: float,
-                    settle: float = 8.0, only: tuple[str, ...] | None = None) -> bool:
+                    settle: float = 8.0, only: tuple[str, ...] | None = None,
+                    edges: tuple[str, ...] | None = None) -> bool:
     """Wait until ``pred`` holds; give up early once nothing has waited anywhere for
     ``settle`` seconds (with quick triggers nothing more can arrive then)."""
     deadline = time.monotonic() + within
@@ -279,7 +285,7 @@ async def wait_done(bb: Blackboard, pred: Callable[[], Awaitable[bool]], within:
     while time.monotonic() < deadline:
         if await pred():
             return True
-        if await drained(bb, only):
+        if await drained(bb, only, edges):
             idle_since = idle_since or time.monotonic()
             if time.monotonic() - idle_since > settle:
                 return False

@@ -57,7 +57,12 @@ async def _setup(env: AttackEnv) -> tuple[object, PartitionKeys]:
 
 #: What the summarize worker serves; other roles' groups (made by the edges' install) stay
 #: unread here, on purpose: no worker of theirs runs in these tests.
-SERVED = ("summarize", "identity")
+SERVED = ("summarize",)
+EDGES = ("summarize", "identity")
+
+
+async def _idle(env: AttackEnv) -> bool:
+    return await drained(env.admin, SERVED, EDGES)
 
 
 async def _consolidated(env: AttackEnv, written: list[str]) -> tuple[int, int]:
@@ -126,9 +131,9 @@ async def test_agent_cannot_trim_block_or_delete_the_bus(
         procs.start("summarize", QUICK)
 
         async def done() -> bool:
-            return await _consolidated(env, written) == (0, 0) and await drained(env.admin, SERVED)
+            return await _consolidated(env, written) == (0, 0) and await _idle(env)
 
-        await wait_done(env.admin, done, 90, only=SERVED)
+        await wait_done(env.admin, done, 90, only=SERVED, edges=EDGES)
         lost, twice = await _consolidated(env, written)
     finally:
         procs.close()
@@ -151,9 +156,10 @@ async def test_forged_and_replayed_events_never_make_a_second_output(
         procs.start("summarize", QUICK)
 
         async def done() -> bool:
-            return await _consolidated(env, written) == (0, 0) and await drained(env.admin, SERVED)
+            return await _consolidated(env, written) == (0, 0) and await _idle(env)
 
-        assert await wait_done(env.admin, done, 90, only=SERVED), await state(env.admin)
+        finished = await wait_done(env.admin, done, 90, only=SERVED, edges=EDGES)
+        assert finished, await state(env.admin)
         stm = env.admin.scope(f"agent:{VICTIM}:stm")
         outputs_before = await stm.count()
         # What A pushes: replays and copies of C's real items, versions C never wrote,
@@ -188,7 +194,7 @@ async def test_forged_and_replayed_events_never_make_a_second_output(
                 assert "NOPERM" in str(exc) or "no permissions" in str(exc).lower(), exc
                 t.refused += 1
         await asyncio.sleep(3)  # relay, consume, and an age trigger of 0.5 s: ample
-        await wait_done(env.admin, drained_pred(env), 60, only=SERVED)
+        await wait_done(env.admin, lambda: _idle(env), 60, only=SERVED, edges=EDGES)
         lost, twice = await _consolidated(env, written)
         outputs_after = await stm.count()
         led = await ledger(env.admin, VICTIM)
@@ -202,9 +208,3 @@ async def test_forged_and_replayed_events_never_make_a_second_output(
           f"outputs in A's stm {attacker_stm}")
     assert t.harmed == 0, (line, await state(env.admin))
     assert Counter(led.identity) == Counter(set(written))
-
-
-def drained_pred(env: AttackEnv):  # type: ignore[no-untyped-def]
-    async def pred() -> bool:
-        return await drained(env.admin, SERVED)
-    return pred

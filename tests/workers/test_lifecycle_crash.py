@@ -40,6 +40,7 @@ pytestmark = pytest.mark.slow
 AGENTS = 5
 PER_AGENT = 1_000
 KILLS = 12
+GROUPS = ("summarize",)  # the consumer group of the identity and summarize edges
 EDGES = ("summarize", "identity")
 
 
@@ -91,11 +92,11 @@ async def test_crash_case_2_workers_12_kills_default_settings(
                     if not (set(led.identity) >= set(written[a])
                             and set(led.summarize) >= set(written[a])):
                         return False
-                return await drained(bb, EDGES)
+                return await drained(bb, GROUPS, EDGES)
 
             # The index role's embedding backlog is not what this case is about: only the
             # summarize group and the identity/summarize buffers must be drained.
-            finished = await wait_done(bb, done, 300, settle=15, only=EDGES)
+            finished = await wait_done(bb, done, 300, settle=15, only=GROUPS, edges=EDGES)
             never = twice = 0
             for a in agents:
                 led = await ledger(bb, a)
