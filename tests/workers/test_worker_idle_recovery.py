@@ -115,3 +115,38 @@ async def test_trim_survives_pending_acked_between_xinfo_and_xpending(
     # Nothing held the group back once acked: trimmed up to its last delivered event.
     assert rep.trimmed.get(0) == 5
     assert [i for i, _ in r.xrange(bus)] == [ids[-1]]
+
+
+async def test_a_role_that_cannot_consume_gives_its_partitions_up(
+    bb: Blackboard, clean_redis: redis.Redis
+) -> None:
+    """A bus that every read fails on (here: not a stream) keeps the consume loop failing;
+    after a lease TTL the worker releases its partitions instead of holding them unread,
+    and takes them again once it can read."""
+    from blackboard import keys as K
+    from workers.settings import WorkerSettings
+    from workers.worker import Worker
+
+    r = clean_redis
+    settings = WorkerSettings(heartbeat_ms=200, lease_ttl_ms=1000, block_ms=100)
+    w = Worker(bb, "summarize", settings)
+    await w.start()
+
+    def held() -> int:
+        return sum(1 for k, v in r.hgetall(K.lease_table()).items()
+                   if k.startswith(b"h:summarize:") and v.decode() == w.id)
+
+    async def holds(n: int) -> bool:
+        return held() == n
+
+    try:
+        await _until(lambda: holds(bb.partitions), 10, "the worker to hold every partition")
+        bus = PartitionKeys(3).bus
+        r.delete(bus)
+        r.set(bus, "not a stream")  # every XREADGROUP and XGROUP CREATE fails: WRONGTYPE
+        await _until(lambda: holds(0), 15, "the failing worker to release its partitions")
+        assert w.leases.current() == set()
+        r.delete(bus)
+        await _until(lambda: holds(bb.partitions), 20, "the worker to take them back")
+    finally:
+        await w.stop()
