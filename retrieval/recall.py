@@ -21,6 +21,7 @@ from .embedders.base import Embedder
 from .engine import SearchEngine
 from .follower import IndexFollower
 from .query import MemoryQuery
+from .rewrite import QueryRewriter, fuse_rankings
 from .scoring import ScoredEntry, ScoringConfig
 
 __all__ = ["Retriever", "as_query"]
@@ -69,7 +70,9 @@ class Retriever:
     warning per process), an :class:`Embedder`, or None (BM25 only). ``engine`` replaces
     the engine made from ``embedder``/``config``. ``wait_timeout``: at most this long a
     query waits for writes acknowledged before it (then it searches anyway and logs).
-    ``snapshot_dir``: load the index from / save it to this directory.
+    ``snapshot_dir``: load the index from / save it to this directory. ``rewriter``
+    (optional, e.g. :class:`~retrieval.rewrite.LLMQueryRewriter`): text queries are also
+    searched in its rewrites, the rankings fused (:func:`~retrieval.rewrite.fuse_rankings`).
     """
 
     def __init__(
@@ -83,8 +86,10 @@ class Retriever:
         snapshot_dir: str | Path | None = None,
         block_ms: int = 1000,
         write_back: bool = True,
+        rewriter: QueryRewriter | None = None,
     ) -> None:
         self.bb = bb
+        self.rewriter = rewriter
         self.engine = engine if engine is not None else SearchEngine(embedder, config)
         self.wait_timeout = wait_timeout
         self._follower_args: dict[str, Any] = {
@@ -114,6 +119,7 @@ class Retriever:
         names = list(dict.fromkeys(scopes if scopes is not None else q.scopes or ()))
         if not names:
             return []
+        rewrites = await self.rewriter(q.query) if self.rewriter and q.query else []
         fol = self.follower
         await fol.follow(names)
         # Read-your-writes without paying the round trip on top of the search: ask Redis for
@@ -129,6 +135,9 @@ class Retriever:
         if fol.behind(ids, seen):
             await fol.catch_up_to(ids, self.wait_timeout)
             hits = self._search(q, names)
+        if rewrites:
+            more = [self._search(q.model_copy(update={"query": r}), names) for r in rewrites]
+            hits = fuse_rankings([hits, *more], q.max_results)
         if q.explain:
             for h in hits:
                 log.info("recall %r: %s", q.query, h.explain())
