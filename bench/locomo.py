@@ -1,17 +1,20 @@
 """LoCoMo dev-split evidence recall@k (see shared/bench/locomo/README.md).
 
-Each conversation is one memory (a scope); every dialogue turn is an entry carrying its
-session date; for each question of categories 1-4 with evidence, recall@k is
+Each conversation is one memory (a scope); every dialogue turn is a message with its
+session's date; for each question of categories 1-4 with evidence, recall@k is
 |evidence ∩ top-k turns| / |evidence|, averaged overall and per category.
 
-    .venv/bin/python -m bench.locomo --mode bm25|hybrid|both [--alpha A] [--engine-only] [--json]
+    .venv/bin/python -m bench.locomo --mode bm25|hybrid|both [--alpha A] [--engine-only]
+        [--before N] [--after N] [--set FIELD=VALUE ...] [--json]
 
-By default through the real stack: each conversation is one agent's memory on Redis (an
-embedded ``redis-server``, or ``BLACKBOARD_REDIS_URL``), every turn written with
-``AgentMemory.store`` (level ``episodic``), every question asked with ``AgentMemory.recall``
-(index follower, read-your-writes, stored embeddings). ``--engine-only`` is the fast path:
-the same turns straight into an in-process :class:`SearchEngine` (turns keep their session
-dates as ``created_at`` there; on Redis ``created_at`` is the server's clock).
+By default through the public API on Redis (an embedded ``redis-server``, or
+``BLACKBOARD_REDIS_URL``): each conversation is one agent's memory, each session written
+with ``AgentMemory.add_messages`` (the library attaches the conversational context), each
+question asked with ``AgentMemory.recall``. The bench builds no text of its own: the
+caller's metadata is the turn's ``dia_id`` and an image's caption. ``--engine-only`` is
+the fast path: the entries ``add_messages`` would write, straight into an in-process
+:class:`SearchEngine`. ``--set`` overrides a :class:`ScoringConfig` field (ablations);
+``--before``/``--after`` the turns of context (:class:`ConversationConfig`).
 """
 
 from __future__ import annotations
