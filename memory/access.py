@@ -65,7 +65,8 @@ async def provision_agent(bb: Blackboard, agent_id: str, teams: Iterable[str] = 
     """Register (as the service or admin user) every scope the agent may write: its level
     scopes with the default hierarchy, and each team's root and level scopes. A confined
     agent user may not write the registry or the cfg hashes, so ``blackboard acl grant``
-    does this for it; idempotent. Returns the registered scope ids."""
+    does this for it. Idempotent, and it only adds: registered scope configs and stored
+    edges (an operator's trigger) are kept as they are. Returns the registered scope ids."""
     from .hierarchy import install_default_hierarchy
     from .registry import Registry
 
