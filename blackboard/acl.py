@@ -61,10 +61,10 @@ AGENT_COMMANDS: tuple[str, ...] = (
     # sets: tag sets
     "sinter", "sunion", "sdiff", "smembers", "sismember", "smismember", "scard", "sscan",
     "sadd", "srem",
-    # streams: the scope feeds (observers); XADD from the scripts
-    "xread", "xrange", "xrevrange", "xlen", "xadd",
-    # generic, key-checked
-    "exists", "type", "pttl", "del",
+    # streams: the scope feeds (observers); XADD and the feed's room check from the scripts
+    "xread", "xrange", "xrevrange", "xlen", "xadd", "xinfo|stream",
+    # generic, key-checked; GET for the partition flowmark (the scripts' dataflow hold)
+    "exists", "type", "pttl", "del", "get",
     # the mutation scripts, by SHA only
     "evalsha", "evalsha_ro",
     # connection plumbing (redis-py, cluster clients); ACL WHOAMI tells a process which
@@ -124,16 +124,18 @@ def agent_rules(agent_id: str, teams: Iterable[str], partitions: int) -> list[st
             # but its own name is harmless to include.
             rules += [f"~{base}:s:{s}:*", f"%R~{base}:cfg:{s}", f"%R~{base}:cfg:{s}:*"]
         rules += [f"%R~{base}:s:collective:*", f"%R~{base}:cfg:collective",
-                  f"%R~{base}:cfg:collective:*"]
+                  f"%R~{base}:cfg:collective:*", f"%R~{base}:flowmark"]
     for s in [*owned, "collective"]:
         rules += [f"%R~{K.scope_record(s)}", f"%R~{K.scope_record(s)}:*"]
     rules.append(f"%R~{K.CONFIG}")
     rules += [f"+{c}" for c in AGENT_COMMANDS]
     # Selectors: a command passes when the root or one selector allows it with its keys.
-    bus = " ".join(f"%W~{K.ROOT}:{t}:bus" for t in tags)
-    scopes = " ".join(f"%W~{K.ROOT}:{t}:scopes" for t in tags)
+    # Nothing on the buses: the scripts RPUSH content events to the inbox (RPUSH has no
+    # trimming or id options), and the relay, as the service user, fills the buses.
+    inbox = " ".join(f"%W~{K.ROOT}:{t}:inbox" for t in tags)
+    sets = " ".join(f"%W~{K.ROOT}:{t}:scopes %W~{K.ROOT}:{t}:retired" for t in tags)
     sched = " ".join(f"%W~{K.ROOT}:{t}:ttl %W~{K.ROOT}:{t}:prune" for t in tags)
-    rules += [f"({bus} +xadd)", f"({scopes} +sadd)", f"({sched} +zadd +zrem)"]
+    rules += [f"({inbox} +rpush)", f"({sets} +sadd)", f"({sched} +zadd +zrem)"]
     return rules
 
 

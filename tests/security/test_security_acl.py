@@ -19,6 +19,7 @@ from blackboard import AccessDenied, Blackboard, EntryTooLarge, ScopeFull
 from blackboard.acl import AclAdmin, agent_rules, partition_tags
 from blackboard.entry import ScopePolicy
 from blackboard.keys import CONFIG, SCOPE_RECORDS, PartitionKeys, scope_record
+from blackboard.relay import relay_all
 from blackboard.scripts import SCRIPTS
 
 AgentBoard = Callable[..., Awaitable[Blackboard]]
@@ -76,7 +77,8 @@ def test_partition_globs_and_rules_are_exact() -> None:
     rules = agent_rules("a", ["t"], 8)
     assert "~bb:{p[0-9]}:s:agent:a:*" in rules and "~bb:{p[0-9]}:s:team:t:*" in rules
     assert "%R~bb:{p[0-9]}:s:collective:*" in rules
-    assert "(%W~bb:{p[0-9]}:bus +xadd)" in rules
+    assert "(%W~bb:{p[0-9]}:inbox +rpush)" in rules
+    assert not any(":bus" in r for r in rules)  # no right at all on the buses
     assert not any("*}" in r or "{p*" in r for r in rules)  # never a '*' inside the tag
 
 
@@ -191,7 +193,8 @@ async def test_agent_does_everything_it_may(
     ev = await asyncio.wait_for(nxt, 5)
     assert ev.scope == "agent:a:working"
     await it.aclose()  # type: ignore[attr-defined]
-    # the bus got the agent's events (workers see them)
+    # the bus gets the agent's events (workers see them) once the relay moved them
+    await relay_all(bb)
     bus = await bb.client.xrange(PartitionKeys(own.partition).bus)
     assert any(f[b"entry"] == e.id.encode() for _sid, f in bus)
     # ...and the checker finds the indexes it wrote consistent
