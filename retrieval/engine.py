@@ -19,7 +19,7 @@ from .bm25_variants import BM25Params
 from .catalog import ScopeCatalog, ScopeDecay
 from .dense import DenseIndex
 from .embedders.base import Embedder, default_embedder
-from .prf import expansion_terms, rocchio
+from .prf import entities, expansion_terms, rocchio
 from .query import MemoryQuery
 from .ranking import rank, scope_candidates
 from .rerank import rerank
@@ -328,8 +328,14 @@ class SearchEngine:
                     vecs.append(cat.dense.reconstruct(np.asarray([row], np.int64))[0])
             if vecs:
                 qvec = rocchio(qvec, np.stack(vecs), cfg.prf_dense)
+        text = q.query
+        if cfg.hop_entities and first:
+            said = [_said(h.entry) for h in first]
+            names = entities([t for t, _ in said], text, [s for _, s in said if s],
+                             cfg.hop_entities)
+            text = " ".join([text, *names])
         if not cfg.prf_terms or not first:
-            return q.query, qvec
+            return text, qvec
         bm = self._scopes[first[0].scope].bm25
         an = bm.analyzer
         n = max(len(bm), 1)
@@ -337,4 +343,13 @@ class SearchEngine:
             an.terms([self.text_fn(h.entry) for h in first]), an.query_terms(q.query),
             cfg.prf_terms, lambda t: float(np.log(1 + n / (1 + bm.document_frequency(t)))),
         )
-        return " ".join([q.query, *terms]), qvec
+        return " ".join([text, *terms]), qvec
+
+
+def _said(e: Entry) -> tuple[str, str | None]:
+    """A message's own text and speaker (not its context); other entries: indexed text."""
+    v = e.value
+    if isinstance(v, dict) and v.get("kind") == "message":
+        sp = v.get("speaker")
+        return str(v.get("text", "")), sp if isinstance(sp, str) else None
+    return entry_text(e), None

@@ -40,7 +40,8 @@ class ScoringConfig:
     max_results``). ``speaker_boost``, ``neighbour_weight`` and ``time_boost`` weigh the
     second stage (:mod:`retrieval.rerank`) over the best ``rerank_depth`` hits (0: off).
     ``prf_docs`` > 0: pseudo-relevance feedback from that many first-pass hits
-    (:mod:`retrieval.prf`: ``prf_terms`` BM25 terms, Rocchio weight ``prf_dense``).
+    (:mod:`retrieval.prf`: ``prf_terms`` BM25 terms, Rocchio weight ``prf_dense``,
+    ``hop_entities`` names for a second hop).
     """
 
     alpha: float = 0.4
@@ -60,6 +61,7 @@ class ScoringConfig:
     prf_docs: int = 0
     prf_terms: int = 5
     prf_dense: float = 0.5
+    hop_entities: int = 0
 
     def __post_init__(self) -> None:
         if not 0.0 <= self.alpha <= 1.0:

@@ -111,3 +111,27 @@ def test_time_in_query_lifts_messages_of_that_period() -> None:
 def test_prf_off_by_default_and_changes_nothing_when_off() -> None:
     assert ScoringConfig().prf_docs == 0
     assert _ids(OFF, "painting") == _ids(replace(OFF, prf_docs=0, prf_terms=9), "painting")
+
+
+def test_entities_are_names_the_query_does_not_say() -> None:
+    from retrieval.prf import entities
+
+    texts = ["I met Jolene at the Louvre. Jolene loves Paris!", "Oh, Paris. The Louvre too?"]
+    got = entities(texts, "Who did Caroline meet in Paris?", ["Caroline"], 3)
+    assert got == ["Jolene", "Louvre"]  # "Paris" is asked already; "I", "Oh", "The" are not names
+    assert entities(texts, "x", [], 0) == []
+
+
+def test_entity_hop_searches_the_names_of_the_first_hits() -> None:
+    hop = replace(OFF, prf_docs=1, prf_dense=0.0, prf_terms=0, hop_entities=1)
+    eng = SearchEngine(None, hop)
+    msgs = [Message("Ann", "My sister Jolene moved to Lisbon", DAY),
+            Message("Ann", "She teaches yoga now", DAY + timedelta(days=9)),
+            Message("Bob", "Jolene sent me a postcard of the harbour", DAY + timedelta(days=20))]
+    reqs = message_requests("s", msgs, 0, ConversationConfig(before=0, after=0))
+    eng.add([Entry(id=f"e{i}", scope="c", value=r.value) for i, r in enumerate(reqs)])
+    q = MemoryQuery(query="Where does Ann's sister live?", max_results=3)
+    plain = SearchEngine(None, OFF)
+    plain.add([Entry(id=f"e{i}", scope="c", value=r.value) for i, r in enumerate(reqs)])
+    assert "e2" not in [h.entry.id for h in plain.search(q, ["c"])]
+    assert "e2" in [h.entry.id for h in eng.search(q, ["c"])]  # found through "Jolene"
