@@ -9,6 +9,7 @@ import warnings
 from collections.abc import AsyncIterator, Generator, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
+from urllib.parse import urlsplit, urlunsplit
 
 import redis.asyncio as aredis
 from redis import exceptions as rexc
@@ -159,6 +160,10 @@ class Blackboard:
             cluster=base.cluster if cluster is None else cluster,
         )
         explicit_partitions = partitions is not None or settings is not None
+        if (username is not None or password is not None) and s.redis_url:
+            # redis-py lets a URL's credentials win over username=/password=: an agent
+            # handed the operator's URL would silently connect as the operator.
+            s = replace(s, redis_url=_without_credentials(s.redis_url))
 
         async def _open() -> Blackboard:
             if not s.redis_url:
@@ -490,6 +495,15 @@ class Blackboard:
             (sid.decode(), {k.decode(): v.decode("utf-8", "replace") for k, v in f.items()})
             for sid, f in items
         ]
+
+
+def _without_credentials(url: str) -> str:
+    """``url`` without its ``user:password@`` and ``?username=``/``?password=``."""
+    parts = urlsplit(url)
+    netloc = parts.netloc.rpartition("@")[2]
+    query = "&".join(q for q in parts.query.split("&")
+                     if q and q.split("=", 1)[0].lower() not in ("username", "password"))
+    return urlunsplit(parts._replace(netloc=netloc, query=query))
 
 
 def _sid(raw: bytes | str) -> tuple[int, int]:

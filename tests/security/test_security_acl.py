@@ -286,3 +286,20 @@ async def test_junk_in_a_schedule_does_not_stop_the_sweep(bb: Blackboard) -> Non
     await asyncio.sleep(0.05)
     assert (await bb.sweep()).expired == {s.id: 1}
     assert await bb.client.zcard(s.keys.part.ttl) == 0
+
+
+
+async def test_explicit_credentials_win_over_the_urls(bb: Blackboard, redis_url: str) -> None:
+    # redis-py lets a URL's user win over username=/password=: an agent process handed the
+    # operator's URL, credentials and all, plus its own login must still be confined.
+    g = await AclAdmin(bb).grant("a", (), rotate=True)
+    operator_url = redis_url.replace("redis://", "redis://default:anything@", 1)
+    a = await Blackboard.connect(operator_url + "?password=x", username=g.username,
+                                 password=g.password)
+    try:
+        assert await a.client.execute_command("ACL", "WHOAMI") == g.username.encode()
+        with pytest.raises(rexc.NoPermissionError):
+            await a.client.hgetall("bb:registry:scopes")
+    finally:
+        await a.close()
+        await AclAdmin(bb).revoke("a")
