@@ -191,6 +191,9 @@ async def test_update_edge_is_compare_and_set(bb: Blackboard, clean_redis: redis
             MemorySubscription("agent:*:working", "agent:{1}:stm", "identity"))
         t0 = await bb.client.time()
         assert e.version == 1 and 0 < e.since <= t0[0] * 1000 + t0[1] // 1000
+        # It matches events from its install on, not those written before it existed.
+        assert e.accepts("agent:a:working", (), e.since) == "agent:a:stm"
+        assert e.accepts("agent:a:working", (), e.since - 1) is None
         assert _versions(clean_redis, bb.partitions) == [1] * bb.partitions
         with pytest.raises(EdgeVersionConflict, match="at version 1, not the expected 7"):
             await reg.update_edge(replace(e, trigger=Trigger.count(9)), expected_version=7)
