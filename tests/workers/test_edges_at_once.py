@@ -186,3 +186,45 @@ async def test_a_changed_trigger_applies_at_the_next_fire(
         await until(fired, 15, "the 6 items fired under the new count-5 trigger")
     finally:
         await reg.aclose()
+
+
+async def test_edges_changing_while_writes_flow(
+    bb: Blackboard, clean_redis: redis.Redis, worker_procs: WorkerProcs
+) -> None:
+    """Edge changes racing a stream of writes: every batch the worker matched under an edge
+    set that changed meanwhile is refused and matched again, and still every write reaches
+    each edge exactly once."""
+    from dataclasses import replace
+
+    from memory.subscriptions import Trigger
+
+    w = worker_procs.start("all", **NO_BACKSTOP)
+    await wait_ready(bb, clean_redis, CONSOLIDATING)
+    h = await install_default_hierarchy(bb, "c1")
+    reg = Registry(bb)
+    try:
+        async def writes() -> None:
+            await _write(bb, "c1", 60)
+
+        async def churn() -> None:
+            summ = next(e for e in h.edges if e.transformer == "summarize")
+            idle = MemorySubscription("team:nobody", "team:nobody2", "team")
+            for i in range(30):
+                summ = await reg.update_edge(
+                    replace(summ, trigger=Trigger.any_of(Trigger.count(20 + i % 2),
+                                                         Trigger.age(600))),
+                    expected_version=summ.version)
+                if i % 3 == 0:
+                    await reg.install_edge(idle)
+                elif i % 3 == 2:
+                    await reg.remove_edge(idle.id)
+
+        await asyncio.gather(writes(), churn())
+
+        async def done() -> str | bool:
+            return await reach_report(bb, clean_redis, ["c1"], list(h.edges)) or True
+
+        await until(done, 60, "every write reaching its edges through the churn", w)
+        assert w.poll() is None
+    finally:
+        await reg.aclose()
