@@ -79,16 +79,18 @@ class ClientSettings:
             raise InvalidArgument(f"partitions must be in 1..4096, got {self.partitions}")
         if self.max_entry_bytes < 1:
             raise InvalidArgument("max_entry_bytes must be positive")
-        if self.socket_timeout < 3:
-            raise InvalidArgument("socket_timeout must be at least 3 s (blocking reads)")
+        if self.socket_timeout <= 0:
+            raise InvalidArgument("socket_timeout must be positive")
         if self.max_connections < 1 or self.pool_timeout <= 0:
             raise InvalidArgument("max_connections and pool_timeout must be positive")
 
     @property
     def max_block_ms(self) -> int:
         """The longest a blocking read may block: the socket timeout less a margin for the
-        reply to arrive, else the read fails with a timeout instead of returning empty."""
-        return int(self.socket_timeout * 1000) - 2_000
+        reply to arrive (2 s, or half of a short timeout), else the read fails with a
+        timeout instead of returning empty."""
+        ms = int(self.socket_timeout * 1000)
+        return max(1, ms - min(2_000, ms // 2))
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None, **overrides: Any) -> ClientSettings:

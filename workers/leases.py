@@ -1,11 +1,12 @@
 """Partition leases: which worker of a role reads which partition.
 
 Every lease lives in one hash, the lease table (``bb:leases``): ``h:<role>:<p>`` names the
-holder, ``b:<role>:<holder>`` is the holder's last beat (ms, Redis clock). A lease lasts as
-long as its holder beats within ``ttl_ms``, so a process renews all the leases of all its
-roles with one HSET and learns the whole table with one HGETALL per heartbeat
-(:class:`LeaseTable`) -- an idle worker costs two commands a beat, not one per lease. Taking
-and giving up a lease is a script (``lease_table.lua``) that checks the holder's beat.
+holder (a worker id), ``w:<role>:<holder>`` the holder's process and ``b:<process>`` that
+process's last beat (ms, Redis clock). A lease lasts as long as its holder's process beats
+within ``ttl_ms``, so a process renews all the leases of all its roles by writing one field
+and learns the whole table with one HGETALL per heartbeat (:class:`LeaseTable`) -- an idle
+worker costs two commands and a few dozen bytes of AOF a beat, not a command per lease.
+Taking and giving up a lease is a script (``lease_table.lua``) that checks the holder's beat.
 
 Workers aim for a fair share, ``ceil(P / live workers of the role)``: they take free or
 lapsed partitions up to it and hand back extras, so a new worker gets partitions within one
@@ -20,7 +21,10 @@ import asyncio
 import contextlib
 import logging
 import math
+import os
 import random
+import socket
+import uuid
 from dataclasses import dataclass, field
 
 from blackboard import Blackboard
@@ -38,8 +42,8 @@ async def _lease(bb: Blackboard, key: str, op: str, token: str, ttl_ms: int) -> 
 
 @dataclass(frozen=True, slots=True)
 class LeaseSnapshot:
-    """The lease table as one read saw it: holders by (role, partition), beats by
-    (role, holder), and ``now`` (Redis clock) when it was read."""
+    """The lease table as one read saw it: holders by (role, partition), the beat of each
+    (role, holder) (its process's), and ``now`` (Redis clock) when it was read."""
 
     now: int
     holders: dict[tuple[str, int], str] = field(default_factory=dict)
@@ -48,17 +52,21 @@ class LeaseSnapshot:
     @classmethod
     def parse(cls, now: int, raw: dict[bytes, bytes]) -> LeaseSnapshot:
         holders: dict[tuple[str, int], str] = {}
-        beats: dict[tuple[str, str], int] = {}
+        procs: dict[tuple[str, str], str] = {}
+        process_beats: dict[str, int] = {}
         for k, v in raw.items():
             kind, _, rest = k.decode("utf-8", "replace").partition(":")
             role, _, name = rest.partition(":")
             try:
                 if kind == "h":
                     holders[(role, int(name))] = v.decode()
+                elif kind == "w":
+                    procs[(role, name)] = v.decode()
                 elif kind == "b":
-                    beats[(role, name)] = int(v)
+                    process_beats[rest] = int(v)
             except ValueError:
                 log.warning("skipping a malformed lease table field %r", k[:80])
+        beats = {rh: process_beats[p] for rh, p in procs.items() if p in process_beats}
         return cls(now, holders, beats)
 
     def live(self, role: str, within_ms: int) -> int:
@@ -78,35 +86,52 @@ class LeaseSnapshot:
 
 class LeaseTable:
     """The lease table as one process uses it: one beat for all its holders and one read of
-    the table per :meth:`tick`. Holders :meth:`join` and :meth:`leave`; beats of holders
-    that stopped beating long ago are removed (``stale_ms``) so the table stays small."""
+    the table per :meth:`tick`. Holders :meth:`join` and :meth:`leave`; processes that
+    stopped beating long ago (``stale_ms``) are removed with their holders, so the table
+    stays small."""
 
     def __init__(self, bb: Blackboard, stale_ms: int = 600_000) -> None:
         self.bb, self.stale_ms = bb, stale_ms
         self.key = K.lease_table()
+        self.process = f"{socket.gethostname()}-{os.getpid()}-{uuid.uuid4().hex[:6]}"
         self._holders: set[tuple[str, str]] = set()
+        #: Holders whose process field the table showed at the last tick.
+        self._listed: set[tuple[str, str]] = set()
 
     def join(self, role: str, holder: str) -> None:
         self._holders.add((role, holder))
 
     async def leave(self, role: str, holder: str) -> None:
-        """Stop beating for ``holder`` and remove its beat (its leases lapse at once)."""
+        """Stop beating for ``holder`` (its leases lapse at once); the process's beat goes
+        with its last holder."""
         self._holders.discard((role, holder))
-        await self.bb.client.hdel(self.key, f"b:{role}:{holder}")
+        fields = [f"w:{role}:{holder}"] + ([] if self._holders else [f"b:{self.process}"])
+        await self.bb.client.hdel(self.key, *fields)
 
     async def tick(self) -> LeaseSnapshot:
-        """Beat for every joined holder, read the table; two commands in one round trip."""
+        """Beat for every joined holder, read the table: two commands in one round trip (a
+        holder's process field is written only when the table does not show it)."""
         now = self.bb.now_ms()
+        mapping: dict[str, str | int] = {f"w:{r}:{h}": self.process
+                                         for r, h in self._holders - self._listed}
         async with self.bb.client.pipeline(transaction=False) as pipe:
             if self._holders:
-                pipe.hset(self.key, mapping={f"b:{r}:{h}": now for r, h in self._holders})
+                pipe.hset(self.key, mapping=mapping | {f"b:{self.process}": now})
             pipe.hgetall(self.key)
             replies = await pipe.execute()
-        snap = LeaseSnapshot.parse(now, replies[-1])
-        stale = [f"b:{r}:{h}" for (r, h), at in snap.beats.items() if now - at > self.stale_ms]
-        if stale:
-            await self.bb.client.hdel(self.key, *stale)
+        raw: dict[bytes, bytes] = replies[-1]
+        snap = LeaseSnapshot.parse(now, raw)
+        self._listed = {rh for rh in self._holders if rh in snap.beats}
+        await self._prune(now, raw)
         return snap
+
+    async def _prune(self, now: int, raw: dict[bytes, bytes]) -> None:
+        """Remove processes that have not beat for ``stale_ms`` and their holders' fields."""
+        beats = {k[2:]: v for k, v in raw.items() if k.startswith(b"b:")}
+        stale = {p for p, at in beats.items() if now - int(at) > self.stale_ms}
+        gone = [k for k, v in raw.items() if k.startswith(b"w:") and (v in stale or v not in beats)]
+        if stale or gone:
+            await self.bb.client.hdel(self.key, *gone, *(b"b:" + p for p in stale))
 
 
 class TableClock:

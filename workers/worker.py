@@ -88,6 +88,7 @@ class Worker:
         self.consume_counters = ConsumeCounters()
         self.streak = FailureStreak()
         self._last_tick = time.monotonic()
+        self._ticks = 0
         self.edge_set = EdgeSet(self.registry, ROLE_TRANSFORMERS.get(role, frozenset()))
         self.runner = DataflowRunner(
             bb,
@@ -167,9 +168,10 @@ class Worker:
         if self.role in CONSUMING_ROLES:
             await self.ensure_groups()
         await self.refresh_edges()
-        # Announce this worker, but take partitions only on the first lease tick, one
-        # heartbeat later: workers started together then see each other and split the
-        # partitions at once, instead of one taking all and handing half over a tick later.
+        # Announce this worker (its first lease-table tick writes its beat), but take
+        # partitions only on the next tick, one heartbeat later: workers started together
+        # then see each other and split the partitions at once, instead of one taking all
+        # and handing half over a tick later.
         await self.heartbeat.beat(set(), self.counters())
         if self._clock is None:
             self._clock = TableClock(LeaseTable(self.bb), self.settings.heartbeat_ms)
@@ -258,8 +260,9 @@ class Worker:
 
     async def _tick_leases(self, snap: LeaseSnapshot) -> None:
         before = self.leases.current()
-        if not self.holds_leases:
-            pass
+        self._ticks += 1
+        if not self.holds_leases or self._ticks == 1:
+            pass  # the first tick only announces the beat (see start)
         elif self.healthy():
             await self.leases.rebalance(snap, 3 * self.settings.heartbeat_ms)
         elif before:

@@ -1,8 +1,9 @@
 -- lease_table.lua: take or give up a partition lease in the lease table of every role.
 --
--- KEYS: [1] the lease table (bb:leases): h:<role>:<p> -> holder, b:<role>:<holder> -> last
---   beat (ms). A lease lasts as long as its holder beats: holders renew all their leases
---   with one HSET of their beat field, not one command per lease.
+-- KEYS: [1] the lease table (bb:leases): h:<role>:<p> -> holder, w:<role>:<holder> -> its
+--   process, b:<process> -> the process's last beat (ms). A lease lasts as long as its
+--   holder's process beats: a process renews all its leases with one HSET of its beat
+--   field, not one command per lease.
 -- ARGV: [1] op ('acquire' | 'release'), [2] role, [3] partition, [4] holder,
 --   [5] now (ms, Redis clock as the caller measured it), [6] ttl ms.
 -- Returns: 1 when the caller holds the lease after the call (acquire) or released it
@@ -15,7 +16,8 @@ if ARGV[1] == 'acquire' then
     return 1
   end
   if cur then
-    local beat = redis.call('HGET', KEYS[1], 'b:' .. ARGV[2] .. ':' .. cur)
+    local proc = redis.call('HGET', KEYS[1], 'w:' .. ARGV[2] .. ':' .. cur)
+    local beat = proc and redis.call('HGET', KEYS[1], 'b:' .. proc)
     if beat and tonumber(ARGV[5]) - tonumber(beat) < tonumber(ARGV[6]) then
       return 0
     end

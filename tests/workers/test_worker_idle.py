@@ -5,6 +5,7 @@ exits 0 on SIGTERM. Also: metrics for ``--role all`` and ``--concurrency 2``."""
 
 from __future__ import annotations
 
+import importlib.util
 import os
 import re
 import signal
@@ -14,6 +15,7 @@ import sys
 import time
 import urllib.request
 from pathlib import Path
+from typing import Any
 
 import redis
 from workers_support import wait_until
@@ -21,8 +23,21 @@ from workers_support import wait_until
 from workers.settings import ROLES
 
 ROOT = Path(__file__).resolve().parents[2]
-sys.path.insert(0, str(ROOT / "bench"))
-from idle_worker import command_calls  # noqa: E402
+
+
+def _bench_module() -> Any:
+    """bench/idle_worker.py, loaded by path (bench/ on sys.path would shadow packages:
+    bench/consolidation.py is not the consolidation package)."""
+    spec = importlib.util.spec_from_file_location("bench_idle_worker", ROOT / "bench" /
+                                                  "idle_worker.py")
+    assert spec is not None and spec.loader is not None
+    mod = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = mod  # its dataclasses look their module up there
+    spec.loader.exec_module(mod)
+    return mod
+
+
+command_calls = _bench_module().command_calls
 
 #: issue 11: at most 20 commands a second on average from one idle ``--role all`` worker
 MAX_IDLE_COMMANDS_PER_S = 20

@@ -33,17 +33,31 @@ async def until(pred: Callable[[], Awaitable[bool]], limit_s: float, what: str) 
     raise AssertionError(f"timed out after {limit_s}s waiting for {what}")
 
 
+def _now_ms(r: redis.Redis) -> int:
+    sec, usec = r.time()
+    return int(sec) * 1000 + int(usec) // 1000
+
+
+def holder_beats(r: redis.Redis) -> dict[str, int]:
+    """Holder of the role -> the last beat of its process, from the lease table."""
+    table = {k.decode(): v.decode() for k, v in r.hgetall(K.lease_table()).items()}
+    out = {}
+    for k, proc in table.items():
+        if k.startswith(f"w:{ROLE}:") and f"b:{proc}" in table:
+            out[k.split(":", 2)[2]] = int(table[f"b:{proc}"])
+    return out
+
+
 def lease_holders(r: redis.Redis) -> dict[int, str]:
     """Partition -> holder of each live lease in the lease table (read from Redis): a
-    lease whose holder beat within the lease TTL."""
-    table = {k.decode(): v.decode() for k, v in r.hgetall(K.lease_table()).items()}
-    sec, usec = r.time()
-    now = sec * 1000 + usec // 1000
+    lease whose holder's process beat within the lease TTL."""
+    holders = {k.decode(): v.decode() for k, v in r.hgetall(K.lease_table()).items()
+               if k.startswith(f"h:{ROLE}:".encode())}
+    beats, now = holder_beats(r), _now_ms(r)
     out = {}
     for p in range(P):
-        holder = table.get(f"h:{ROLE}:{p}")
-        beat = table.get(f"b:{ROLE}:{holder}")
-        if holder is not None and beat is not None and now - int(beat) < LEASE_TTL_S * 1000:
+        holder = holders.get(f"h:{ROLE}:{p}")
+        if holder in beats and now - beats[holder] < LEASE_TTL_S * 1000:
             out[p] = holder
     return out
 
@@ -86,12 +100,10 @@ async def test_two_workers_share_then_survivor_takes_all(
     assert await fair(), holders_by_pid(r)
     # Every lease lasts only while its holder beats: each holder's last beat is younger
     # than the lease TTL (renewed by the beat, not permanent).
-    table = {k.decode(): int(v) for k, v in r.hgetall(K.lease_table()).items()
-             if k.startswith(f"b:{ROLE}:".encode())}
-    sec, usec = r.time()
-    assert len(table) == 2
-    for at in table.values():
-        assert 0 <= sec * 1000 + usec // 1000 - at < LEASE_TTL_S * 1000
+    beats, now = holder_beats(r), _now_ms(r)
+    assert len(beats) == 2
+    for at in beats.values():
+        assert 0 <= now - at < LEASE_TTL_S * 1000
 
     worker_procs.kill(w1)  # kill -9: no release, no heartbeat removal
     killed_at = time.monotonic()
@@ -151,7 +163,7 @@ async def test_sigterm_finishes_batch_releases_leases_and_exits_0(
     assert sorted(stm[0].metadata["provenance"]["sources"]) == sorted(e.id for e in es)
     # Leases released (fields gone, not left to lapse), its beat and heartbeat removed.
     assert [k for k in r.hkeys(K.lease_table()) if k.startswith(f"h:{ROLE}:".encode())] == []
-    assert not r.hexists(K.lease_table(), f"b:{ROLE}:{wid}")
+    assert not r.hexists(K.lease_table(), f"w:{ROLE}:{wid}")
     assert not r.exists(K.worker(wid))
     assert r.zscore(K.workers_of(ROLE), wid) is None
     groups = {g["name"].decode(): g for g in r.xinfo_groups(part.bus)}
