@@ -132,6 +132,7 @@ def register(app: typer.Typer) -> None:
 
 
 def _table(console: Any, text: str, agent: str, hits: list[Any], explain: bool) -> None:
+    from rich.markup import escape
     from rich.table import Table
     from rich.text import Text
 
@@ -140,7 +141,7 @@ def _table(console: Any, text: str, agent: str, hits: list[Any], explain: bool) 
                       markup=False)
         return
     wide = console.width >= WIDE
-    t = Table(title=f"recall {text!r} for agent {agent} ({len(hits)} hits)",
+    t = Table(title=escape(f"recall {text!r} for agent {agent} ({len(hits)} hits)"),
               title_justify="left")
     t.add_column("#", justify="right")
     t.add_column("score", justify="right")

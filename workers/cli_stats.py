@@ -48,8 +48,18 @@ def role_summary(st: Stats) -> dict[str, dict[str, Any]]:
     return dict(sorted(out.items()))
 
 
-def _busy(b: BusStats) -> bool:
-    return bool(b.dlq or any(g.pending or g.lag for g in b.groups))
+def _busy_rows(buses: list[BusStats]) -> list[tuple[str, ...]]:
+    """(partition, bus, dlq, group, pending, lag) for each group with pending or lag, and a
+    row for a partition with dead letters: what needs a look, not every idle group."""
+    rows: list[tuple[str, ...]] = []
+    for b in buses:
+        busy = [g for g in b.groups if g.pending or g.lag is None or g.lag]
+        if b.dlq and not busy:
+            rows.append((str(b.partition), str(b.length), str(b.dlq), "-", "", ""))
+        for g in busy:
+            rows.append((str(b.partition), str(b.length), str(b.dlq), g.role, str(g.pending),
+                         "?" if g.lag is None else str(g.lag)))
+    return rows
 
 
 def _workers_table(workers: list[WorkerInfo]) -> Table:
@@ -100,10 +110,16 @@ def render(st: Stats, workers: list[WorkerInfo], show_all: bool) -> None:
     if show_all:
         console.print(_partition_table(list(st.buses), f"all {st.partitions} partitions"))
         return
-    busy = [b for b in st.buses if _busy(b)]
-    if busy:
-        console.print(_partition_table(busy, f"{len(busy)} partitions with pending, lag or "
-                                             "dead letters (--all shows every partition)"))
+    rows = _busy_rows(list(st.buses))
+    if rows:
+        console.print("[bold]needs a look[/]: groups with pending or lag, dead letters "
+                      "(--all shows every partition)")
+        t = Table()
+        for col in ("partition", "bus", "dlq", "group", "pending", "lag"):
+            t.add_column(col, justify="left" if col == "group" else "right")
+        for row in rows:
+            t.add_row(*row)
+        console.print(t)
 
 
 def register(app: typer.Typer) -> None:

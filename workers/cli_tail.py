@@ -1,4 +1,5 @@
-"""``blackboard tail SCOPE``: a scope's recent events, then (``--follow``) new ones.
+"""``blackboard tail SCOPE``: a scope's recent events, then (``--follow``) new ones; for
+people each line ends with the entry's text (when it is still live).
 
 Without ``--follow`` it prints what exists and exits, so it never waits on a question it
 can answer; with it, it says on stderr what it waits for. A scope nobody ever wrote,
@@ -14,6 +15,7 @@ from datetime import UTC, datetime
 from typing import Annotated, Any
 
 import typer
+from rich.markup import escape
 
 from blackboard import Blackboard, Event, NotFound
 from blackboard.entry import decode_event
@@ -54,10 +56,18 @@ async def recent_events(bb: Blackboard, scope_id: str, since: str | None,
     return [decode_event(sid, f, s.partition) for sid, f in reversed(items)]
 
 
+async def texts_of(bb: Blackboard, scope: str, evs: list[Event]) -> dict[str, str]:
+    """Entry id -> the text of its live entry (deleted or expired ones have none)."""
+    ids = sorted({ev.entry_id for ev in evs})
+    got = await bb.scope(scope).get_many(ids) if ids else []
+    return {i: e.text for i, e in zip(ids, got, strict=True) if e is not None}
+
+
 async def _follow(bb: Blackboard, scope: str, last: str | None,
-                  show: Callable[[Event], None]) -> None:
+                  show: Callable[[Event, str | None], None], with_text: bool) -> None:
     async for ev in bb.scope(scope).feed(last):
-        show(ev)
+        text = (await texts_of(bb, scope, [ev])).get(ev.entry_id) if with_text else None
+        show(ev, text)
 
 
 async def until_signal(work: Coroutine[Any, Any, None]) -> None:
@@ -83,10 +93,11 @@ async def until_signal(work: Coroutine[Any, Any, None]) -> None:
         raise task.exception()  # type: ignore[misc]
 
 
-def _line(ev: Event) -> str:
+def _line(ev: Event, text: str | None) -> str:
     at = datetime.fromtimestamp(ev.at / 1000, UTC).strftime("%Y-%m-%d %H:%M:%S")
-    tags = f" [{', '.join(sorted(ev.tags))}]" if ev.tags else ""
-    return f"[dim]{at}[/] [bold]{ev.type}[/] {ev.entry_id} v{ev.version}{tags}"
+    tags = " " + escape(f"[{', '.join(sorted(ev.tags))}]") if ev.tags else ""
+    body = f" {escape(text)}" if text else ""
+    return f"[dim]{at} {ev.entry_id}[/] [bold]{ev.type}[/] v{ev.version}{tags}{body}"
 
 
 def register(app: typer.Typer) -> None:
@@ -114,11 +125,11 @@ def register(app: typer.Typer) -> None:
 
             usage(f"--limit must be at least 1 (got {limit})")
 
-        def show(ev: Event) -> None:
+        def show(ev: Event, text: str | None) -> None:
             if json_out:
                 print_json(ev)
             else:
-                console.print(_line(ev), highlight=False)
+                console.print(_line(ev, text), highlight=False)
 
         async def main() -> None:
             async with Blackboard.connect(url) as bb:
@@ -127,8 +138,9 @@ def register(app: typer.Typer) -> None:
                         f"unknown scope {scope!r}: it has no events, entries or registered "
                         "config (`blackboard map --agent A` lists an agent's scopes)")
                 evs = await recent_events(bb, scope, since, limit)
+                texts = {} if json_out else await texts_of(bb, scope, evs)
                 for ev in evs:
-                    show(ev)
+                    show(ev, texts.get(ev.entry_id))
                 if not follow:
                     if not evs and not json_out:
                         console.print(f"no events in {scope}"
@@ -136,6 +148,6 @@ def register(app: typer.Typer) -> None:
                     return
                 last = evs[-1].id if evs else since
                 waiting(f"following {scope} for new events; Ctrl-C to stop")
-                await until_signal(_follow(bb, scope, last, show))
+                await until_signal(_follow(bb, scope, last, show, not json_out))
 
         _run(main())

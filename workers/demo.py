@@ -141,7 +141,7 @@ class Phases:
         self.progress = Progress(
             SpinnerColumn(finished_text="[green]✓[/]"),
             TextColumn("{task.description}"),
-            BarColumn(bar_width=20),
+            BarColumn(bar_width=12),
             MofNCompleteColumn(),
             TimeElapsedColumn(),
             console=console,
@@ -222,7 +222,7 @@ async def _main(url: str, names: list[str], steps: int, procs: list[subprocess.P
         else:
             settled = False
             console.print("no live workers: nothing consolidates (drop --no-workers)")
-        with ph.phase("recall and report (the first recall loads the embedder)"):
+        with ph.phase("recall (loads the embedder)"):
             report, mmap = await build_report(bb, names[0])
     report["steps"] = sum(done)
     report["settled"] = settled

@@ -7,9 +7,12 @@ terminal's width, never as Python reprs; ``--json`` returns the same data as a d
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 from rich.markup import escape
+from rich.padding import Padding
+from rich.text import Text
 
 from blackboard import Blackboard, Entry
 from blackboard.entry import value_text
@@ -26,15 +29,42 @@ TEAM = "ops"
 QUERIES = ("why did posting to the ledger fail", "Acme Corp payment terms")
 
 
-def _say(text: str, *, dim: bool = False) -> None:
-    console.print(escape(text), style="dim" if dim else None, highlight=False)
+def _say(text: str, *, indent: int = 2, dim: bool = False) -> None:
+    """One item, wrapped with a hanging indent so continuation lines stay under it."""
+    body = Text(text, style="dim" if dim else "")
+    console.print(Padding(body, (0, 0, 0, indent)), highlight=False)
+
+
+def _clip(text: str, n: int = 240) -> str:
+    """Long pooled entries (team, summaries) would fill the screen; --json has them whole."""
+    return text if len(text) <= n else text[: n - 1] + "…"
+
+
+def _episode(v: Mapping[str, Any]) -> str:
+    return (f"task {v.get('task')} ({v.get('session')}): {len(v.get('steps', []))} steps, "
+            f"actors {', '.join(v.get('actors', []))}, outcome {v.get('outcome')}")
+
+
+def _describe(e: Entry) -> str:
+    """An entry in a line or three: an episode by its task and outcome, else its text."""
+    v = e.value
+    if isinstance(v, Mapping) and "task" in v and isinstance(v.get("steps"), list):
+        return _episode(v)
+    return _clip(e.text)
+
+
+def _num(x: Any) -> str:
+    return f"{x:.2f}" if isinstance(x, float) else str(x)
 
 
 def _who(e: Entry) -> str:
     """Team provenance as people read it: which agents contributed, how many entries."""
     att = e.metadata.get("attribution") or []
     agents = sorted({a["agent"] for a in att if isinstance(a, dict) and a.get("agent")})
-    return f"from {', '.join(agents) or '?'} ({len(att)} entries)" if att else ""
+    n = len(att)
+    if not n:
+        return ""
+    return f"from {', '.join(agents) or '?'} ({n} {'entry' if n == 1 else 'entries'})"
 
 
 def _breakdown(h: Any) -> str:
@@ -83,10 +113,10 @@ def print_report(out: dict[str, Any], agent: str, mmap: MemoryMap) -> None:
         console.print(f"[bold]? {escape(q)}[/]")
         for i, h in enumerate(hits, 1):
             if hasattr(h, "entry"):
-                _say(f"  {i}. {h.entry.text}")
-                _say(f"     {_breakdown(h)}", dim=True)
+                _say(f"{i}. {_describe(h.entry)}")
+                _say(_breakdown(h), indent=5, dim=True)
             else:
-                _say(f"  {h}")
+                _say(str(h))
     console.rule("[bold]learned procedures[/]")
     live = [e for e in proc if "superseded" not in e.tags]
     best: dict[str, Entry] = {}
@@ -95,27 +125,24 @@ def print_report(out: dict[str, Any], agent: str, mmap: MemoryMap) -> None:
         best.setdefault(str(e.value.get("task_kind")), e)
     for e in best.values():
         v = e.value
-        _say(f"  {v.get('task_kind')}: {' → '.join(v.get('steps', []))}  "
-             f"support={v.get('support')} success={v.get('success_rate')} "
-             f"v{v.get('procedure_version', v.get('version'))}")
+        _say(f"{v.get('task_kind')}: {' → '.join(v.get('steps', []))}")
+        _say(f"seen {v.get('support')} times, success rate {_num(v.get('success_rate'))}, "
+             f"version {v.get('procedure_version', v.get('version'))}", indent=5, dim=True)
     if not best:
-        _say("  none yet (procedures need repeated successful tasks)", dim=True)
+        _say("none yet (procedures need repeated successful tasks)", dim=True)
     console.rule("[bold]semantic facts[/] (with evidence; a changed belief supersedes the old)")
     for e in sorted(sem, key=lambda e: (e.key or "", e.created_at)):
         v = e.value
         status = "superseded" if "superseded" in e.tags else v.get("status", "active")
         stances = [x.get("stance") for x in v.get("evidence", [])]
-        _say(f"  ({status}) {e.text}  confidence={v.get('confidence')} "
-             f"evidence: {stances.count('support')} support, "
-             f"{stances.count('contradict')} contradict")
+        _say(f"({status}) {e.text}: confidence {_num(v.get('confidence'))}, evidence "
+             f"{stances.count('support')} for, {stances.count('contradict')} against")
     console.rule("[bold]episodes[/]")
     for e in epi:
-        v = e.value
-        _say(f"  task {v.get('task')} ({v.get('session')}): {len(v.get('steps', []))} "
-             f"steps, actors {', '.join(v.get('actors', []))}, outcome {v.get('outcome')}")
+        _say(_describe(e))
     console.rule(f"[bold]team:{TEAM}[/]")
     for e in team:
-        _say(f"  {value_text(e.value)}")
+        _say(_clip(value_text(e.value)))
         if _who(e):
-            _say(f"     {_who(e)}", dim=True)
+            _say(_who(e), indent=5, dim=True)
     console.print(f"dead-lettered: {sum(out['dlq'].values())}")
