@@ -293,3 +293,11 @@ async def wait_done(bb: Blackboard, pred: Callable[[], Awaitable[bool]], within:
             idle_since = None
         await asyncio.sleep(0.5)
     return await pred()
+
+
+async def dlq_sample(bb: Blackboard, n: int = 5) -> list[dict[bytes, bytes]]:
+    """The first DLQ entries of every partition (their reason, for failure messages)."""
+    out: list[dict[bytes, bytes]] = []
+    for p in range(bb.partitions):
+        out += [f for _id, f in await bb.client.xrange(PartitionKeys(p).dlq, count=n)]
+    return out[:n]

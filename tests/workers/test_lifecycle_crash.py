@@ -21,6 +21,7 @@ import pytest
 from support_lifecycle import (
     QUICK_TRIGGERS,
     Procs,
+    dlq_sample,
     dlq_total,
     drained,
     exactly_once,
@@ -115,7 +116,7 @@ async def test_crash_case_2_workers_12_kills_default_settings(
             assert twice == 0
             assert maxconn == 0
             assert none_attr == 0
-            assert await dlq_total(bb) == 0
+            assert await dlq_total(bb) == 0, await dlq_sample(bb)
             assert finished, await state(bb)
             for w in workers:
                 assert procs.terminate(w) == 0
