@@ -38,6 +38,7 @@ class LensPreset:
     levels: tuple[str, ...] | None = None
     min_strength: float | None = None
     max_results: int | None = None
+    alpha: float | None = None  # the dense weight of fusion for this kind of question
 
 
 #: A lens maps its optional argument (the text after ``name:``) to a preset.

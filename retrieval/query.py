@@ -103,6 +103,8 @@ class MemoryQuery(BaseModel):
             out["min_strength"] = preset.min_strength
         if "max_results" not in out and preset.max_results is not None:
             out["max_results"] = preset.max_results
+        if out.get("alpha") is None and preset.alpha is not None:
+            out["alpha"] = preset.alpha
         return out
 
     @field_validator("query")
