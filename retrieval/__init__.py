@@ -19,6 +19,7 @@ if TYPE_CHECKING:
     from .embedders import (
         Embedder,
         EmbedderUnavailable,
+        FastEmbedEmbedder,
         HashingEmbedder,
         MiniLMEmbedder,
         OpenAIEmbedder,
@@ -32,9 +33,11 @@ if TYPE_CHECKING:
     from .lens import LensPreset, UnknownLens, facts_about, known_lenses, register_lens
     from .query import MemoryQuery, TagFilter
     from .recall import Retriever
+    from .rewrite import LLMQueryRewriter
     from .scoring import ScoredEntry, ScoringConfig
     from .snapshot import Snapshot, SnapshotManifest, load_snapshot, save_snapshot
     from .text import entry_text
+    from .timeline import resolve_periods
 
 _WHERE = {
     "Analyzer": "analyzer",
@@ -50,6 +53,7 @@ _WHERE = {
     "configure_faiss_threads": "dense",
     "Embedder": "embedders",
     "EmbedderUnavailable": "embedders",
+    "FastEmbedEmbedder": "embedders",
     "HashingEmbedder": "embedders",
     "MiniLMEmbedder": "embedders",
     "OpenAIEmbedder": "embedders",
@@ -72,6 +76,7 @@ _WHERE = {
     "MemoryQuery": "query",
     "TagFilter": "query",
     "Retriever": "recall",
+    "LLMQueryRewriter": "rewrite",
     "ScoredEntry": "scoring",
     "ScoringConfig": "scoring",
     "Snapshot": "snapshot",
@@ -79,6 +84,7 @@ _WHERE = {
     "load_snapshot": "snapshot",
     "save_snapshot": "snapshot",
     "entry_text": "text",
+    "resolve_periods": "timeline",
 }
 
 __all__ = [
@@ -93,9 +99,11 @@ __all__ = [
     "Embedder",
     "EmbedderUnavailable",
     "EngineStats",
+    "FastEmbedEmbedder",
     "FollowerStats",
     "HashingEmbedder",
     "IndexFollower",
+    "LLMQueryRewriter",
     "LensPreset",
     "MemoryQuery",
     "MiniLMEmbedder",
@@ -122,6 +130,7 @@ __all__ = [
     "register_bm25_variant",
     "register_embedder",
     "register_lens",
+    "resolve_periods",
     "rrf",
     "save_snapshot",
 ]
