@@ -9,9 +9,11 @@ asyncio scheduler.
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 from redis import exceptions as rexc
@@ -64,6 +66,13 @@ class Maintenance:
     failures: int = 0
     #: Invalid scope ids skipped in partition schedules and scope sets (each logged).
     skipped_scopes: int = 0
+    _running: set[asyncio.Task[Any]] = field(default_factory=set, repr=False)
+    _stopping: bool = field(default=False, repr=False)
+
+    async def drain(self) -> None:
+        """Let job runs in hand finish their current partition, then return (stopping)."""
+        self._stopping = True
+        await asyncio.gather(*self._running, return_exceptions=True)
 
     def _valid(self, names: Iterable[str]) -> list[str]:
         names = list(names)
@@ -234,13 +243,28 @@ class Maintenance:
             return []
         fn = getattr(self, job)
         out = []
-        for p in range(self.bb.partitions):
-            try:
-                out.append(await fn(p, dry_run))
-            except Exception:
-                self.failures += 1
-                log.exception("maintenance job %s failed on partition %d", job, p)
-        return out
+        task = asyncio.current_task()
+        if task is not None:
+            self._running.add(task)
+        try:
+            for p in range(self.bb.partitions):
+                if self._stopping:
+                    break
+                out.append(await self._run_one(job, fn, p, dry_run))
+        finally:
+            if task is not None:
+                self._running.discard(task)
+        return [r for r in out if r is not None]
+
+    async def _run_one(
+        self, job: str, fn: Callable[[int, bool], Awaitable[JobReport]], p: int, dry_run: bool
+    ) -> JobReport | None:
+        try:
+            return await fn(p, dry_run)
+        except Exception:
+            self.failures += 1
+            log.exception("maintenance job %s failed on partition %d", job, p)
+            return None
 
     def schedule(self, scheduler: object) -> None:
         """Add every job to an APScheduler ``AsyncIOScheduler``."""

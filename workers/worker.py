@@ -210,7 +210,9 @@ class Worker:
         if self.index_role is not None:
             steps.append(("index role", self.index_role.stop))
         if self._scheduler is not None:
-            self._scheduler.shutdown(wait=False)
+            self._scheduler.shutdown(wait=False)  # no new runs; the runs in hand drain below
+        if self.maintenance is not None:
+            steps.append(("maintenance", self.maintenance.drain))
         steps += [("loops", self.join), ("leases", self.leases.release_all)]
         if self._clock is not None and self._started:
             clock = self._clock
