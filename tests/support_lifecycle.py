@@ -69,6 +69,26 @@ class Procs:
         p.send_signal(signal.SIGTERM)
         return p.wait(timeout)
 
+    def stop_all(self, timeout: float = 30) -> list[str]:
+        """SIGTERM every live worker at once; what went wrong: a worker that did not exit 0
+        within ``timeout`` seconds (with its log's tail)."""
+        live = [(p, log) for p, log in zip(self.procs, self.logs, strict=True)
+                if p.poll() is None]
+        for p, _log in live:
+            p.send_signal(signal.SIGTERM)
+        problems = []
+        for p, log in live:
+            try:
+                code = p.wait(timeout)
+            except subprocess.TimeoutExpired:
+                tail = log.read_text(errors="replace")[-600:]
+                problems.append(f"{log.name}: still running {timeout:.0f}s after SIGTERM; {tail}")
+                continue
+            if code != 0:
+                tail = log.read_text(errors="replace")[-600:]
+                problems.append(f"{log.name}: exit {code} on SIGTERM; {tail}")
+        return problems
+
     def log_text(self) -> str:
         return "\n".join(f.read_text(errors="replace") for f in self.logs if f.exists())
 

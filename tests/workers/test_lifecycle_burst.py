@@ -7,7 +7,6 @@ hold the last long-term batch for an hour)."""
 
 from __future__ import annotations
 
-import asyncio
 import time
 from pathlib import Path
 
@@ -108,9 +107,6 @@ async def test_burst_of_5x_capacity_written_while_workers_are_down(
             assert proc.get("once", 0) >= N // 2 - len(led.procedures) - 1
             assert await dlq_total(bb) == 0
             assert finished, await state(bb)
-            for p in procs.procs:
-                if p.poll() is None:
-                    assert procs.terminate(p) == 0
-            await asyncio.sleep(0)
+            assert procs.stop_all() == []
     finally:
         procs.close()

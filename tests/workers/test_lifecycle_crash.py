@@ -118,7 +118,6 @@ async def test_crash_case_2_workers_12_kills_default_settings(
             assert none_attr == 0
             assert await dlq_total(bb) == 0, await dlq_sample(bb)
             assert finished, await state(bb)
-            for w in workers:
-                assert procs.terminate(w) == 0
+            assert procs.stop_all() == []
     finally:
         procs.close()

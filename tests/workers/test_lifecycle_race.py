@@ -91,7 +91,7 @@ async def test_race_50_fresh_agents_install_and_write_at_once(
                   f"twice {twice}, {time.monotonic() - t0:.1f}s")
             assert (lost, twice) == (0, 0), await state(bb)
             assert finished
-            assert procs.terminate(w) == 0
+            assert procs.stop_all() == []
     finally:
         procs.close()
 
@@ -112,7 +112,7 @@ async def test_sensory_entries_expired_before_any_worker_runs_reach_working(
             assert swept.expired == {"agent:s:sensory": 60}
             assert await bb.scope("agent:s:sensory").count() == 0  # gone for readers
 
-            w = procs.start("summarize", QUICK)
+            procs.start("summarize", QUICK)
             working = bb.scope("agent:s:working")
 
             async def copied() -> list[str]:
@@ -136,6 +136,6 @@ async def test_sensory_entries_expired_before_any_worker_runs_reach_working(
             print(f"sensory ttl: 60 expired before a worker ran: lost {lost}, twice {twice}")
             assert (lost, twice, foreign) == (0, 0, 0), await state(bb)
             assert finished
-            assert procs.terminate(w) == 0
+            assert procs.stop_all() == []
     finally:
         procs.close()
