@@ -229,6 +229,16 @@ async def _main(url: str, names: list[str], steps: int, procs: list[subprocess.P
     return report, mmap
 
 
+def _reap(p: subprocess.Popen[bytes], grace: float = 30) -> int:
+    """The worker's exit code; one still running ``grace`` seconds after SIGTERM is
+    killed (its code is then -9, and the demo exits 1 saying so)."""
+    try:
+        return p.wait(grace)
+    except subprocess.TimeoutExpired:
+        p.kill()
+        return p.wait()
+
+
 def _start_workers(url: str) -> list[subprocess.Popen[bytes]]:
     env = {**os.environ, **WORKER_ENV}
     return [subprocess.Popen(worker_command(url, role), env=env, stdout=subprocess.DEVNULL,
@@ -255,7 +265,7 @@ def run_demo(url: str | None, *, agents: int = 3, steps: int = 120, workers: boo
         finally:
             for p in procs:
                 p.terminate()
-            codes = [p.wait(30) for p in procs]
+            codes = [_reap(p) for p in procs]
     report["worker_exit_codes"] = codes
     report["seconds"] = round(time.perf_counter() - t0, 1)
     if json_out:
