@@ -37,6 +37,10 @@ from blackboard.scripts import run_script
 from .errors import EdgeVersionConflict
 from .subscriptions import MemorySubscription, TagMatch, Trigger, check_acyclic
 
+#: How far before an edge's install its ``since`` reaches (ms): bounds the clock skew between
+#: cluster nodes that still cannot make a write that follows the install miss the edge.
+SINCE_SLACK_MS = 5_000
+
 __all__ = ["EdgeFields", "EdgeRegistry", "version_string"]
 
 log = logging.getLogger(__name__)
@@ -219,9 +223,12 @@ class EdgeRegistry:
             "trigger": json.dumps(edge.trigger.to_json()),
         }
         if expected is None:
-            # ``since`` comes from Redis's clock, less the clock's uncertainty, so no event
-            # written after this returns is stamped before it.
-            slack = int(min(self.bb.clock.uncertainty_ms, 1000.0)) + 1
+            # ``since`` comes from Redis's clock, less a generous slack: on a cluster the
+            # node stamping an event may run behind the one measured here. Matching an event
+            # written a little before the install costs at most its consolidation (events
+            # already consumed are never matched again); missing one written after would
+            # lose it.
+            slack = int(self.bb.clock.uncertainty_ms) + SINCE_SLACK_MS
             fields |= {"pk": edge.id, "created_at": now, "version": 1,
                        "since": now - slack, "published": 0}
         else:
