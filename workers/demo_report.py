@@ -41,7 +41,8 @@ def _clip(text: str, n: int = 240) -> str:
 
 
 def _episode(v: Mapping[str, Any]) -> str:
-    return (f"task {v.get('task')} ({v.get('session')}): {len(v.get('steps', []))} steps, "
+    n = len(v.get("steps", []))
+    return (f"task {v.get('task')} ({v.get('session')}): {n} step{'' if n == 1 else 's'}, "
             f"actors {', '.join(v.get('actors', []))}, outcome {v.get('outcome')}")
 
 
