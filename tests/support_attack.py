@@ -180,3 +180,17 @@ def partition_key(part: PartitionKeys, name: str) -> str:
     """``part.<name>``; on the code before issue 12 (no inbox/relaying yet) the name the
     keys module gives it now, so the same attack runs against both."""
     return str(getattr(part, name, f"{part.base}:{name}"))
+
+
+@pytest.fixture(params=["single", pytest.param("cluster", marks=pytest.mark.cluster)])
+def any_base(request: pytest.FixtureRequest) -> AttackEnv:
+    """The same attack on one Redis and on the 3-master cluster."""
+    name = "attack_base" if request.param == "single" else "attack_cluster_base"
+    env: AttackEnv = request.getfixturevalue(name)
+    return env
+
+
+@pytest.fixture()
+async def any_env(any_base: AttackEnv) -> AsyncIterator[AttackEnv]:
+    yield any_base
+    await any_base.close()

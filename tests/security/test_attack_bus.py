@@ -15,8 +15,10 @@ from pathlib import Path
 from support_attack import (
     AttackEnv,
     Tally,
+    any_base,
+    any_env,
     attack_base,
-    attack_env,
+    attack_cluster_base,
     neighbour,
     partition_key,
 )
@@ -37,7 +39,7 @@ from blackboard.ids import new_ulid
 from blackboard.keys import PartitionKeys, partition_of
 from memory.hierarchy import install_default_hierarchy
 
-__all__ = ["attack_base", "attack_env"]  # fixtures, imported for pytest
+__all__ = ["any_base", "any_env", "attack_base", "attack_cluster_base"]  # fixtures
 
 VICTIM = "c"
 ATTACKER = neighbour(VICTIM)
@@ -76,9 +78,9 @@ async def _consolidated(env: AttackEnv, written: list[str]) -> tuple[int, int]:
 
 
 async def test_agent_cannot_trim_block_or_delete_the_bus(
-    attack_env: AttackEnv, tmp_path: Path
+    any_env: AttackEnv, tmp_path: Path
 ) -> None:
-    env = attack_env
+    env = any_env
     a, part = await _setup(env)
     c = await env.agent(VICTIM)
     written = await write_steps(c, VICTIM, 30, chunk=10)  # 30 pending for the worker
@@ -145,9 +147,9 @@ async def test_agent_cannot_trim_block_or_delete_the_bus(
 
 
 async def test_forged_and_replayed_events_never_make_a_second_output(
-    attack_env: AttackEnv, tmp_path: Path
+    any_env: AttackEnv, tmp_path: Path
 ) -> None:
-    env = attack_env
+    env = any_env
     a, part = await _setup(env)
     c = await env.agent(VICTIM)
     written = await write_steps(c, VICTIM, 20, chunk=20)
