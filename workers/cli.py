@@ -71,7 +71,7 @@ def _run(coro: Coroutine[Any, Any, Any]) -> Any:
 
 def waiting(what: str) -> None:
     """Say on stderr what a command waits for (stdout stays the data)."""
-    err_console.print(f"[dim]{what}[/]", highlight=False)
+    err_console.print(f"[dim]{what}[/]", highlight=False, soft_wrap=True)
 
 
 @app.command()
@@ -112,7 +112,7 @@ def server(
         console.print(
             f"ready: redis-server {info['version']} on [bold]{srv.url}[/] "
             f"(AOF in {srv.data_dir}, appendfsync {appendfsync}); Ctrl-C to stop",
-            highlight=False,
+            highlight=False, soft_wrap=True,  # one line, also for a log reader
         )
     code = srv.join()
     srv.stop()
@@ -186,7 +186,8 @@ def worker(
         usage(f"--concurrency must be at least 1 (got {concurrency})")
     settings = WorkerSettings.from_env(metrics_port=metrics_port)
     if concurrency > 1:
-        raise typer.Exit(run_processes(url, role, concurrency, metrics_port))
+        # The port from the environment too: each process gets its own (port + i).
+        raise typer.Exit(run_processes(url, role, concurrency, settings.metrics_port))
 
     def ready() -> None:
         info = {"ready": True, "role": role, "pid": os.getpid(), "redis": mask_url(url),
@@ -196,7 +197,7 @@ def worker(
             return
         metrics = f", metrics on :{metrics_port}" if metrics_port else ""
         console.print(f"ready: worker {role} (pid {os.getpid()}) on {mask_url(url)}"
-                      f"{metrics}; SIGTERM or Ctrl-C to stop", highlight=False)
+                      f"{metrics}; SIGTERM or Ctrl-C to stop", highlight=False, soft_wrap=True)
 
     try:
         code = run_worker(url, role, settings, ready=ready)

@@ -155,3 +155,20 @@ def test_worker_ready_line_masks_the_password(redis_url: str, clean_redis: redis
             p.kill()
             p.wait()
         clean_redis.execute_command("ACL", "DELUSER", "d16-worker")
+
+
+def test_server_ready_line(tmp_path: object) -> None:
+    p = subprocess.Popen([sys.executable, "-m", "workers", "server", "--port", "0",
+                          "--data-dir", f"{tmp_path}/redis"], stdout=subprocess.PIPE,
+                         stderr=subprocess.PIPE, text=True)
+    try:
+        assert p.stdout is not None
+        line = p.stdout.readline()
+        assert line.startswith("ready: redis-server ") and "redis://127.0.0.1:" in line
+        assert line.rstrip().endswith("Ctrl-C to stop")  # one line, not wrapped
+        p.send_signal(signal.SIGTERM)
+        assert p.wait(30) == 0
+    finally:
+        if p.poll() is None:
+            p.kill()
+            p.wait()
