@@ -104,7 +104,7 @@ def register(app: typer.Typer) -> None:
         from blackboard import Blackboard
         from memory import AgentMemory, MemoryQuery
 
-        from .output import console, print_json
+        from .output import console, err_console, print_json
 
         url = _need_url(redis_url)
         _check_query(lens, level)
@@ -122,7 +122,11 @@ def register(app: typer.Typer) -> None:
                     fields["levels"] = level
                 if lens:
                     fields["lens"] = lens
-                hits = await mem.recall(MemoryQuery(**fields), explain=explain)
+                # The first free-text recall loads the embedder and indexes the readable
+                # scopes: seconds to a minute, so say so (on stderr, gone when done).
+                with err_console.status(f"recalling: indexing agent {agent}'s memory "
+                                        "(the first recall loads the embedder)"):
+                    hits = await mem.recall(MemoryQuery(**fields), explain=explain)
             if json_out:
                 print_json([hit_record(i, h) for i, h in enumerate(hits, 1)])
                 return
