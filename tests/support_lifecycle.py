@@ -16,6 +16,9 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
+import pytest
+import redis
+
 from blackboard import Blackboard, WriteRequest
 from blackboard.keys import PartitionKeys
 from memory.hierarchy import default_edges
@@ -321,3 +324,17 @@ async def dlq_sample(bb: Blackboard, n: int = 5) -> list[dict[bytes, bytes]]:
     for p in range(bb.partitions):
         out += [f for _id, f in await bb.client.xrange(PartitionKeys(p).dlq, count=n)]
     return out[:n]
+
+
+@pytest.fixture(params=["single", pytest.param("cluster", marks=pytest.mark.cluster)])
+def target_url(request: pytest.FixtureRequest) -> str:
+    """An emptied Redis: the suite's one, or the 3-master cluster."""
+    if request.param == "single":
+        request.getfixturevalue("clean_redis")
+        return str(request.getfixturevalue("redis_url"))
+    cluster = request.getfixturevalue("cluster")
+    for n in cluster.nodes:
+        r = redis.Redis(port=n.port)
+        r.flushall()
+        r.close()
+    return str(cluster.url)

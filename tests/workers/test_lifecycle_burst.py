@@ -23,6 +23,7 @@ from support_lifecycle import (
     procedural_report,
     set_triggers,
     state,
+    target_url,
     wait_done,
     wait_for,
     write_steps,
@@ -34,6 +35,8 @@ from memory.hierarchy import install_default_hierarchy
 from memory.levels import MemoryLevel
 from workers.settings import CONSUMING_ROLES
 
+__all__ = ["target_url"]  # fixture, imported for pytest
+
 AGENT = "burst"
 CAPACITY = DEFAULT_LEVEL_CONFIGS[MemoryLevel.WORKING].max_entries
 N = 5 * CAPACITY
@@ -41,9 +44,10 @@ N = 5 * CAPACITY
 
 @pytest.mark.parametrize("kill", [False, True], ids=["no-kill", "kill-9-mid-drain"])
 async def test_burst_of_5x_capacity_written_while_workers_are_down(
-    redis_url: str, clean_redis: object, tmp_path: Path, kill: bool
+    target_url: str, tmp_path: Path, kill: bool
 ) -> None:
     assert N == 1_000
+    redis_url = target_url
     procs = Procs(redis_url, tmp_path)
     t0 = time.monotonic()
     try:

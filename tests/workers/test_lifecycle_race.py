@@ -23,6 +23,7 @@ from support_lifecycle import (
     exactly_once,
     ledger,
     state,
+    target_url,
     wait_done,
     write_steps,
 )
@@ -31,6 +32,8 @@ from blackboard import Blackboard
 from blackboard.keys import PartitionKeys
 from memory.hierarchy import default_edges, install_default_hierarchy
 from memory.levels import MemoryLevel
+
+__all__ = ["target_url"]  # fixture, imported for pytest
 
 AGENTS = 50
 PER_AGENT = 20  # the default identity and summarize trigger counts
@@ -49,8 +52,9 @@ async def _worker_ready(bb: Blackboard) -> bool:
 
 
 async def test_race_50_fresh_agents_install_and_write_at_once(
-    redis_url: str, clean_redis: object, tmp_path: Path
+    target_url: str, tmp_path: Path
 ) -> None:
+    redis_url = target_url
     procs = Procs(redis_url, tmp_path)
     t0 = time.monotonic()
     try:
@@ -97,8 +101,9 @@ async def test_race_50_fresh_agents_install_and_write_at_once(
 
 
 async def test_sensory_entries_expired_before_any_worker_runs_reach_working(
-    redis_url: str, clean_redis: object, tmp_path: Path
+    target_url: str, tmp_path: Path
 ) -> None:
+    redis_url = target_url
     procs = Procs(redis_url, tmp_path)
     try:
         async with Blackboard.connect(redis_url, partitions=8) as bb:
