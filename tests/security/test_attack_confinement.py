@@ -4,16 +4,15 @@ partition-wide keys (bus, inbox, DLQ, buffers, schedules, edges version...), the
 the ACL records; then the server commands. Every attempt must be refused by Redis and the
 whole Redis must be byte-identical afterwards.
 
-The only (command, key) pairs left out are those the agent's own ACL rules grant on purpose
-(``blackboard.acl.agent_rules``: reading ``collective``, ``bb:config`` and the flowmark;
-RPUSH to the inbox; SADD to the scopes/retired sets; ZADD/ZREM on the ttl/prune schedules),
-derived from the rules themselves; each of those has its own test of harmlessness
-(test_attack_bus: the inbox; tests/security/test_security_schedules.py: the schedules).
+The only (command, key) pairs left out are those the agent's ACL rules grant on purpose
+(``INTENDED``: reading ``bb:config`` and the flowmark; RPUSH to the inbox; SADD to the
+scopes/retired sets; ZADD/ZREM on the ttl/prune schedules), each with its own test of
+harmlessness (test_attack_bus: the inbox; tests/security/test_security_schedules.py: the
+schedules).
 """
 
 from __future__ import annotations
 
-import fnmatch
 from typing import Any
 
 from support_attack import (
@@ -29,7 +28,6 @@ from support_attack import (
 )
 
 from blackboard import Blackboard
-from blackboard.acl import agent_rules
 from blackboard.keys import (
     ACL_AGENTS,
     CONFIG,
@@ -123,30 +121,15 @@ DRY_ONLY = {"SHUTDOWN", "MONITOR", "SUBSCRIBE", "DEBUG", "FAILOVER", "CLIENT", "
             "INFO"}
 
 
-def _granted(rules: list[str]) -> list[tuple[str, set[str] | None, bool]]:
-    """(key glob, commands or None for all, read-only) for every key pattern of ``rules``."""
-    out: list[tuple[str, set[str] | None, bool]] = []
-    for r in rules:
-        if r.startswith("(") and r.endswith(")"):
-            parts = r[1:-1].split()
-            cmds = {p[1:] for p in parts if p.startswith("+")}
-            out += [(p.split("~", 1)[1], cmds, False) for p in parts if "~" in p]
-        elif r.startswith("%R~"):
-            out.append((r[3:], None, True))
-        elif r.startswith("~"):
-            out.append((r[1:], None, False))
-    return out
-
-
-def _by_design(grants: list[tuple[str, set[str] | None, bool]], cmd: str, key: str) -> bool:
-    for glob, cmds, read_only in grants:
-        if not fnmatch.fnmatchcase(key, glob):
-            continue
-        if cmds is not None and cmd in cmds:
-            return True
-        if cmds is None and (not read_only or cmd in READ_ONLY):
-            return True
-    return False
+#: The (target, command) pairs the agent's rules grant on purpose, stated here rather than
+#: read off ``agent_rules``: a rule broadened by mistake must show up as an allowed attempt,
+#: not shrink the attack.
+INTENDED: dict[str, set[str]] = {
+    "flowmark": READ_ONLY, "config": READ_ONLY,  # the scripts' dataflow hold; bb:config
+    "inbox": {"rpush"},  # the mutation scripts' content events
+    "scopes": {"sadd"}, "retired": {"sadd"},
+    "ttl": {"zadd", "zrem"}, "prune": {"zadd", "zrem"},
+}
 
 
 def _targets(bb: Blackboard, victim_entry: str) -> dict[str, str]:
@@ -194,7 +177,6 @@ async def _matrix(env: AttackEnv, name: str, full: bool) -> Tally:
     await bb.scope("team:other").write({"team": "secret"})
     a = await env.agent(ATTACKER, ("t",))
     await a.scope(f"agent:{ATTACKER}:working").write("mine")
-    grants = _granted(agent_rules(ATTACKER, ["t"], bb.partitions))
     kw = (a.client.get_connection_kwargs() if bb.cluster
           else a.client.connection_pool.connection_kwargs)
     user, pw = kw["username"], kw["password"]
@@ -204,7 +186,7 @@ async def _matrix(env: AttackEnv, name: str, full: bool) -> Tally:
     skipped = 0
     for label, key in _targets(bb, e.id).items():
         for cmd, variants in VARIANTS.items():
-            if _by_design(grants, cmd, key):
+            if cmd in INTENDED.get(label, set()):
                 skipped += len(variants)
                 continue
             for v in variants if full else variants[:1]:
@@ -241,7 +223,7 @@ async def _matrix(env: AttackEnv, name: str, full: bool) -> Tally:
     changed = {k for k in set(before) | set(after) if before.get(k) != after.get(k)}
     t.harmed += len(changed)
     t.escapes += [f"key changed: {k!r}" for k in sorted(changed)][:20]
-    print(f"  ({skipped} pairs granted by the agent's own rules left out)")
+    print(f"  ({skipped} pairs the agent's rules grant on purpose left out)")
     return t
 
 
