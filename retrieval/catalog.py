@@ -16,7 +16,7 @@ from .dense import DenseIndex
 from .growable import GrowableArray
 from .query import MemoryQuery
 from .scoring import current_strength
-from .text import event_time_ms
+from .text import event_time_ms, is_said
 
 __all__ = ["ScopeCatalog", "ScopeDecay"]
 
@@ -60,6 +60,9 @@ class ScopeCatalog:
         #: The newest event time (ms) ever indexed here: the anchor of relative time in
         #: queries (:mod:`retrieval.timeline`); 0 while empty.
         self.latest_event = 0
+        #: Live entries a conversation stage can use (a message, or a speaker in metadata):
+        #: with none, the speaker and neighbour stages are skipped.
+        self.n_said = 0
 
     def __len__(self) -> int:
         return len(self.row_of)
@@ -84,6 +87,7 @@ class ScopeCatalog:
         if entry.key is not None:
             self.keys[row] = entry.key
         self.n_expiring += entry.expires_at > 0
+        self.n_said += is_said(entry)
         self.latest_event = max(self.latest_event, event_time_ms(entry))
         return row
 
@@ -105,6 +109,7 @@ class ScopeCatalog:
                     del self.tag_rows[t]
         self.keys.pop(row, None)
         self.n_expiring -= entry.expires_at > 0
+        self.n_said -= is_said(entry)
         return row
 
     # -- filters -------------------------------------------------------------

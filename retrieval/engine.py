@@ -25,6 +25,7 @@ from .ranking import rank, scope_candidates
 from .rerank import rerank
 from .scoring import ScoredEntry, ScoringConfig
 from .text import entry_text
+from .timeline import resolve_periods
 
 __all__ = ["EngineStats", "SearchEngine"]
 
@@ -307,11 +308,21 @@ class SearchEngine:
                 parts = [p for p in parts if len(p.rows)]
                 if not parts:
                     return []
-            if not (cfg.speaker_boost or cfg.neighbour_weight or cfg.time_boost):
+            anchor = max(c.latest_event for c in cats)
+            if not self._second_stage(q.query, cats, anchor):
                 return rank(parts, head.model_copy(update={"max_results": k}), qvec, now, cfg,
                             dim)
-            anchor = max(c.latest_event for c in cats)
             return rerank(rank(parts, head, qvec, now, cfg, dim), q.query, cfg, anchor, k)
+
+    def _second_stage(self, query: str | None, cats: list[ScopeCatalog], anchor: int) -> bool:
+        """Whether :func:`rerank` can change anything: conversational entries for the
+        speaker and neighbour boosts, or a period named in the query for the time boost."""
+        cfg = self.config
+        if query is None:
+            return False
+        if (cfg.speaker_boost or cfg.neighbour_weight) and any(c.n_said for c in cats):
+            return True
+        return bool(cfg.time_boost) and bool(resolve_periods(query, anchor))
 
     def _feedback(
         self, q: MemoryQuery, qvec: Vec | None, first: list[ScoredEntry]

@@ -8,7 +8,9 @@ from typing import Any
 
 from blackboard.entry import Entry
 
-__all__ = ["TEXT_METADATA", "entry_text", "event_time_ms", "flatten_value", "message_text"]
+__all__ = [
+    "TEXT_METADATA", "entry_text", "event_time_ms", "flatten_value", "is_said", "message_text",
+]
 
 #: Metadata fields that join the indexed text, in this order: who said it and when help a
 #: query find it ("what did Alice say in May"); ``context`` is text around the entry (the
@@ -52,6 +54,11 @@ def _at(value: Mapping[str, Any]) -> datetime | None:
         return datetime.fromisoformat(at)
     except ValueError:
         return None
+
+
+def is_said(entry: Entry) -> bool:
+    """Whether someone said the entry: a message, or an entry with a ``speaker``."""
+    return _is_message(entry.value) or isinstance((entry.metadata or {}).get("speaker"), str)
 
 
 def event_time_ms(entry: Entry) -> int:
