@@ -1,11 +1,15 @@
 """What one idle worker process costs: Redis commands/s, AOF growth, memory, connections.
 
-    .venv/bin/python bench/idle_worker.py [--seconds 60] [--role all] [--warmup 15] [--json]
+    .venv/bin/python bench/idle_worker.py [--seconds 60] [--role all] [--warmup 15]
+        [--agents N --writes W] [--json]
 
 Starts an embedded redis-server (AOF on) unless ``BLACKBOARD_REDIS_URL`` is set (choose the
 binary with ``BLACKBOARD_REDIS_SERVER``), then one ``blackboard worker --role <role>``
-process with the default settings and nothing written. After the warm-up it measures, over
-``--seconds``:
+process with the default settings and nothing written (``--agents N``: N agents with the
+default hierarchy installed, each having written ``--writes`` working entries before the
+worker starts; the warm-up then covers their consolidation, and what is measured is a worker
+idle after work, with what the triggers leave buffered). After the warm-up it measures,
+over ``--seconds``:
 
 * commands/s: the delta of ``INFO commandstats`` calls (commands run inside scripts count,
   as Redis counts them), less the INFO calls of this script; the top commands by count;
@@ -22,6 +26,7 @@ Target (issue 11): <= 20 commands/s, AOF ~0 B/min, < 300 MB without the semantic
 from __future__ import annotations
 
 import argparse
+import asyncio
 import json
 import os
 import signal
@@ -116,7 +121,25 @@ def _wait_for_worker(r: redis.Redis, proc: subprocess.Popen[bytes], timeout: flo
     raise SystemExit(f"no worker heartbeat within {timeout}s")
 
 
-def measure(url: str, seconds: float, role: str, warmup: float, log_path: str) -> IdleFigures:
+async def _populate(url: str, agents: int, writes: int) -> None:
+    from blackboard import Blackboard, WriteRequest
+    from memory.hierarchy import install_default_hierarchy
+
+    async with Blackboard.connect(url) as bb:
+        for a in range(agents):
+            await install_default_hierarchy(bb, f"a{a}")
+            if writes:
+                await bb.scope(f"agent:a{a}:working").write_many(
+                    [WriteRequest(f"agent a{a} step {i}: ran the tests") for i in range(writes)]
+                )
+
+
+def measure(
+    url: str, seconds: float, role: str, warmup: float, log_path: str,
+    agents: int = 0, writes: int = 0,
+) -> IdleFigures:
+    if agents:
+        asyncio.run(_populate(url, agents, writes))
     r = redis.Redis.from_url(url)
     env = {**os.environ, "PYTHONUNBUFFERED": "1"}
     with open(log_path, "wb") as log:
@@ -175,6 +198,8 @@ def main(argv: list[str] | None = None) -> int:
         "--warmup", type=float, default=15.0,
         help="seconds after the first beat (past the readers' claim window after start-up)",
     )
+    ap.add_argument("--agents", type=int, default=0, help="agents with the default hierarchy")
+    ap.add_argument("--writes", type=int, default=0, help="working entries per agent")
     ap.add_argument("--log", help="keep the worker's log here (default: a temporary file)")
     ap.add_argument("--json", action="store_true")
     a = ap.parse_args(argv)
@@ -183,7 +208,7 @@ def main(argv: list[str] | None = None) -> int:
         if not url:
             url = stack.enter_context(RedisServer()).url
         log_path = a.log or stack.enter_context(tempfile.TemporaryDirectory()) + "/worker.log"
-        fig = measure(url, a.seconds, a.role, a.warmup, log_path)
+        fig = measure(url, a.seconds, a.role, a.warmup, log_path, a.agents, a.writes)
     out: dict[str, Any] = asdict(fig)
     if a.json:
         print(json.dumps(out))

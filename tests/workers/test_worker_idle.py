@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import importlib.util
 import os
+import random
 import re
 import signal
 import socket
@@ -17,6 +18,7 @@ import urllib.request
 from pathlib import Path
 from typing import Any
 
+import pytest
 import redis
 from workers_support import wait_until
 
@@ -49,11 +51,13 @@ def _defaults_env() -> dict[str, str]:
     return env | {"PYTHONUNBUFFERED": "1"}
 
 
-def _worker(url: str, *args: str, log: Path) -> subprocess.Popen[bytes]:
+def _worker(
+    url: str, *args: str, log: Path, env: dict[str, str] | None = None
+) -> subprocess.Popen[bytes]:
     with open(log, "wb") as f:
         return subprocess.Popen(
             [sys.executable, "-m", "workers", "worker", "--redis-url", url, *args],
-            env=_defaults_env(), stdout=f, stderr=subprocess.STDOUT,
+            env=_defaults_env() | (env or {}), stdout=f, stderr=subprocess.STDOUT,
         )
 
 
@@ -121,6 +125,21 @@ def _free_port() -> int:
         return int(s.getsockname()[1])
 
 
+def _free_pair() -> int:
+    """A port that is free with the next one, below the ephemeral range (an outgoing
+    connection's local port there could hold port + 1)."""
+    for _ in range(200):
+        port = random.randint(20_000, 30_000)
+        try:
+            with socket.socket() as a, socket.socket() as b:
+                a.bind(("127.0.0.1", port))
+                b.bind(("127.0.0.1", port + 1))
+            return port
+        except OSError:
+            continue
+    raise AssertionError("no two consecutive free ports")
+
+
 def _scrape(port: int) -> str | None:
     try:
         with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=2) as resp:
@@ -155,15 +174,18 @@ def test_metrics_port_with_role_all_has_one_series_per_role(
     assert "address already in use" not in text_log.lower()
 
 
+@pytest.mark.parametrize("given_by", ["flag", "env"])
 def test_metrics_port_with_concurrency_2_serves_one_endpoint_per_process(
-    redis_url: str, clean_redis: redis.Redis, tmp_path: Path
+    redis_url: str, clean_redis: redis.Redis, tmp_path: Path, given_by: str
 ) -> None:
-    port = _free_port()
-    while _scrape(port + 1) is not None:
-        port = _free_port()
+    port = _free_pair()
     log = tmp_path / "worker.log"
-    p = _worker(redis_url, "--role", "summarize", "--concurrency", "2",
-                "--metrics-port", str(port), log=log)
+    args = ["--role", "summarize", "--concurrency", "2"]
+    if given_by == "flag":
+        p = _worker(redis_url, *args, "--metrics-port", str(port), log=log)
+    else:
+        p = _worker(redis_url, *args, log=log,
+                    env={"BLACKBOARD_WORKER_METRICS_PORT": str(port)})
     try:
         for q in (port, port + 1):
             wait_until(lambda q=q: _scrape(q) is not None, 60, f"metrics on port {q}")
