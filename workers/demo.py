@@ -240,9 +240,17 @@ def _reap(p: subprocess.Popen[bytes], grace: float = 30) -> int:
 
 
 def _start_workers(url: str) -> list[subprocess.Popen[bytes]]:
-    env = {**os.environ, **WORKER_ENV}
-    return [subprocess.Popen(worker_command(url, role), env=env, stdout=subprocess.DEVNULL,
-                             stderr=subprocess.DEVNULL) for role in ROLES]
+    # The URL goes through the environment: a password on a command line is readable by
+    # every user of the machine (ps).
+    env = {**os.environ, **WORKER_ENV, "BLACKBOARD_REDIS_URL": url}
+    procs = []
+    for role in ROLES:
+        cmd = worker_command(url, role)
+        at = cmd.index("--redis-url")
+        del cmd[at : at + 2]
+        procs.append(subprocess.Popen(cmd, env=env, stdout=subprocess.DEVNULL,
+                                      stderr=subprocess.DEVNULL))
+    return procs
 
 
 def run_demo(url: str | None, *, agents: int = 3, steps: int = 120, workers: bool = True,
