@@ -36,8 +36,9 @@ QUICK = {
     "BLACKBOARD_WORKER_SWEEP_EVERY_S": "0.5",
 }
 
-#: The roles the default hierarchy needs (index and team are not part of it for an agent
-#: without teams); ``summarize`` runs the identity and summarize edges.
+#: The roles the default hierarchy of an agent without teams needs (team edges exist only
+#: with teams; the index role serves recall, no edge); ``summarize`` runs the identity and
+#: summarize edges, ``maintenance`` the TTL sweep.
 HIERARCHY_ROLES = ("summarize", "episodic", "semantic", "procedural", "maintenance")
 
 
@@ -67,10 +68,6 @@ class Procs:
     def kill9(self, p: subprocess.Popen[bytes]) -> None:
         p.send_signal(signal.SIGKILL)
         p.wait()
-
-    def terminate(self, p: subprocess.Popen[bytes], timeout: float = 30) -> int:
-        p.send_signal(signal.SIGTERM)
-        return p.wait(timeout)
 
     def stop_all(self, timeout: float = 30) -> list[str]:
         """SIGTERM every live worker at once; what went wrong: a worker that did not exit 0
@@ -177,10 +174,6 @@ class Ledger:
     episodic: Counter[str] = field(default_factory=Counter)
     semantic: Counter[str] = field(default_factory=Counter)
     procedures: list[list[str]] = field(default_factory=list)
-
-    @property
-    def procedural(self) -> Counter[str]:
-        return Counter(s for src in self.procedures for s in src)
 
 
 def _prov(e: Any) -> tuple[str, list[str]]:
