@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING
 
 from .keys import PartitionKeys
 from .scripts import run_script
+from .tasks import cancel_and_wait
 
 if TYPE_CHECKING:
     from .board import Blackboard
@@ -87,6 +88,7 @@ class Relays:
         self.counters = RelayCounters()
         self._users: dict[int, int] = {}
         self._tasks: dict[int, asyncio.Task[None]] = {}
+        self._retiring: set[asyncio.Task[None]] = set()
 
     def acquire(self, partition: int) -> None:
         """A consumer reads ``partition``: make sure its inbox is relayed."""
@@ -106,22 +108,23 @@ class Relays:
         self._users.pop(partition, None)
         task = self._tasks.pop(partition, None)
         if task is not None:
-            task.cancel()
+            task.cancel()  # and the loop sees it is no longer the partition's
+            self._retiring.add(task)
+            task.add_done_callback(self._retiring.discard)
 
     async def close(self) -> None:
-        tasks = list(self._tasks.values())
+        tasks = [*self._tasks.values(), *self._retiring]
         self._tasks.clear()
         self._users.clear()
-        for t in tasks:
-            t.cancel()
-        await asyncio.gather(*tasks, return_exceptions=True)
+        await cancel_and_wait(tasks)
 
     async def _loop(self, p: int) -> None:
         inbox = Inbox(self.bb, p)
         backoff = 0.1
         self.bb.reserve_connections(1)  # the BLMOVE holds one for itself
+        me = asyncio.current_task()
         try:
-            while True:
+            while self._tasks.get(p) is me:
                 try:
                     r = await inbox.relay(self.batch)
                     self.counters.relayed += r.relayed

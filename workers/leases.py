@@ -18,7 +18,6 @@ workers started together split them at once.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 import math
 import os
@@ -30,6 +29,7 @@ from dataclasses import dataclass, field
 from blackboard import Blackboard
 from blackboard import keys as K
 from blackboard.scripts import run_script
+from blackboard.tasks import cancel_and_wait
 
 __all__ = ["JobLease", "LeaseSet", "LeaseSnapshot", "LeaseTable"]
 
@@ -143,6 +143,7 @@ class TableClock:
         self._next: asyncio.Future[LeaseSnapshot] = asyncio.get_running_loop().create_future()
         self._task: asyncio.Task[None] | None = None
         self._users = 0
+        self._stopped = False
 
     def start(self) -> None:
         self._users += 1
@@ -154,9 +155,8 @@ class TableClock:
         self._users -= 1
         if self._users > 0 or self._task is None:
             return
-        self._task.cancel()
-        with contextlib.suppress(asyncio.CancelledError):
-            await self._task
+        self._stopped = True
+        await cancel_and_wait([self._task])  # a swallowed cancel must not keep it alive
         self._task = None
 
     async def next(self) -> LeaseSnapshot:
@@ -164,7 +164,7 @@ class TableClock:
         return await asyncio.shield(self._next)
 
     async def _run(self) -> None:
-        while True:
+        while not self._stopped:
             await asyncio.sleep(self.interval_ms / 1000)
             fut, self._next = self._next, asyncio.get_running_loop().create_future()
             try:
