@@ -28,7 +28,7 @@ from consolidation.llm.openai import OpenAIClient
 from memory.registry import Registry
 from memory.subscriptions import MemorySubscription
 
-from .dataflow import DataflowRunner, _parse_pending_key
+from .dataflow import BufferItem, DataflowRunner, _parse_pending_key
 from .edgeset import EdgeSet
 from .heartbeat import Heartbeat
 from .indexer import IndexRole, bind_reembed
@@ -406,39 +406,82 @@ class Worker:
             await asyncio.gather(*loops.values(), return_exceptions=True)
 
     async def _fire_loop(self, p: int) -> None:
-        """Fire ``p``'s due buffers when its reader buffered items, and while buffers of
-        this role wait there on an age or timer trigger (or a retry), every
-        ``trigger_check_ms``; with none, sleep until woken. While ``p`` is owned."""
+        """Fire ``p``'s due buffers when its reader buffered items, then sleep until the
+        next buffer of this role comes due by age, timer or retry (at least
+        ``trigger_check_ms`` apart); with none, until woken. While ``p`` is owned."""
         due = self._due[p]
         part = PartitionKeys(p)
         while not self._stopping.is_set() and p in self.leases.owned:
             due.clear()
-            timed = True  # after an error, look again soon
+            timeout: float | None = self.settings.trigger_check_ms / 1000  # after an error
             try:
                 raw = await self.bb.client.smembers(part.pendings)
                 mine = [k.decode() for k in raw if self._edge_of(k.decode(), part) is not None]
                 if mine:
                     await self.runner.check(p, mine)
-                timed = self._timed(part, mine)
+                timeout = await self._next_due_s(part, mine)
             except Exception:
                 log.exception("trigger check on partition %d failed; will retry", p)
-            timeout = self.settings.trigger_check_ms / 1000 if timed else None
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(due.wait(), timeout)
 
     def _edge_of(self, key: str, part: PartitionKeys) -> MemorySubscription | None:
         return self.edge_set.get(_parse_pending_key(key, part)[0])
 
-    def _timed(self, part: PartitionKeys, keys: list[str]) -> bool:
-        """Whether a buffer of ``keys`` can come due without a new item: its edge fires on
-        age or a timer, or it waits to retry a failed fire. Count triggers wait for the
-        reader's wake-up instead of polling."""
-        for key in keys:
-            edge = self._edge_of(key, part)
-            if edge is not None and (edge.trigger.max_age is not None or edge.trigger.every):
-                return True
-        # The runner's retry schedule (a failed fire backs off before trying again).
-        return bool(getattr(self.runner, "_retry_at", None))
+    async def _next_due_s(self, part: PartitionKeys, keys: list[str]) -> float | None:
+        """Seconds until a buffer of ``keys`` comes due without a new item (its head's age
+        trigger, its timer, a retry after a failed fire), at least ``trigger_check_ms``;
+        None when none can: count triggers wait for the reader's wake-up."""
+        # The runner's schedule (seconds, Redis clock): last fire and retry per buffer.
+        last: dict[str, float] = getattr(self.runner, "_last_fire", {})
+        retry: dict[str, float] = getattr(self.runner, "_retry_at", {})
+        dues = [retry[k] for k in keys if k in retry]
+        aged: list[tuple[str, float]] = []
+        for k in keys:
+            edge = self._edge_of(k, part)
+            if edge is None:
+                continue
+            if edge.trigger.every is not None:
+                dues.append(last.get(k, 0.0) + edge.trigger.every)
+            if edge.trigger.max_age is not None:
+                aged.append((k, edge.trigger.max_age))
+        if aged:
+            async with self.bb.client.pipeline(transaction=False) as pipe:
+                for k, _ in aged:
+                    pipe.lindex(k, 0)
+                heads = await pipe.execute()
+            dues += [BufferItem.decode(h).at / 1000 + age
+                     for (_, age), h in zip(aged, heads, strict=True) if h is not None]
+        if not dues:
+            return None
+        return max(self.settings.trigger_check_ms / 1000, min(dues) - self.bb.now_ms() / 1000)
+
+
+#: A stop still running after this long logs where every task waits (and again as often).
+STOP_REPORT_AFTER_S = 10.0
+
+
+async def _report_slow_stop(after_s: float) -> None:
+    """Log what a slow stop waits on, every ``after_s``: a hang names itself in the log."""
+    me = asyncio.current_task()
+    while True:
+        await asyncio.sleep(after_s)
+        lines = [f"  {t.get_name()}: {_awaiting(t.get_coro())}"
+                 for t in asyncio.all_tasks() if t is not me]
+        log.warning("still stopping after %.0fs; waiting on:\n%s", after_s, "\n".join(lines))
+
+
+def _awaiting(coro: Any) -> str:
+    """``outer:line -> inner:line …``: the chain of awaits a coroutine is suspended in."""
+    hops: list[str] = []
+    while coro is not None and len(hops) < 12:
+        frame = getattr(coro, "cr_frame", None) or getattr(coro, "ag_frame", None)
+        if frame is None:
+            hops.append(type(coro).__name__)
+            break
+        hops.append(f"{frame.f_code.co_name}:{frame.f_lineno}")
+        coro = getattr(coro, "cr_await", None) or getattr(coro, "ag_await", None)
+    return " -> ".join(hops) or "not started"
 
 
 async def _serve(url: str, role: str, settings: WorkerSettings, ready: Callable[[], None]) -> None:
@@ -467,7 +510,9 @@ async def _serve(url: str, role: str, settings: WorkerSettings, ready: Callable[
             ready()
             await stop.wait()
         finally:
+            watchdog = asyncio.create_task(_report_slow_stop(STOP_REPORT_AFTER_S))
             await asyncio.gather(*(w.stop() for w in workers))
+            watchdog.cancel()
             if metrics is not None:
                 await metrics.stop()
             await registry.aclose()
