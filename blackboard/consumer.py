@@ -7,8 +7,11 @@ started when that is set), then blocks on new events (``XREADGROUP >``, up to th
 :attr:`~blackboard.settings.ClientSettings.max_block_ms`, on a connection of its own that
 it adds to the pool). An idle reader costs one command per block. A reader waits until its
 batch is acked or released before reading on, so events of a partition are handled in
-order by one consumer at a time. Events delivered more than ``max_deliveries`` times go to
-the partition's DLQ (and are acked) in one script.
+order by one consumer at a time. An event whose handler failed ``max_deliveries`` times goes
+to the partition's DLQ (and is acked) in one script; so does one delivered
+``DELIVERY_GUARD`` times as often, which only consumers dying while they hold it cause (a
+poison event that kills its worker). A takeover after a crash is not a failure: counting it
+dead-lettered healthy events when workers were killed repeatedly mid-batch.
 """
 
 from __future__ import annotations
@@ -49,6 +52,10 @@ __all__ = [
 
 log = logging.getLogger(__name__)
 
+#: Deliveries, in units of ``max_deliveries``, after which an event is dead-lettered even
+#: though no handler failed on it: its consumers kept dying while they held it.
+DELIVERY_GUARD = 4
+
 
 class _Reader:
     def __init__(
@@ -72,6 +79,8 @@ class _Reader:
         self.retired = False
         self._redeliver_delay = 0.0
         self._bad: list[tuple[Any, dict[bytes, bytes]]] = []
+        #: handler failures per event id (released, not acked) seen by this reader
+        self._failures: dict[str, int] = {}
 
     def _events(self, items: Iterable[Any]) -> list[Event]:
         evs = []
@@ -117,28 +126,43 @@ class _Reader:
         batch = Batch(self.role, self.consumer, self.partition, events, self.bb, reader=self)
         await self.out.put(batch)
         await batch._done.wait()
+        for ev in events:
+            if batch.acked:
+                self._failures.pop(ev.id, None)
+            else:
+                self._failures[ev.id] = self._failures.get(ev.id, 0) + 1
         return batch.acked
 
     async def _pending_mine(self) -> list[Event]:
-        """Own pending events, re-claimed to count a delivery; over-delivered ones to the DLQ."""
+        """Own pending events, re-claimed to count a delivery; those that failed too often (or
+        were delivered far too often) to the DLQ."""
         client = self.bb.client
         rows = await client.xpending_range(
             self.bus, self.role, min="-", max="+", count=self.opts.count, consumername=self.consumer
         )
         if not rows:
             return []
-        over = [r for r in rows if r["times_delivered"] >= self.opts.max_deliveries]
-        keep = [r["message_id"] for r in rows if r["times_delivered"] < self.opts.max_deliveries]
+        limit = self.opts.max_deliveries
+
+        def too_often(r: Any) -> bool:
+            failed = self._failures.get(r["message_id"].decode(), 0)
+            return failed >= limit or r["times_delivered"] >= limit * DELIVERY_GUARD
+
+        over = [r for r in rows if too_often(r)]
+        keep = [r["message_id"] for r in rows if not too_often(r)]
         if over:
             items = await client.xclaim(
                 self.bus, self.role, self.consumer, 0, [r["message_id"] for r in over]
             )
             for ev in self._events(items):
                 n = next(r["times_delivered"] for r in over if r["message_id"].decode() == ev.id)
+                failed = self._failures.pop(ev.id, 0)
+                why = (f"its handler failed {failed} times" if failed >= limit else
+                       f"delivered {n} times: its consumers died holding it")
                 self.counters.over_delivered += 1
                 log.warning(
-                    "%s: event %s of partition %d delivered %d times; moved to the DLQ",
-                    self.role, ev.id, self.partition, n,
+                    "%s: event %s of partition %d %s; moved to the DLQ",
+                    self.role, ev.id, self.partition, why,
                 )
                 await dead_letter(
                     self.bb,
@@ -146,7 +170,8 @@ class _Reader:
                     self.partition,
                     ev,
                     n,
-                    "max deliveries exceeded",
+                    "max deliveries exceeded" + ("" if failed >= limit else
+                                                 ": its consumers died holding it"),
                     self.opts.dlq_maxlen,
                 )
         if not keep:

@@ -221,3 +221,35 @@ async def test_consume_rejects_bad_names(bb: Blackboard) -> None:
         bb.consume("has space", "w")
     with pytest.raises(InvalidArgument):
         bb.consume("r", "")
+
+
+async def test_takeovers_after_crashes_are_not_failures(bb: Blackboard) -> None:
+    # Consumers that die holding an event (here: abandon their batch) hand it over; that
+    # is no failure of the event, and must not dead-letter it after max_deliveries — the
+    # crash test lost up to 401 healthy index events that way. Only the guard, far above,
+    # stops a poison event that kills every consumer.
+    s = bb.scope("agent:a1:working")
+    e = await s.write("healthy")
+    opts = {"block_ms": 50, "max_deliveries": 2, "claim_idle_ms": 1}
+    for n in range(5):  # five "crashes", more than max_deliveries
+        async with contextlib.aclosing(bb.consume("r", f"dies{n}", **opts)) as it:
+            b = await next_batch(it)
+            assert [x.entry_id for x in b.events] == [e.id]
+        await asyncio.sleep(0.01)
+    async with contextlib.aclosing(bb.consume("r", "lives", **opts)) as it:
+        b = await next_batch(it)
+        await b.ack()
+    assert await bb.dlq(s.partition) == []
+    # The guard: 4 x max_deliveries deliveries with no handler failure.
+    poison = await s.write("kills its consumer")
+    for n in range(8):
+        async with contextlib.aclosing(bb.consume("r", f"again{n}", **opts)) as it:
+            b = await next_batch(it)
+            assert [x.entry_id for x in b.events] == [poison.id]
+        await asyncio.sleep(0.01)
+    async with contextlib.aclosing(bb.consume("r", "last", **opts)) as it:
+        with pytest.raises(TimeoutError):
+            await next_batch(it, 0.7)
+    (_, f), = await bb.dlq(s.partition)
+    assert f["entry"] == poison.id
+    assert f["reason"] == "max deliveries exceeded: its consumers died holding it"
