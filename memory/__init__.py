@@ -13,7 +13,7 @@ from .access import AccessPolicy
 from .agent import AgentMemory, Retriever
 from .config import DEFAULT_LEVEL_CONFIGS, LevelConfig, ScopeConfig, default_config
 from .conversation import ConversationConfig, Message, message_of
-from .errors import EdgeCycle, InvalidEdge, SemanticRecallUnavailable
+from .errors import EdgeCycle, EdgeVersionConflict, InvalidEdge, SemanticRecallUnavailable
 from .hierarchy import Hierarchy, default_edges, install_default_hierarchy
 from .levels import LONG_TERM, MemoryLevel
 from .memory_map import EdgeView, MemoryMap, ScopeView
@@ -38,6 +38,7 @@ from .subscriptions import (
     Trigger,
     register_transformer_name,
 )
+from .sync import SyncMemory
 
 __all__ = [
     "COLLECTIVE",
@@ -51,6 +52,7 @@ __all__ = [
     "ChangeHandle",
     "ConversationConfig",
     "EdgeCycle",
+    "EdgeVersionConflict",
     "EdgeView",
     "Hierarchy",
     "InvalidEdge",
@@ -71,6 +73,7 @@ __all__ = [
     "ScoredEntry",
     "SemanticRecallUnavailable",
     "StrengthHistogram",
+    "SyncMemory",
     "TagFilter",
     "TagMatch",
     "Trigger",

@@ -45,7 +45,7 @@ from .heartbeat import list_workers
 from .output import console, print_json
 from .settings import CONSUMING_ROLES, ROLES
 from .stats import collect_stats
-from .supervisor import worker_command
+from .supervisor import worker_command, worker_env
 from .transform import ROLE_TRANSFORMERS
 
 __all__ = ["run_demo"]
@@ -240,17 +240,9 @@ def _reap(p: subprocess.Popen[bytes], grace: float = 30) -> int:
 
 
 def _start_workers(url: str) -> list[subprocess.Popen[bytes]]:
-    # The URL goes through the environment: a password on a command line is readable by
-    # every user of the machine (ps).
-    env = {**os.environ, **WORKER_ENV, "BLACKBOARD_REDIS_URL": url}
-    procs = []
-    for role in ROLES:
-        cmd = worker_command(url, role)
-        at = cmd.index("--redis-url")
-        del cmd[at : at + 2]
-        procs.append(subprocess.Popen(cmd, env=env, stdout=subprocess.DEVNULL,
-                                      stderr=subprocess.DEVNULL))
-    return procs
+    env = worker_env(url) | WORKER_ENV
+    return [subprocess.Popen(worker_command(role), env=env, stdout=subprocess.DEVNULL,
+                             stderr=subprocess.DEVNULL) for role in ROLES]
 
 
 def run_demo(url: str | None, *, agents: int = 3, steps: int = 120, workers: bool = True,
