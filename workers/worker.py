@@ -22,14 +22,14 @@ from typing import Any
 
 from blackboard import Batch, Blackboard, ConsumeOptions
 from blackboard.consumer import ConsumeCounters
-from blackboard.keys import PartitionKeys
 from blackboard.serve import serve
 from consolidation.llm.openai import OpenAIClient
 from memory.registry import Registry
 from memory.subscriptions import MemorySubscription
 
-from .dataflow import BufferItem, DataflowRunner, _parse_pending_key
+from .dataflow import DataflowRunner
 from .edgeset import EdgeSet
+from .firing import FireLoops
 from .heartbeat import Heartbeat
 from .indexer import IndexRole, bind_reembed
 from .leases import LeaseSet, LeaseSnapshot, LeaseTable, TableClock
@@ -122,9 +122,17 @@ class Worker:
             else None
         )
         self.batches = 0
-        self._due: dict[int, asyncio.Event] = {}
         self._readers_changed = asyncio.Event()
-        self._fires_changed = asyncio.Event()
+        self.fires = FireLoops(
+            bb,
+            self.runner,
+            self.edge_set,
+            lambda: self.leases.owned,
+            self._stopping,
+            self.settings.trigger_check_ms,
+            self.id,
+        )
+        self._fires_changed = self.fires.changed
 
     # -- state ----------------------------------------------------------------------------
 
@@ -190,7 +198,7 @@ class Worker:
                 self.maintenance.embedder_name = emb.name
         loops: list[Callable[[], Coroutine[Any, Any, None]]] = [self._lease_loop, self._edges_loop]
         if self.role in ROLE_TRANSFORMERS:
-            loops += [self._consume_loop, self._trigger_loop]
+            loops += [self._consume_loop, self.fires.run]
         self._tasks = [asyncio.create_task(f(), name=f"{self.id}-{f.__name__}") for f in loops]
         if self.maintenance is not None:
             from apscheduler.schedulers.asyncio import AsyncIOScheduler
@@ -377,84 +385,12 @@ class Worker:
             self._wake(batch.partition)
 
     def _wake(self, p: int) -> None:
-        ev = self._due.get(p)
-        if ev is not None:
-            ev.set()
+        self.fires.wake(p)
 
-    async def _trigger_loop(self) -> None:
-        """Keep one fire loop per owned partition: partitions fire independently, so one
-        partition's round trips overlap another's transformer."""
-        loops: dict[int, asyncio.Task[None]] = {}
-        try:
-            while not self._stopping.is_set():
-                for p in [p for p, t in loops.items() if t.done()]:
-                    del loops[p]  # given up: restarted below if owned again
-                    self._due.pop(p, None)
-                for p in self.leases.current() - loops.keys():
-                    self._due[p] = asyncio.Event()
-                    loops[p] = asyncio.create_task(self._fire_loop(p), name=f"{self.id}-fire-{p}")
-                with contextlib.suppress(TimeoutError):
-                    await asyncio.wait_for(
-                        self._fires_changed.wait(), self.settings.trigger_check_ms / 1000
-                    )
-                self._fires_changed.clear()
-        finally:
-            # A fire loop finishes the batch in hand (its transformer and trim) first; one
-            # asleep until woken is woken to see the stop.
-            for ev in self._due.values():
-                ev.set()
-            await asyncio.gather(*loops.values(), return_exceptions=True)
-
-    async def _fire_loop(self, p: int) -> None:
-        """Fire ``p``'s due buffers when its reader buffered items, then sleep until the
-        next buffer of this role comes due by age, timer or retry (at least
-        ``trigger_check_ms`` apart); with none, until woken. While ``p`` is owned."""
-        due = self._due[p]
-        part = PartitionKeys(p)
-        while not self._stopping.is_set() and p in self.leases.owned:
-            due.clear()
-            timeout: float | None = self.settings.trigger_check_ms / 1000  # after an error
-            try:
-                raw = await self.bb.client.smembers(part.pendings)
-                mine = [k.decode() for k in raw if self._edge_of(k.decode(), part) is not None]
-                if mine:
-                    await self.runner.check(p, mine)
-                timeout = await self._next_due_s(part, mine)
-            except Exception:
-                log.exception("trigger check on partition %d failed; will retry", p)
-            with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(due.wait(), timeout)
-
-    def _edge_of(self, key: str, part: PartitionKeys) -> MemorySubscription | None:
-        return self.edge_set.get(_parse_pending_key(key, part)[0])
-
-    async def _next_due_s(self, part: PartitionKeys, keys: list[str]) -> float | None:
-        """Seconds until a buffer of ``keys`` comes due without a new item (its head's age
-        trigger, its timer, a retry after a failed fire), at least ``trigger_check_ms``;
-        None when none can: count triggers wait for the reader's wake-up."""
-        # The runner's schedule (seconds, Redis clock): last fire and retry per buffer.
-        last: dict[str, float] = getattr(self.runner, "_last_fire", {})
-        retry: dict[str, float] = getattr(self.runner, "_retry_at", {})
-        dues = [retry[k] for k in keys if k in retry]
-        aged: list[tuple[str, float]] = []
-        for k in keys:
-            edge = self._edge_of(k, part)
-            if edge is None:
-                continue
-            if edge.trigger.every is not None:
-                dues.append(last.get(k, 0.0) + edge.trigger.every)
-            if edge.trigger.max_age is not None:
-                aged.append((k, edge.trigger.max_age))
-        if aged:
-            async with self.bb.client.pipeline(transaction=False) as pipe:
-                for k, _ in aged:
-                    pipe.lindex(k, 0)
-                heads = await pipe.execute()
-            dues += [BufferItem.decode(h).at / 1000 + age
-                     for (_, age), h in zip(aged, heads, strict=True) if h is not None]
-        if not dues:
-            return None
-        return max(self.settings.trigger_check_ms / 1000, min(dues) - self.bb.now_ms() / 1000)
+    @property
+    def _due(self) -> dict[int, asyncio.Event]:
+        """The owned partitions' wake-up events (see :class:`workers.firing.FireLoops`)."""
+        return self.fires.due
 
 
 #: A stop still running after this long logs where every task waits (and again as often).

@@ -1,0 +1,121 @@
+"""The fire loops of a consolidation role: one per owned partition, each firing its due
+buffers when the partition's reader buffered items, then sleeping until the next buffer of
+the role comes due by age, timer or retry -- or, with none, until woken. An idle partition
+costs nothing; a buffer waiting on a count trigger is woken by the reader, not polled."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from collections.abc import Callable
+
+from blackboard import Blackboard
+from blackboard.keys import PartitionKeys
+from memory.subscriptions import MemorySubscription
+
+from .dataflow import BufferItem, DataflowRunner, _parse_pending_key
+from .edgeset import EdgeSet
+
+__all__ = ["FireLoops"]
+
+log = logging.getLogger(__name__)
+
+
+class FireLoops:
+    """Keeps one fire loop per owned partition (``owned()``) until ``stopping`` is set;
+    ``changed`` is set when the owned set changed, :meth:`wake` when a partition's reader
+    buffered items. ``min_wait_ms`` bounds how often a loop looks again (and is the wait
+    after a failed check)."""
+
+    def __init__(
+        self,
+        bb: Blackboard,
+        runner: DataflowRunner,
+        edges: EdgeSet,
+        owned: Callable[[], set[int]],
+        stopping: asyncio.Event,
+        min_wait_ms: int,
+        name: str,
+    ) -> None:
+        self.bb, self.runner, self.edges = bb, runner, edges
+        self.owned, self.stopping = owned, stopping
+        self.min_wait_s = min_wait_ms / 1000
+        self.name = name
+        self.due: dict[int, asyncio.Event] = {}
+        self.changed = asyncio.Event()
+
+    def wake(self, p: int) -> None:
+        ev = self.due.get(p)
+        if ev is not None:
+            ev.set()
+
+    async def run(self) -> None:
+        """Partitions fire independently, so one partition's round trips overlap another's
+        transformer."""
+        loops: dict[int, asyncio.Task[None]] = {}
+        try:
+            while not self.stopping.is_set():
+                for p in [p for p, t in loops.items() if t.done()]:
+                    del loops[p]  # given up: restarted below if owned again
+                    self.due.pop(p, None)
+                for p in self.owned() - loops.keys():
+                    self.due[p] = asyncio.Event()
+                    loops[p] = asyncio.create_task(self._loop(p), name=f"{self.name}-fire-{p}")
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(self.changed.wait(), self.min_wait_s)
+                self.changed.clear()
+        finally:
+            # A fire loop finishes the batch in hand (its transformer and trim) first; one
+            # asleep until woken is woken to see the stop.
+            for ev in self.due.values():
+                ev.set()
+            await asyncio.gather(*loops.values(), return_exceptions=True)
+
+    async def _loop(self, p: int) -> None:
+        due = self.due[p]
+        part = PartitionKeys(p)
+        while not self.stopping.is_set() and p in self.owned():
+            due.clear()
+            timeout: float | None = self.min_wait_s  # after an error
+            try:
+                raw = await self.bb.client.smembers(part.pendings)
+                mine = [k.decode() for k in raw if self._edge_of(k.decode(), part) is not None]
+                if mine:
+                    await self.runner.check(p, mine)
+                timeout = await self._next_due_s(part, mine)
+            except Exception:
+                log.exception("trigger check on partition %d failed; will retry", p)
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(due.wait(), timeout)
+
+    def _edge_of(self, key: str, part: PartitionKeys) -> MemorySubscription | None:
+        return self.edges.get(_parse_pending_key(key, part)[0])
+
+    async def _next_due_s(self, part: PartitionKeys, keys: list[str]) -> float | None:
+        """Seconds until a buffer of ``keys`` comes due without a new item (its head's age
+        trigger, its timer, a retry after a failed fire), at least ``min_wait_ms``; None
+        when none can."""
+        # The runner's schedule (seconds, Redis clock): last fire and retry per buffer.
+        last: dict[str, float] = getattr(self.runner, "_last_fire", {})
+        retry: dict[str, float] = getattr(self.runner, "_retry_at", {})
+        dues = [retry[k] for k in keys if k in retry]
+        aged: list[tuple[str, float]] = []
+        for k in keys:
+            edge = self._edge_of(k, part)
+            if edge is None:
+                continue
+            if edge.trigger.every is not None:
+                dues.append(last.get(k, 0.0) + edge.trigger.every)
+            if edge.trigger.max_age is not None:
+                aged.append((k, edge.trigger.max_age))
+        if aged:
+            async with self.bb.client.pipeline(transaction=False) as pipe:
+                for k, _ in aged:
+                    pipe.lindex(k, 0)
+                heads = await pipe.execute()
+            dues += [BufferItem.decode(h).at / 1000 + age
+                     for (_, age), h in zip(aged, heads, strict=True) if h is not None]
+        if not dues:
+            return None
+        return max(self.min_wait_s, min(dues) - self.bb.now_ms() / 1000)
