@@ -37,16 +37,23 @@ log = logging.getLogger(__name__)
 @dataclass(frozen=True, slots=True)
 class RelayResult:
     relayed: int
-    #: forged, replayed or stale items
-    dropped: int
+    #: versions already relayed: an update collapsed into a newer one, or a replay
+    stale: int
+    #: no such entry here, a version it never had, malformed: forged, or a bug
+    invalid: int
     #: items still in the inbox (more than one call's limit arrived)
     left: int
+
+    @property
+    def dropped(self) -> int:
+        return self.stale + self.invalid
 
 
 @dataclass
 class RelayCounters:
     relayed: int = 0
-    dropped: int = 0
+    stale: int = 0
+    invalid: int = 0
     errors: int = 0
 
 
@@ -60,10 +67,10 @@ class Inbox:
     async def relay(self, limit: int = 1000) -> RelayResult:
         """Move up to ``limit`` items (and any taken by :meth:`wait`) to the bus."""
         k = self.keys
-        relayed, dropped, left = await run_script(
+        reply = await run_script(
             self.bb.client, "relay", [k.inbox, k.relaying, k.bus], [str(limit)]
         )
-        return RelayResult(int(relayed), int(dropped), int(left))
+        return RelayResult(*(int(x) for x in reply))
 
     async def wait(self, timeout_s: float) -> bool:
         """Block until an item arrives (True) or ``timeout_s`` passes (False)."""
@@ -128,10 +135,11 @@ class Relays:
                 try:
                     r = await inbox.relay(self.batch)
                     self.counters.relayed += r.relayed
-                    if r.dropped:
-                        self.counters.dropped += r.dropped
-                        log.warning("relay p%d: dropped %d forged, replayed or stale inbox "
-                                    "items", p, r.dropped)
+                    self.counters.stale += r.stale
+                    if r.invalid:
+                        self.counters.invalid += r.invalid
+                        log.warning("relay p%d: dropped %d inbox items naming no entry or "
+                                    "a version it never had (forged?)", p, r.invalid)
                     if r.left == 0:
                         # Block again while nothing arrives: an idle relay then costs one
                         # command per block, not a relay round after each.
@@ -156,12 +164,12 @@ async def relay_all(
     worker's relay loop does continuously (the CLI, tests, a consumer-less tool)."""
     out: dict[int, RelayResult] = {}
     for p in partitions if partitions is not None else range(bb.partitions):
-        inbox, relayed, dropped = Inbox(bb, p), 0, 0
+        inbox, total = Inbox(bb, p), [0, 0, 0]
         while True:
             r = await inbox.relay()
-            relayed, dropped = relayed + r.relayed, dropped + r.dropped
+            total = [total[0] + r.relayed, total[1] + r.stale, total[2] + r.invalid]
             if r.left == 0:
                 break
-        if relayed or dropped:
-            out[p] = RelayResult(relayed, dropped, 0)
+        if any(total):
+            out[p] = RelayResult(total[0], total[1], total[2], 0)
     return out

@@ -6,7 +6,9 @@
 --   older than the inbox's), [3] bus. Derived from KEYS[3] (same slot): entry hashes
 --   'bb:{pN}:s:<scope>:e:<entry id>'.
 -- ARGV: [1] at most this many items from the inbox.
--- Returns: {relayed, dropped, items left in the inbox}.
+-- Returns: {relayed, stale, invalid, items left in the inbox}. Stale: a version already
+--   relayed (an update collapsed into a newer one, or a replay). Invalid: no such entry in
+--   this partition, a version the entry never had, a malformed item (forged, or a bug).
 --
 -- An item is relayed when its entry exists in this partition (live or retired), its version
 -- is at most the entry's newest content version `cver`, and that version has not been
@@ -23,27 +25,29 @@ for _, it in ipairs(from_inbox) do items[#items + 1] = it end
 
 local function relay_one(item)
   local scope, id, v = string.match(item, '^([%w_.:-]+)|([%w_-]+)|(%d+)$')
-  if not scope or #item > 400 then return false end
+  if not scope or #item > 400 then return 'invalid' end
   local ekey = base .. ':s:' .. scope .. ':e:' .. id
-  if redis.call('TYPE', ekey)['ok'] ~= 'hash' then return false end
+  if redis.call('TYPE', ekey)['ok'] ~= 'hash' then return 'invalid' end
   local f = redis.call('HMGET', ekey, 'cver', 'relayed', 'tags', 'updated_at')
   local function count(x) return x and string.match(x, '^%d+$') and tonumber(x) end
   local cver, relayed = count(f[1]), count(f[2] or '0')
-  if not cver or not relayed or tonumber(v) > cver or relayed >= cver then return false end
+  if not cver or not relayed or tonumber(v) > cver then return 'invalid' end
+  if relayed >= cver then return 'stale' end
   local typ = 'updated'
   if cver == 1 then typ = 'written' end
   local bid = redis.call('XADD', KEYS[3], '*', 'scope', scope, 'type', typ, 'entry', id,
     'version', cver, 'tags', f[3] or '[]', 'at', f[4] or '0')
   redis.call('HSET', ekey, 'relayed', cver, 'relayed_id', bid)
-  return true
+  return 'relayed'
 end
 
-local relayed, dropped = 0, 0
+local n = {relayed = 0, stale = 0, invalid = 0}
 for _, item in ipairs(items) do
   -- An entry an agent mangled with raw commands (its own) must not wedge the partition.
-  local ok, moved = pcall(relay_one, item)
-  if ok and moved then relayed = relayed + 1 else dropped = dropped + 1 end
+  local ok, what = pcall(relay_one, item)
+  if not ok then what = 'invalid' end
+  n[what] = n[what] + 1
 end
 redis.call('DEL', KEYS[2])
 if #from_inbox > 0 then redis.call('LTRIM', KEYS[1], #from_inbox, -1) end
-return {relayed, dropped, redis.call('LLEN', KEYS[1])}
+return {n.relayed, n.stale, n.invalid, redis.call('LLEN', KEYS[1])}

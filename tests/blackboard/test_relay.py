@@ -24,7 +24,7 @@ async def test_write_reaches_the_bus_through_the_inbox(bb: Blackboard) -> None:
     pk = s.keys.part
     assert await bb.client.lrange(pk.inbox, 0, -1) == [f"{SCOPE}|{e.id}|1".encode()]
     assert await bb.client.exists(pk.bus) == 0  # scripts never touch the bus
-    assert await relay_all(bb) == {s.partition: RelayResult(1, 0, 0)}
+    assert await relay_all(bb) == {s.partition: RelayResult(1, 0, 0, 0)}
     (ev,) = await _bus(bb, s.partition)
     assert ev[b"type"] == b"written" and ev[b"entry"] == e.id.encode()
     assert ev[b"scope"] == SCOPE.encode() and ev[b"version"] == b"1"
@@ -50,7 +50,8 @@ async def test_forged_replayed_and_stale_items_are_dropped(bb: Blackboard) -> No
         f"{other}|{o.id}|1",  # a real entry of another partition
         "junk", "a|b", f"{SCOPE}|{e.id}|1|extra", "x" * 5000,
     )
-    assert (await Inbox(bb, s.partition).relay()).dropped == 8
+    r = await Inbox(bb, s.partition).relay()
+    assert (r.relayed, r.stale, r.invalid) == (0, 1, 7)
     assert len(await _bus(bb, s.partition)) == 1
 
 
@@ -61,7 +62,7 @@ async def test_an_early_forged_item_relays_the_entry_itself_once(bb: Blackboard)
     e = await s.write("v1", tags={"real"})
     await bb.client.lpush(s.keys.part.inbox, f"{SCOPE}|{e.id}|1")
     r = await Inbox(bb, s.partition).relay()
-    assert (r.relayed, r.dropped) == (1, 1)
+    assert (r.relayed, r.stale, r.invalid) == (1, 1, 0)
     (ev,) = await _bus(bb, s.partition)
     assert ev[b"tags"] == b'["real"]'
 
@@ -90,7 +91,7 @@ async def test_a_mangled_entry_does_not_wedge_the_partition(bb: Blackboard) -> N
     third = await s.write("third")
     await bb.client.hset(s.keys.entry(third.id), "cver", "NaN")
     r = await Inbox(bb, s.partition).relay()
-    assert (r.relayed, r.dropped) == (1, 2)
+    assert (r.relayed, r.stale, r.invalid) == (1, 0, 2)
     (ev,) = await _bus(bb, s.partition)
     assert ev[b"entry"] == good.id.encode()
 
