@@ -37,6 +37,7 @@ from rank_bm25 import BM25Okapi
 
 from blackboard.entry import Entry
 from retrieval import Analyzer, BM25Index, MemoryQuery, ScoringConfig, SearchEngine
+from retrieval.analyzer import _cached_query_terms
 from retrieval.dense import configure_faiss_threads
 
 DIM = 384
@@ -216,9 +217,12 @@ async def _stack_size(
             scopes = mem.readable_scopes()
             st, et, rt = [], [], []
             for q in queries:
+                # each side analyses the query itself (raw does): no warm term cache
+                _cached_query_terms.cache_clear()
                 t = time.perf_counter()
                 await mem.recall(q, limit=10)
                 st.append(time.perf_counter() - t)
+                _cached_query_terms.cache_clear()
                 t = time.perf_counter()
                 retr.engine.search(MemoryQuery(query=q, max_results=10), scopes)
                 et.append(time.perf_counter() - t)
