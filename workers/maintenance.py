@@ -239,14 +239,14 @@ class Maintenance:
         """Run ``job`` on every partition when this worker gets the job's lease (a dry run
         needs none); [] when another worker runs it this interval."""
         lease = JobLease(self.bb, job, self.token, int(self.interval_s(job) * 1000))
-        if not dry_run and not await lease.try_run():
-            return []
         fn = getattr(self, job)
         out = []
         task = asyncio.current_task()
         if task is not None:
-            self._running.add(task)
+            self._running.add(task)  # from the lease on: drain() waits for it all
         try:
+            if not dry_run and not await lease.try_run():
+                return []
             for p in range(self.bb.partitions):
                 if self._stopping:
                     break

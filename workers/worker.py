@@ -218,9 +218,17 @@ class Worker:
         if self.index_role is not None:
             steps.append(("index role", self.index_role.stop))
         if self._scheduler is not None:
-            self._scheduler.shutdown(wait=False)  # no new runs; the runs in hand drain below
-        if self.maintenance is not None:
-            steps.append(("maintenance", self.maintenance.drain))
+            # No new runs; the runs in hand finish their partition before the scheduler
+            # shuts down (its shutdown cancels them mid-command).
+            self._scheduler.pause()
+            scheduler = self._scheduler
+
+            async def shutdown() -> None:
+                scheduler.shutdown(wait=False)
+
+            if self.maintenance is not None:
+                steps.append(("maintenance", self.maintenance.drain))
+            steps.append(("scheduler", shutdown))
         steps += [("loops", self.join), ("leases", self.leases.release_all)]
         if self._clock is not None and self._started:
             clock = self._clock
