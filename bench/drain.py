@@ -24,9 +24,11 @@ async def idle(bb: Blackboard) -> bool:
         async with bb.client.pipeline(transaction=False) as pipe:
             pipe.scard(pk.pendings)
             pipe.hlen(pk.inflight)
+            pipe.llen(pk.inbox)
+            pipe.llen(pk.relaying)
             pipe.xinfo_groups(pk.bus)
-            bufs, inflight, groups = await pipe.execute()
-        if bufs or inflight:
+            bufs, inflight, inbox, relaying, groups = await pipe.execute()
+        if bufs or inflight or inbox or relaying:
             return False
         for g in groups:
             if int(g["pending"]) or g.get("lag") not in (0, None):
@@ -35,18 +37,21 @@ async def idle(bb: Blackboard) -> bool:
 
 
 async def remaining(bb: Blackboard, group: str) -> tuple[int, int]:
-    """Events of ``group`` (not yet consumed, not yet consolidated): undelivered + unacked,
-    plus, for the second, the items still in the edge buffers. Two round trips whatever
+    """Events of ``group`` (not yet consumed, not yet consolidated): not yet relayed,
+    undelivered and unacked, plus, for the second, the items still in the edge buffers.
+    Two round trips whatever
     the number of partitions and buffers: the sampler must not steal the CPU it measures."""
     parts = [PartitionKeys(p) for p in range(bb.partitions)]
     async with bb.client.pipeline(transaction=False) as pipe:
         for pk in parts:
             pipe.xinfo_groups(pk.bus)
             pipe.smembers(pk.pendings)
+            pipe.llen(pk.inbox)  # written, not yet relayed to the bus
+            pipe.llen(pk.relaying)
         replies = await pipe.execute()
-    unconsumed = 0
+    unconsumed = sum(int(n) for n in replies[2::4]) + sum(int(n) for n in replies[3::4])
     buffers: list[bytes] = []
-    for groups, bufs in zip(replies[::2], replies[1::2], strict=True):
+    for groups, bufs in zip(replies[::4], replies[1::4], strict=True):
         for g in groups:
             name = g["name"].decode() if isinstance(g["name"], bytes) else g["name"]
             if name == group:

@@ -56,9 +56,12 @@ local function release_items(base, items)
     local scope, id = string.match(item, '^%d+|([%w_.:-]+)|([%w_-]+)$')
     local ekey = scope and (base .. ':s:' .. scope .. ':e:' .. id)
     if ekey and redis.call('TYPE', ekey)['ok'] == 'hash' then
-      redis.pcall('HINCRBY', ekey, 'holds', -1)
-      local ok, gone = pcall(reap, base, scope, id)
-      if ok and gone then reaped = reaped + 1 end
+      local left = redis.pcall('HINCRBY', ekey, 'holds', -1)
+      -- Only a retired entry whose last hold just went can be reaped (most are live).
+      if type(left) == 'number' and left <= 0 and redis.call('HEXISTS', ekey, 'retired') == 1 then
+        local ok, gone = pcall(reap, base, scope, id)
+        if ok and gone then reaped = reaped + 1 end
+      end
     end
   end
   return reaped
