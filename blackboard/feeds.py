@@ -35,7 +35,13 @@ async def read_feeds(
 ) -> list[tuple[str, Event]]:
     """Events after ``positions`` (feed key -> last id seen) of feeds of one partition, as
     (feed key, event) in stream order per feed; waits up to ``block_ms`` for the first."""
-    reply = await bb.client.xread(dict(positions), count=count, block=block_ms)
+    # A blocking read holds its connection for the whole block: it brings its own, so that
+    # many followers and observers in one process (one per agent) cannot starve the pool.
+    bb.reserve_connections(1)
+    try:
+        reply = await bb.client.xread(dict(positions), count=count, block=block_ms)
+    finally:
+        bb.reserve_connections(-1)
     out: list[tuple[str, Event]] = []
     for stream, items in reply or ():
         key = stream.decode() if isinstance(stream, bytes) else stream
