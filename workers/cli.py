@@ -175,9 +175,9 @@ def worker(
     json_out: Json = False,
 ) -> None:
     """Run consolidation / maintenance workers as OS processes until SIGTERM."""
+    from .process import run_worker
     from .settings import ROLES, WorkerSettings
     from .supervisor import run_processes
-    from .worker import run_worker
 
     url = _need_url(redis_url)
     if role != "all" and role not in ROLES:

@@ -8,7 +8,7 @@ old vector, which may no longer match the text), in batches, stores the vectors 
 event re-embeds it) and then acks. A crash before the ack re-delivers the batch; embedding
 twice is harmless.
 
-Lead's wiring (workers/worker.py): ``IndexRole(bb, worker_id, partitions=leases.current)``,
+Wired in workers/worker.py: ``IndexRole(bb, worker_id, partitions=leases.current)``,
 ``await role.start()`` / ``await role.stop()``.
 """
 

@@ -1,0 +1,96 @@
+"""A worker process: the roles it runs sharing one connection, registry client, lease clock
+and metrics endpoint, until SIGTERM or SIGINT; a stop that hangs says what it waits on."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import signal
+from collections.abc import Callable
+from typing import Any
+
+from blackboard import Blackboard
+from memory.registry import Registry
+
+from .leases import LeaseTable, TableClock
+from .metrics import MetricsServer, render_process
+from .settings import ROLES, WorkerSettings
+from .worker import Worker
+
+__all__ = ["run_worker"]
+
+log = logging.getLogger(__name__)
+
+
+#: A stop still running after this long logs where every task waits (and again as often).
+STOP_REPORT_AFTER_S = 10.0
+
+
+async def _report_slow_stop(after_s: float) -> None:
+    """Log what a slow stop waits on, every ``after_s``: a hang names itself in the log."""
+    me = asyncio.current_task()
+    while True:
+        await asyncio.sleep(after_s)
+        lines = [f"  {t.get_name()}: {_awaiting(t.get_coro())}"
+                 for t in asyncio.all_tasks() if t is not me]
+        log.warning("still stopping after %.0fs; waiting on:\n%s", after_s, "\n".join(lines))
+
+
+def _awaiting(coro: Any) -> str:
+    """``outer:line -> inner:line …``: the chain of awaits a coroutine is suspended in."""
+    hops: list[str] = []
+    while coro is not None and len(hops) < 12:
+        frame = getattr(coro, "cr_frame", None) or getattr(coro, "ag_frame", None)
+        if frame is None:
+            hops.append(type(coro).__name__)
+            break
+        hops.append(f"{frame.f_code.co_name}:{frame.f_lineno}")
+        coro = getattr(coro, "cr_await", None) or getattr(coro, "ag_await", None)
+    return " -> ".join(hops) or "not started"
+
+
+async def _serve(url: str, role: str, settings: WorkerSettings, ready: Callable[[], None]) -> None:
+    async with Blackboard.connect(url) as bb:
+        roles = list(ROLES) if role == "all" else [role]
+        # One registry client, one lease-table clock and one metrics endpoint per process.
+        registry = Registry(bb)
+        clock = TableClock(LeaseTable(bb), settings.heartbeat_ms)
+        workers = [Worker(bb, r, settings, registry=registry, clock=clock) for r in roles]
+        metrics = None
+        if settings.metrics_port is not None:
+            metrics = MetricsServer(
+                settings.metrics_port,
+                lambda: render_process([(w.role, w.id, w.counters()) for w in workers]),
+                host=settings.metrics_host,
+            )
+        loop = asyncio.get_running_loop()
+        stop = asyncio.Event()
+        for sig in (signal.SIGTERM, signal.SIGINT):
+            loop.add_signal_handler(sig, stop.set)
+        try:
+            if metrics is not None:
+                await metrics.start()
+            for w in workers:
+                await w.start()
+            ready()
+            await stop.wait()
+        finally:
+            watchdog = asyncio.create_task(_report_slow_stop(STOP_REPORT_AFTER_S))
+            await asyncio.gather(*(w.stop() for w in workers))
+            watchdog.cancel()
+            if metrics is not None:
+                await metrics.stop()
+            await registry.aclose()
+
+
+def run_worker(
+    url: str,
+    role: str,
+    settings: WorkerSettings | None = None,
+    ready: Callable[[], None] = lambda: None,
+) -> int:
+    """Run ``role`` (or ``all``) in this process until SIGTERM/SIGINT; exit code 0."""
+    if role != "all" and role not in ROLES:
+        raise ValueError(f"unknown role {role!r}; roles: {', '.join(ROLES)}, all")
+    asyncio.run(_serve(url, role, settings or WorkerSettings.from_env(), ready))
+    return 0
