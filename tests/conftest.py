@@ -16,6 +16,18 @@ from blackboard import Blackboard
 from blackboard.acl import AclAdmin
 from blackboard.acl_check import protect_default
 from blackboard.server import RedisClusterServer, RedisServer
+from tests.consolidation.cons_support import ChatServer
+
+
+@pytest.fixture
+def chat_server() -> Iterator[ChatServer]:
+    """A real local chat-completions server (``tests/consolidation/cons_support.py``)."""
+    s = ChatServer()
+    s.thread.start()
+    try:
+        yield s
+    finally:
+        s.close()
 
 
 @pytest.fixture(scope="session")

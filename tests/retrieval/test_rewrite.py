@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import json
 import sys
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -21,39 +20,29 @@ from cons_support import ChatServer, Reply  # type: ignore[import-not-found]
 S = "agent:a1:ltm:episodic"
 
 
-@pytest.fixture()
-def chat() -> Iterator[ChatServer]:
-    s = ChatServer()
-    s.thread.start()
-    try:
-        yield s
-    finally:
-        s.close()
-
-
 def _client(s: ChatServer) -> OpenAIClient:
     return OpenAIClient(s.base_url, "test-model", backoff=0.01, timeout=2.0, max_retries=0)
 
 
 async def test_rewrites_find_what_the_words_of_the_question_miss(
-    bb: Blackboard, chat: ChatServer
+    bb: Blackboard, chat_server: ChatServer
 ) -> None:
     await bb.scope(S).write_many(["Caroline adopted a beagle named Max", "Melanie paints"])
     async with Retriever(bb, embedder=None) as plain:
         assert await plain.recall("which pet does she own", [S]) == []
-    chat.script = [Reply(content=json.dumps({"queries": ["dog", "beagle puppy", "dog"]}))]
-    async with Retriever(bb, embedder=None, rewriter=LLMQueryRewriter(_client(chat))) as r:
+    chat_server.script = [Reply(content=json.dumps({"queries": ["dog", "beagle puppy", "dog"]}))]
+    async with Retriever(bb, embedder=None, rewriter=LLMQueryRewriter(_client(chat_server))) as r:
         hits = await r.recall("which pet does she own", [S])
     assert [h.entry.value for h in hits] == ["Caroline adopted a beagle named Max"]
-    assert chat.requests[0]["messages"][-1]["content"] == "which pet does she own"
+    assert chat_server.requests[0]["messages"][-1]["content"] == "which pet does she own"
 
 
 async def test_rewriter_failure_falls_back_to_the_original(
-    bb: Blackboard, chat: ChatServer, caplog: pytest.LogCaptureFixture
+    bb: Blackboard, chat_server: ChatServer, caplog: pytest.LogCaptureFixture
 ) -> None:
     await bb.scope(S).write("Melanie paints sunsets")
-    chat.script = [Reply(status=400, content="bad request")]
-    async with Retriever(bb, embedder=None, rewriter=LLMQueryRewriter(_client(chat))) as r:
+    chat_server.script = [Reply(status=400, content="bad request")]
+    async with Retriever(bb, embedder=None, rewriter=LLMQueryRewriter(_client(chat_server))) as r:
         hits = await r.recall("paints", [S])
     assert [h.entry.value for h in hits] == ["Melanie paints sunsets"]
     assert "query rewrite failed" in caplog.text

@@ -6,10 +6,9 @@ from __future__ import annotations
 import asyncio
 import json
 import time
-from collections.abc import Awaitable, Callable, Iterator
+from collections.abc import Awaitable, Callable
 from typing import Any
 
-import pytest
 from workers_support import WorkerProcs
 
 from blackboard import Blackboard, Entry, WriteRequest
@@ -19,16 +18,6 @@ from memory.subscriptions import MemorySubscription, Trigger
 from tests.consolidation.cons_support import ChatServer, Reply
 
 MODEL = "test-model"
-
-
-@pytest.fixture
-def chat() -> Iterator[ChatServer]:
-    s = ChatServer()
-    s.thread.start()
-    try:
-        yield s
-    finally:
-        s.close()
 
 
 async def until(pred: Callable[[], Awaitable[Any]], limit_s: float, what: str) -> Any:
@@ -55,20 +44,20 @@ async def _setup(bb: Blackboard) -> list[Entry]:
     )
 
 
-def _start(procs: WorkerProcs, chat: ChatServer) -> Any:
+def _start(procs: WorkerProcs, chat_server: ChatServer) -> Any:
     return procs.start(
         "summarize",
-        BLACKBOARD_WORKER_LLM_BASE_URL=chat.base_url,
+        BLACKBOARD_WORKER_LLM_BASE_URL=chat_server.base_url,
         BLACKBOARD_WORKER_LLM_MODEL=MODEL,
         BLACKBOARD_WORKER_MAX_FAILURES="2",
     )
 
 
 async def test_valid_json_carries_the_model(
-    bb: Blackboard, worker_procs: WorkerProcs, chat: ChatServer
+    bb: Blackboard, worker_procs: WorkerProcs, chat_server: ChatServer
 ) -> None:
-    chat.script = [Reply(content=json.dumps({"summary": "The migration failed, then ran."}))]
-    w = _start(worker_procs, chat)
+    chat_server.script = [Reply(content=json.dumps({"summary": "The migration failed, then ran."}))]
+    w = _start(worker_procs, chat_server)
     src = await _setup(bb)
 
     async def derived() -> list[Entry]:
@@ -80,16 +69,16 @@ async def test_valid_json_carries_the_model(
     assert sorted(prov["sources"]) == sorted(e.id for e in src)
     assert d.value["text"] == "The migration failed, then ran."
     assert d.metadata["method"] == "llm"
-    assert chat.requests and chat.requests[0]["model"] == MODEL
-    assert "step 0" in chat.requests[0]["messages"][1]["content"]
+    assert chat_server.requests and chat_server.requests[0]["model"] == MODEL
+    assert "step 0" in chat_server.requests[0]["messages"][1]["content"]
     assert worker_procs.terminate(w) == 0
 
 
 async def test_always_invalid_json_goes_to_the_dlq(
-    bb: Blackboard, worker_procs: WorkerProcs, chat: ChatServer
+    bb: Blackboard, worker_procs: WorkerProcs, chat_server: ChatServer
 ) -> None:
-    chat.script = [Reply(content="this is not JSON")]
-    w = _start(worker_procs, chat)
+    chat_server.script = [Reply(content="this is not JSON")]
+    w = _start(worker_procs, chat_server)
     src = await _setup(bb)
     part = PartitionKeys(bb.scope("agent:a1:working").partition)
 
@@ -104,5 +93,5 @@ async def test_always_invalid_json_goes_to_the_dlq(
     assert sorted(listed) == sorted(e.id for e in src)  # every item, none dropped
     assert await bb.scope("agent:a1:stm").count() == 0
     assert await bb.client.scard(part.pendings) == 0  # taken off the buffer, into the DLQ
-    assert len(chat.requests) >= 2 * 2  # two attempts, each with one repair round
+    assert len(chat_server.requests) >= 2 * 2  # two attempts, each with one repair round
     assert worker_procs.terminate(w) == 0
