@@ -401,8 +401,9 @@ class Blackboard:
     ) -> TrimReport:
         """Trim each bus behind its slowest consumer group; a bus without groups is kept.
 
-        The trim point is also the partition's flowmark, below which every group has taken
-        an event in: retired entries behind it that no buffer holds are reaped here.
+        Beside it the partition's flowmark is written: the lowest bus id some group has not
+        taken in (acked). Retired entries whose last event is below it and that no buffer
+        holds are reaped here.
         """
         out: dict[int, int] = {}
         reaped: dict[int, int] = {}

@@ -172,7 +172,9 @@ class _ScopeCheck:
                         await c.sadd(sk.part.retired, m)
 
     async def publish(self, i: str, h: dict[str, str]) -> None:
-        """Publish an entry's missing event the way the write script does, atomically."""
+        """Publish an entry's missing event the way the write script does: the feed event,
+        the inbox item and ``cver`` in one transaction, then the event id on the entry (a
+        crash between makes the next check publish again; the relay drops the repeat)."""
         sk, v = self.sk, h.get("version", "1")
         async with self.c.pipeline(transaction=True) as pipe:
             pipe.xadd(sk.feed, {"scope": sk.scope_id, "type": "written", "entry": i,

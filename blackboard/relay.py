@@ -143,7 +143,7 @@ class Relays:
                     if r.left == 0:
                         # Block again while nothing arrives: an idle relay then costs one
                         # command per block, not a relay round after each.
-                        while not await inbox.wait(self.block_s):
+                        while self._tasks.get(p) is me and not await inbox.wait(self.block_s):
                             pass
                     backoff = 0.1
                 except asyncio.CancelledError:

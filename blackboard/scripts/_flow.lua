@@ -32,15 +32,15 @@ local function reapable(base, ekey)
   return mark ~= false and mark ~= nil and id_lt(f[4], mark)
 end
 
--- Delete a retired entry nothing needs; -> whether it is gone (also when already gone).
+-- Delete a retired entry nothing needs; -> whether this call deleted it. A member naming a
+-- live or missing entry is not one of ours: it leaves the retired set.
 local function reap(base, scope, id)
   local ekey = base .. ':s:' .. scope .. ':e:' .. id
-  local retired = redis.call('HGET', ekey, 'retired')
-  if retired == false then
-    redis.call('SREM', base .. ':retired', scope .. '|' .. id) -- live or gone: not ours
+  if redis.call('HEXISTS', ekey, 'retired') == 0 then
+    redis.call('SREM', base .. ':retired', scope .. '|' .. id)
     return false
   end
-  if retired and not reapable(base, ekey) then return false end
+  if not reapable(base, ekey) then return false end
   redis.call('DEL', ekey)
   redis.call('SREM', base .. ':retired', scope .. '|' .. id)
   return true

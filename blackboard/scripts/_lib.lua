@@ -112,18 +112,6 @@ local function want_type(key, typ)
   end
 end
 
-local function want_entry_types(id)
-  local ekey = KEYS[1] .. 'e:' .. id
-  want_type(ekey, 'hash')
-  local t = redis.call('HGET', ekey, 'tags')
-  if t then
-    local ok, tags = pcall(cjson.decode, t)
-    if not ok or type(tags) ~= 'table' then
-      error({err = 'WRONG_TYPE ' .. ekey .. ' has unreadable tags'})
-    end
-    for _, tag in ipairs(tags) do want_type(KEYS[1] .. 'tag:' .. tag, 'set') end
-  end
-end
 
 -- The scope's own index keys, and room for new ids on its feed (XADD '*' fails once the
 -- last id's milliseconds are at the maximum; only raw XADDs with explicit ids get there).
@@ -149,6 +137,20 @@ end
 
 local function want_tag_types(tags)
   for _, tag in ipairs(tags) do want_type(KEYS[1] .. 'tag:' .. tag, 'set') end
+end
+
+-- An existing entry: its hash, and the tag sets its stored tags name.
+local function want_entry_types(id)
+  local ekey = KEYS[1] .. 'e:' .. id
+  want_type(ekey, 'hash')
+  local t = redis.call('HGET', ekey, 'tags')
+  if t then
+    local ok, tags = pcall(cjson.decode, t)
+    if not ok or type(tags) ~= 'table' then
+      error({err = 'WRONG_TYPE ' .. ekey .. ' has unreadable tags'})
+    end
+    want_tag_types(tags)
+  end
 end
 
 local function add_tags(id, tags)
