@@ -9,7 +9,6 @@ import importlib.util
 import os
 import random
 import re
-import signal
 import socket
 import subprocess
 import sys
@@ -20,7 +19,7 @@ from typing import Any
 
 import pytest
 import redis
-from workers_support import wait_until
+from workers_support import stop_worker, wait_until
 
 from workers.settings import ROLES
 
@@ -61,17 +60,6 @@ def _worker(
         )
 
 
-def _stop(p: subprocess.Popen[bytes], log: Path) -> str:
-    p.send_signal(signal.SIGTERM)
-    try:
-        code = p.wait(60)
-    finally:
-        if p.poll() is None:
-            p.kill()
-    text = log.read_text(errors="replace")
-    assert code == 0, text[-3000:]
-    return text
-
 
 def test_idle_all_roles_worker_stays_under_the_command_bound(
     redis_url: str, clean_redis: redis.Redis, tmp_path: Path
@@ -94,7 +82,7 @@ def test_idle_all_roles_worker_stays_under_the_command_bound(
         assert total <= MAX_IDLE_COMMANDS_PER_S * 15, f"{total / 15:.1f} commands/s: {top}"
         assert p.poll() is None
     finally:
-        text = _stop(p, log)
+        text = stop_worker(p, log)
     assert "MaxConnectionsError" not in text and "Too many connections" not in text
     assert "Traceback" not in text, text[-3000:]
 
@@ -114,7 +102,7 @@ def test_no_max_connections_error_with_the_default_pool(
         # 6 consuming roles x 16 partitions readers + 16 relays + short commands.
         assert clients > 6 * 16, clients
     finally:
-        text = _stop(p, log)
+        text = stop_worker(p, log)
     assert "MaxConnectionsError" not in text and "Too many connections" not in text
     assert "Traceback" not in text, text[-3000:]
 
@@ -170,7 +158,7 @@ def test_metrics_port_with_role_all_has_one_series_per_role(
         # One TYPE line per family, however many roles report it.
         assert body.count("# TYPE blackboard_worker_batches counter") == 1
     finally:
-        text_log = _stop(p, log)
+        text_log = stop_worker(p, log)
     assert "address already in use" not in text_log.lower()
 
 
@@ -198,4 +186,4 @@ def test_metrics_port_with_concurrency_2_serves_one_endpoint_per_process(
             workers |= ids
         assert len(workers) == 2  # two processes, each its own endpoint and series
     finally:
-        _stop(p, log)
+        stop_worker(p, log)

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import asyncio
 import os
-import signal
 import subprocess
 import sys
 import time
@@ -14,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 import redis
-from workers_support import FAST
+from workers_support import FAST, stop_worker
 
 from blackboard import Blackboard, WriteRequest
 from blackboard.keys import PartitionKeys
@@ -79,14 +78,7 @@ async def test_consume_loops_reopen_after_redis_drops_their_connections(
         await _until(indexed, 30, "the index role to read on after the connections dropped")
         assert p.poll() is None
     finally:
-        p.send_signal(signal.SIGTERM)
-        try:
-            code = p.wait(60)
-        finally:
-            if p.poll() is None:
-                p.kill()
-    text = log.read_text(errors="replace")
-    assert code == 0, text[-3000:]
+        text = stop_worker(p, log)
     assert "MaxConnectionsError" not in text
 
 

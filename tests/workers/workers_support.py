@@ -8,6 +8,7 @@ import subprocess
 import sys
 import time
 from collections.abc import Callable
+from pathlib import Path
 
 FAST = {
     "BLACKBOARD_WORKER_HEARTBEAT_MS": "200",
@@ -59,3 +60,16 @@ def wait_until(pred: Callable[[], bool], timeout: float, what: str) -> None:
             return
         time.sleep(0.05)
     raise AssertionError(f"timed out after {timeout}s waiting for {what}")
+
+
+def stop_worker(p: subprocess.Popen[bytes], log: Path) -> str:
+    """SIGTERM a worker process, which must exit 0 within 60 s; -> its log (killed if not)."""
+    p.send_signal(signal.SIGTERM)
+    try:
+        code = p.wait(60)
+    finally:
+        if p.poll() is None:
+            p.kill()
+    text = log.read_text(errors="replace")
+    assert code == 0, text[-3000:]
+    return text
