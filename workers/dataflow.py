@@ -120,6 +120,14 @@ class DataflowRunner:
         self._locks: dict[int, asyncio.Lock] = defaultdict(asyncio.Lock)
         self._retry_at: dict[str, float] = {}
 
+    def last_fired(self, key: str) -> float:
+        """When buffer ``key`` last fired (s, Redis clock; 0 if never): timer triggers."""
+        return self._last_fire.get(key, 0.0)
+
+    def retry_at(self, key: str) -> float | None:
+        """When a failed fire of buffer ``key`` may be tried again (s, Redis clock)."""
+        return self._retry_at.get(key)
+
     # -- 1. buffering ---------------------------------------------------------------------
 
     async def buffer(self, partition: int, consumer: str, events: Sequence[Event]) -> set[str]:

@@ -96,17 +96,15 @@ class FireLoops:
         """Seconds until a buffer of ``keys`` comes due without a new item (its head's age
         trigger, its timer, a retry after a failed fire), at least ``min_wait_ms``; None
         when none can."""
-        # The runner's schedule (seconds, Redis clock): last fire and retry per buffer.
-        last: dict[str, float] = getattr(self.runner, "_last_fire", {})
-        retry: dict[str, float] = getattr(self.runner, "_retry_at", {})
-        dues = [retry[k] for k in keys if k in retry]
+        # The runner's schedule (seconds, Redis clock): retries, and timers from the last fire.
+        dues = [r for r in (self.runner.retry_at(k) for k in keys) if r is not None]
         aged: list[tuple[str, float]] = []
         for k in keys:
             edge = self._edge_of(k, part)
             if edge is None:
                 continue
             if edge.trigger.every is not None:
-                dues.append(last.get(k, 0.0) + edge.trigger.every)
+                dues.append(self.runner.last_fired(k) + edge.trigger.every)
             if edge.trigger.max_age is not None:
                 aged.append((k, edge.trigger.max_age))
         if aged:
