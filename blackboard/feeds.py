@@ -9,12 +9,13 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING
 
+from .codec import as_str
 from .entry import Event, decode_event
 
 if TYPE_CHECKING:
     from .board import Blackboard
 
-__all__ = ["newest_ids", "read_feeds"]
+__all__ = ["newest_ids", "read_feeds", "read_ranges"]
 
 
 async def newest_ids(bb: Blackboard, feeds: Sequence[str]) -> dict[str, str]:
@@ -44,6 +45,21 @@ async def read_feeds(
         bb.reserve_connections(-1)
     out: list[tuple[str, Event]] = []
     for stream, items in reply or ():
-        key = stream.decode() if isinstance(stream, bytes) else stream
+        key = as_str(stream)
         out += [(key, decode_event(sid, fields, partition)) for sid, fields in items]
     return out
+
+
+async def read_ranges(
+    bb: Blackboard, ranges: Mapping[str, tuple[str, str]], *, count: int
+) -> dict[str, list[Event]]:
+    """Retained events of several scopes (scope -> (after, until): after excluded, until
+    included), at most ``count`` each, oldest first; one round trip, no blocking."""
+    scopes = [bb.scope(s) for s in ranges]
+    async with bb.client.pipeline(transaction=False) as pipe:
+        for sc in scopes:
+            after, until = ranges[sc.id]
+            pipe.xrange(sc.keys.feed, f"({after}", until, count=count)
+        replies = await pipe.execute() if scopes else []
+    return {sc.id: [decode_event(sid, f, sc.partition) for sid, f in items]
+            for sc, items in zip(scopes, replies, strict=True)}

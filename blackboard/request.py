@@ -12,6 +12,7 @@ from .entry import Entry, decode_entry
 from .errors import InvalidArgument
 from .ids import is_entry_id, new_ulid
 from .validation import (
+    check_embedding,
     check_importance,
     check_size,
     check_ttl,
@@ -91,8 +92,7 @@ def encode_write(req: WriteRequest, scope_id: str, max_entry_bytes: int) -> Enco
         if not isinstance(s, str) or not is_entry_id(s):
             raise InvalidArgument(f"source ids must be entry ids, got {s!r:.80}")
     if req.embedding is not None:
-        if not isinstance(req.embedding, bytes) or len(req.embedding) % 4:
-            raise InvalidArgument("embedding must be float32 bytes (a multiple of 4 long)")
+        check_embedding(req.embedding)
         if not req.embedder:
             raise InvalidArgument("an embedding needs the name of its embedder")
     args: tuple[str | bytes, ...] = (

@@ -21,8 +21,9 @@ from .request import (
     entry_from_write_reply,
     reply_fields,
 )
-from .scripts import SCRIPTS, load_script, raise_for_script_error, run_script
+from .scripts import raise_for_script_error, run_script, run_script_many
 from .validation import (
+    check_embedding,
     check_importance,
     check_size,
     check_ttl,
@@ -115,9 +116,10 @@ class Scope:
         ]
         if not encoded:
             return []
-        sha = SCRIPTS["write"].sha
         keys = self._script_keys
-        replies = await self.bb.pipeline_evalsha("write", sha, keys, [e.args for e in encoded])
+        replies = await run_script_many(
+            self.bb.client, "write", [(keys, e.args) for e in encoded]
+        )
         out: list[Entry] = []
         for enc, reply in zip(encoded, replies, strict=True):
             if isinstance(reply, Exception):
@@ -163,8 +165,8 @@ class Scope:
             src = [_check_id(s) for s in source]
             pairs += ["source", json.dumps(src)]
         if embedding is not _UNSET:
-            if embedding is not None and (not isinstance(embedding, bytes) or len(embedding) % 4):
-                raise InvalidArgument("embedding must be float32 bytes (a multiple of 4 long)")
+            if embedding is not None:
+                check_embedding(embedding)
             pairs += ["embedding", embedding or b"", "embedder", embedder or ""]
         if op_id is not None:
             pairs += ["op_id", _check_id(op_id)]
@@ -222,23 +224,13 @@ class Scope:
             raise InvalidArgument("set_embeddings needs the embedder's name")
         for entry_id, version, vec in items:
             _check_id(entry_id)
-            if not isinstance(vec, bytes) or not vec or len(vec) % 4:
-                raise InvalidArgument("embedding must be float32 bytes (a multiple of 4 long)")
+            check_embedding(vec, empty_ok=False)
             if isinstance(version, bool) or not isinstance(version, int):
                 raise InvalidArgument("version must be an int")
-        sha = SCRIPTS["embed"].sha
-        replies: list[Any] = []
-        for attempt in (0, 1):
-            async with self.bb.client.pipeline(transaction=False) as pipe:
-                for entry_id, version, vec in items:
-                    pipe.execute_command(
-                        "EVALSHA", sha, 1, self.keys.entry(entry_id), str(version), vec, embedder
-                    )
-                replies = await pipe.execute(raise_on_error=False)
-            if attempt == 0 and any(isinstance(r, rexc.NoScriptError) for r in replies):
-                await load_script(self.bb.client, "embed")
-                continue
-            break
+        replies = await run_script_many(self.bb.client, "embed", [
+            ([self.keys.entry(entry_id)], [str(version), vec, embedder])
+            for entry_id, version, vec in items
+        ])
         for r in replies:
             if isinstance(r, Exception):
                 raise_for_script_error(r, scope=self.id)
@@ -289,6 +281,11 @@ class Scope:
         if entry_id is None:
             raise NotFound(f"no entry with key {key!r} in scope {self.id!r}")
         return await self.get(entry_id.decode())
+
+    async def ids_by_key_glob(self, glob: str) -> list[str]:
+        """Ids of the entries whose logical key matches the Redis glob ``glob`` (HSCAN of
+        the key index: O(keys of the scope), in pages; may include expired holders)."""
+        return [v.decode() async for _k, v in self.bb.client.hscan_iter(self.keys.keys, match=glob)]
 
     async def count(self) -> int:
         """Live entries (expired ones not yet swept are not counted). O(log n)."""
@@ -373,3 +370,8 @@ class Scope:
         """Retained events of the feed between two ids (inclusive), oldest first."""
         items = await self.bb.client.xrange(self.keys.feed, since, until, count=count)
         return [decode_event(sid, f, self.partition) for sid, f in items]
+
+    async def newest_events(self, count: int) -> list[Event]:
+        """The newest ``count`` retained events of the feed, oldest first."""
+        items = await self.bb.client.xrevrange(self.keys.feed, count=count)
+        return [decode_event(sid, f, self.partition) for sid, f in reversed(items)]

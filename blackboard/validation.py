@@ -33,6 +33,7 @@ __all__ = [
     "MAX_TAGS",
     "MAX_TAG_LEN",
     "RESERVED_SEGMENTS",
+    "check_embedding",
     "check_importance",
     "check_ttl",
     "encode_json",
@@ -191,3 +192,11 @@ def check_ttl(ttl: object) -> int | None:
     if ms > 10 * 365 * 86400 * 1000:
         raise InvalidArgument(f"ttl must be at most ten years, got {ttl} s")
     return ms
+
+
+def check_embedding(vec: object, *, empty_ok: bool = True) -> bytes:
+    """A float32 vector as bytes: a multiple of 4 long. Empty bytes clear an entry's
+    embedding where that is allowed (a write or update), never where one is attached."""
+    if not isinstance(vec, bytes) or len(vec) % 4 or not (vec or empty_ok):
+        raise InvalidArgument("embedding must be float32 bytes (a multiple of 4 long)")
+    return vec

@@ -10,7 +10,7 @@ Three ways to store one, so setup code can never reset what an operator configur
   caller read (compare-and-set under WATCH), else :class:`EdgeVersionConflict`;
 - :meth:`EdgeRegistry.save_edge` is an operator's explicit set: create or replace.
 
-Every change bumps the edges version of every partition (``PartitionKeys.edges_version``)
+Every change bumps the edges version of every partition (:func:`blackboard.bump_edges_versions`)
 before it returns. Workers match bus events against the edges they loaded under a version,
 and ``buffer.lua`` refuses a batch matched under an older one, so an event written after
 the call returns is matched against the changed edge set: no refresh period to wait out.
@@ -29,10 +29,15 @@ from typing import Any
 from aredis_om import Field, HashModel
 from redis import exceptions as rexc
 
-from blackboard import Blackboard, BlackboardError, NotFound
-from blackboard import keys as K
-from blackboard.keys import PartitionKeys
-from blackboard.scripts import run_script
+from blackboard import (
+    EDGE_RECORDS,
+    Blackboard,
+    BlackboardError,
+    NotFound,
+    bump_edges_versions,
+    edges_versions,
+    version_string,
+)
 
 from .errors import EdgeVersionConflict
 from .subscriptions import MemorySubscription, TagMatch, Trigger, check_acyclic
@@ -69,14 +74,6 @@ class EdgeFields(HashModel, abc.ABC):
     published: int = 0
 
 
-def version_string(raw: Any) -> str:
-    """An edges-version counter's value as the string buffer.lua compares; a partition whose
-    counter was never bumped is at version "0"."""
-    if raw is None:
-        return "0"
-    return raw.decode() if isinstance(raw, bytes) else str(raw)
-
-
 def to_edge(r: Any) -> MemorySubscription:
     return MemorySubscription(
         source=r.source, target=r.target, transformer=r.transformer,
@@ -108,18 +105,13 @@ class EdgeRegistry:
 
     async def list_edges(self) -> list[MemorySubscription]:
         """Every stored edge, sorted by id. O(edges)."""
-        return sorted((to_edge(r) for r in await self._all(self.Edge, K.EDGE_RECORDS)),
+        return sorted((to_edge(r) for r in await self._all(self.Edge, EDGE_RECORDS)),
                       key=lambda e: e.id)
 
     async def edges_versions(self) -> dict[int, str]:
         """Every partition's edges version, in one round trip. Read it *before* listing the
         edges: a version read after could vouch for a change the listing missed."""
-        parts = [PartitionKeys(p) for p in range(self.bb.partitions)]
-        async with self.db.pipeline(transaction=False) as pipe:
-            for part in parts:
-                pipe.get(part.edges_version)
-            got = await pipe.execute()
-        return {part.partition: version_string(v) for part, v in zip(parts, got, strict=True)}
+        return await edges_versions(self.bb)
 
     # -- changing -------------------------------------------------------------------------
 
@@ -183,14 +175,12 @@ class EdgeRegistry:
         so no worker appends to it any more) its buffers and in-flight batches in every
         partition. Returns whether a record existed; the buffers are dropped either way."""
         n = await self.db.delete(self.Edge.make_primary_key(edge_id))
-        await self.db.srem(K.EDGE_RECORDS, edge_id)
+        await self.db.srem(EDGE_RECORDS, edge_id)
         await self._bump()
-        parts = [PartitionKeys(p) for p in range(self.bb.partitions)]
         replies = await asyncio.gather(*(
-            run_script(self.bb.client, "edge_drop", [part.pendings, part.inflight], [edge_id])
-            for part in parts))
-        buffers = sum(int(r[0]) for r in replies)
-        items = sum(int(r[1]) for r in replies)
+            self.bb.pending(p).drop_edge(edge_id) for p in range(self.bb.partitions)))
+        buffers = sum(r[0] for r in replies)
+        items = sum(r[1] for r in replies)
         if buffers:
             log.info("edge %s removed: %d buffers with %d items dropped", edge_id, buffers, items)
         return bool(n)
@@ -248,7 +238,7 @@ class EdgeRegistry:
         except rexc.WatchError:
             return False
         if expected is None:
-            await self.db.sadd(K.EDGE_RECORDS, edge.id)
+            await self.db.sadd(EDGE_RECORDS, edge.id)
             await self._publish(edge.id)
         return True
 
@@ -274,10 +264,7 @@ class EdgeRegistry:
         # Left unpublished: the next installer of the edge bumps once more, nothing worse.
 
     async def _bump(self) -> None:
-        async with self.db.pipeline(transaction=False) as pipe:
-            for p in range(self.bb.partitions):
-                pipe.incr(PartitionKeys(p).edges_version)
-            await pipe.execute()
+        await bump_edges_versions(self.bb)
 
 
 def _same(a: MemorySubscription, b: MemorySubscription) -> bool:

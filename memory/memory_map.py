@@ -8,8 +8,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from blackboard import Blackboard
-from blackboard.keys import PartitionKeys, partition_of
+from blackboard import Blackboard, entry_counts
 
 from .access import AccessPolicy
 from .config import ScopeConfig
@@ -40,7 +39,7 @@ class ScopeView:
 @dataclass(frozen=True, slots=True)
 class EdgeView:
     """A dataflow edge bound to a concrete source scope; ``pending`` is the length of its
-    ingestion buffer ``bb:{pN}:pending:<edge>:<target>`` (events not yet transformed)."""
+    ingestion buffer (:class:`blackboard.PendingBuffer`: events not yet transformed)."""
 
     edge: str
     source: str
@@ -78,12 +77,10 @@ async def build_memory_map(
     bb: Blackboard, registry: Registry, access: AccessPolicy, candidates: Sequence[str]
 ) -> MemoryMap:
     """Map of the ``candidates`` (readable scopes by name) that are registered or hold
-    entries. Cost: O(scopes + edges) commands in four round trips, independent of entries."""
+    entries. Cost: O(scopes + edges) commands in three round trips plus one per partition whose
+    scopes have edges, independent of entries."""
     configs = await registry.get_scopes(list(candidates))
-    async with bb.client.pipeline(transaction=False) as pipe:
-        for s in candidates:
-            pipe.zcard(bb.scope(s).keys.ix)
-        counts = [int(c) for c in await pipe.execute()]
+    counts = await entry_counts(bb, candidates)
     views = []
     for s, n in zip(candidates, counts, strict=True):
         if s not in configs and not n:
@@ -95,10 +92,22 @@ async def build_memory_map(
     edges = await registry.list_edges()
     bound = [(e, v.scope, t) for e in edges for v in views
              if (t := e.match(v.scope)) is not None]
-    async with bb.client.pipeline(transaction=False) as pipe:
-        for e, src, tgt in bound:
-            pipe.llen(PartitionKeys(partition_of(src, bb.partitions)).pending(e.id, tgt))
-        pend = [int(x) for x in await pipe.execute()] if bound else []
+    pend = await _pending_lengths(bb, [(e.id, src, tgt) for e, src, tgt in bound])
     ev = tuple(EdgeView(e.id, src, tgt, e.transformer, e.source, p)
                for (e, src, tgt), p in zip(bound, pend, strict=True))
     return MemoryMap(access.agent_id, tuple(sorted(access.teams)), tuple(views), ev)
+
+
+async def _pending_lengths(bb: Blackboard, bound: Sequence[tuple[str, str, str]]) -> list[int]:
+    """Buffer length of each (edge, source scope, target): a buffer lives in its source's
+    partition, and each partition is one round trip. Sequential on purpose: concurrent
+    reads would open pool connections of their own for a map that is rarely urgent."""
+    by_part: dict[int, list[int]] = {}
+    for i, (_edge, src, _tgt) in enumerate(bound):
+        by_part.setdefault(bb.scope(src).partition, []).append(i)
+    out = [0] * len(bound)
+    for p, idx in by_part.items():
+        lengths = await bb.pending(p).lengths([(bound[i][0], bound[i][2]) for i in idx])
+        for i, n in zip(idx, lengths, strict=True):
+            out[i] = n
+    return out

@@ -14,8 +14,7 @@ from collections import defaultdict
 from collections.abc import Awaitable, Callable, Collection, Sequence
 from typing import Any
 
-from blackboard import Blackboard, Event, EventType
-from blackboard.feeds import newest_ids, read_feeds
+from blackboard import Blackboard, Event, EventType, newest_ids, read_feeds
 
 from .subscriptions import TagMatch
 

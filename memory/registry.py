@@ -1,7 +1,7 @@
 """The scope registry and the edge registry: typed records in Redis (redis-om HashModels).
 
-Records live at ``bb:scopes:<scope>`` and ``bb:edges:<edge id>`` (keys from
-:mod:`blackboard.keys`). ``save``/``get`` are plain HSET/HGETALL and work on any Redis >= 7;
+Records live at ``bb:scopes:<scope>`` and ``bb:edges:<edge id>`` (prefixes exported by
+:mod:`blackboard`). ``save``/``get`` are plain HSET/HGETALL and work on any Redis >= 7;
 the models are declared ``index=True`` so a server with the Query Engine can ``find()``
 them, but listing normally goes through plain sets of pks (``bb:registry:scopes`` and
 ``bb:registry:edges``) so it never needs FT.SEARCH or SCAN.
@@ -26,8 +26,7 @@ from aredis_om import Field, HashModel
 from redis import exceptions as rexc
 from redis.asyncio.cluster import RedisCluster
 
-from blackboard import Blackboard
-from blackboard import keys as K
+from blackboard import EDGES, SCOPE_RECORDS, SCOPES, Blackboard
 
 from .config import LevelConfig, ScopeConfig, default_config
 from .edge_registry import EdgeFields, EdgeRegistry
@@ -87,8 +86,8 @@ class Registry(EdgeRegistry):
     def __init__(self, bb: Blackboard) -> None:
         self.bb = bb
         self.db: Any = self._client(bb)
-        self.Scope = _bind(ScopeFields, "ScopeRecord", K.SCOPES, self.db)
-        self.Edge = _bind(EdgeFields, "EdgeRecord", K.EDGES, self.db)
+        self.Scope = _bind(ScopeFields, "ScopeRecord", SCOPES, self.db)
+        self.Edge = _bind(EdgeFields, "EdgeRecord", EDGES, self.db)
         self._query_engine: bool | None = None
 
     @staticmethod
@@ -135,7 +134,7 @@ class Registry(EdgeRegistry):
         # Policy first: a registered scope is always enforced as recorded.
         await self.bb.scope(config.scope_id).set_policy(config.policy())
         await rec.save()
-        await self.db.sadd(K.SCOPE_RECORDS, config.scope_id)
+        await self.db.sadd(SCOPE_RECORDS, config.scope_id)
         return _to_config(rec)
 
     async def ensure_scope(self, scope_id: str, **overrides: Any) -> ScopeConfig:
@@ -162,7 +161,7 @@ class Registry(EdgeRegistry):
             except rexc.ResponseError as exc:  # index dropped or query refused: fall back
                 log.warning("registry find() failed, listing the pk set instead: %s", exc)
         if records is None:
-            records = await self._all(self.Scope, K.SCOPE_RECORDS)
+            records = await self._all(self.Scope, SCOPE_RECORDS)
         out = [_to_config(r) for r in records]
         if owner is not None:
             out = [c for c in out if c.owner == owner]

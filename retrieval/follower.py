@@ -25,11 +25,18 @@ from collections import defaultdict
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any
 
-from blackboard import Blackboard, Entry, Event, EventType
-from blackboard.entry import ScopePolicy, decode_entry, decode_event
-from blackboard.feeds import newest_ids, read_feeds
+from blackboard import (
+    Blackboard,
+    Entry,
+    Event,
+    EventType,
+    entries_across,
+    feed_heads,
+    newest_ids,
+    read_feeds,
+    read_ranges,
+)
 
 from .embedding_sync import EmbeddingSync
 from .engine import SearchEngine
@@ -50,10 +57,6 @@ def _sid(s: str) -> tuple[int, int]:
 def feed_id_gt(a: str, b: str) -> bool:
     """Whether stream id ``a`` is after ``b``."""
     return _sid(a) > _sid(b)
-
-
-def _dec(x: Any) -> str:
-    return x.decode() if isinstance(x, bytes) else str(x)
 
 
 @dataclass(frozen=True, slots=True)
@@ -242,25 +245,17 @@ class IndexFollower:
         wanted = [s for s in scopes if s in snap.manifest.scopes]
         if not wanted:
             return set()
-        async with self.bb.client.pipeline(transaction=False) as pipe:
-            for s in wanted:
-                feed, at = self.bb.scope(s).keys.feed, snap.manifest.scopes[s]
-                pipe.xrange(feed, at, at, count=1)
-                pipe.xrevrange(feed, count=1)
-                pipe.hgetall(self.bb.scope(s).keys.cfg)
-            got = await pipe.execute()
+        heads = await feed_heads(self.bb, wanted, at=snap.manifest.scopes)
         loaded: set[str] = set()
         emb = self.engine.embedder
-        for i, s in enumerate(wanted):
-            at = snap.manifest.scopes[s]
-            kept, newest, cfg = got[3 * i : 3 * i + 3]
-            newest_id = _dec(newest[0][0]) if newest else "0-0"
-            if not kept and newest_id != at:
+        for head in heads:
+            s, at = head.scope, snap.manifest.scopes[head.scope]
+            if not head.kept and head.newest != at:
                 continue  # trimmed past our position (or reset): bootstrap from Redis
             entries = snap.entries.get(s, [])
             if emb is None or snap.manifest.embedder != emb.name:
                 entries = [replace(e, embedding=None, embedder=None) for e in entries]
-            self.engine.set_policy(s, ScopePolicy.from_redis(cfg))
+            self.engine.set_policy(s, head.policy)
             self.engine.add(entries, embed_now=False)
             self._applied[s] = at
             self._n["from_snapshot"] += len(entries)
@@ -271,24 +266,15 @@ class IndexFollower:
         """Read the scopes from Redis: newest feed ids first, then every entry."""
         if not scopes:
             return
-        client = self.bb.client
-        async with client.pipeline(transaction=False) as pipe:
-            for s in scopes:
-                k = self.bb.scope(s).keys
-                pipe.xrevrange(k.feed, count=1)
-                pipe.zrange(k.ix, 0, -1)
-                pipe.hgetall(k.cfg)
-            got = await pipe.execute()
-        for i, s in enumerate(scopes):
-            last, ids, cfg = got[3 * i], got[3 * i + 1], got[3 * i + 2]
-            self.engine.set_policy(s, ScopePolicy.from_redis(cfg))
+        for head in await feed_heads(self.bb, scopes, with_ids=True):
+            s = head.scope
+            self.engine.set_policy(s, head.policy)
             scope = self.bb.scope(s)
-            id_list = [_dec(x) for x in ids]
-            for j in range(0, len(id_list), self.page):
-                batch = [e for e in await scope.get_many(id_list[j : j + self.page]) if e]
+            for j in range(0, len(head.ids), self.page):
+                batch = [e for e in await scope.get_many(head.ids[j : j + self.page]) if e]
                 self._embeddings.add(batch)
                 self._n["bootstrapped"] += len(batch)
-            self._applied[s] = _dec(last[0][0]) if last else "0-0"
+            self._applied[s] = head.newest
 
     # -- applying events ------------------------------------------------------------------
 
@@ -311,18 +297,11 @@ class IndexFollower:
                 reread[s].append(eid)
         scopes = list(reread)
         if scopes:
-            async with self.bb.client.pipeline(transaction=False) as pipe:
-                for s in scopes:
-                    k = self.bb.scope(s).keys
-                    for eid in reread[s]:
-                        pipe.hgetall(k.entry(eid))
-                hashes = iter(await pipe.execute())
+            got = await entries_across(self.bb, reread)
             now = self.bb.now_ms()
             ups: list[Entry] = []
             for s in scopes:
-                for eid in reread[s]:
-                    h = next(hashes)
-                    e = decode_entry(s, h) if h else None
+                for eid, e in zip(reread[s], got[s], strict=True):
                     if e is None or e.expired(now):
                         gone.append(eid)
                     else:
@@ -344,16 +323,10 @@ class IndexFollower:
                 if s in self._applied and feed_id_gt(t, self._applied[s])
             }
             while todo:
-                async with self.bb.client.pipeline(transaction=False) as pipe:
-                    for s, t in todo.items():
-                        pipe.xrange(
-                            self.bb.scope(s).keys.feed, f"({self._applied[s]}", t, count=500
-                        )
-                    replies = await pipe.execute()
-                events = []
-                for s, items in zip(todo, replies, strict=True):
-                    p = self.bb.scope(s).partition
-                    events += [decode_event(sid, f, p) for sid, f in items]
+                got = await read_ranges(
+                    self.bb, {s: (self._applied[s], t) for s, t in todo.items()}, count=500
+                )
+                events = [ev for evs in got.values() for ev in evs]
                 if not events:
                     break  # the target was trimmed away already: nothing left to pull
                 await self._apply(events)

@@ -1,0 +1,44 @@
+"""The edges version: one counter per partition, bumped on every dataflow edge change.
+
+Workers match bus events against the edges they loaded under a version, and ``buffer.lua``
+refuses a batch matched under an older one; the edge registry bumps every partition's
+counter after each install, update or removal, and workers compare what they loaded with
+:func:`edges_versions`.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from .codec import as_str
+from .keys import PartitionKeys
+
+if TYPE_CHECKING:
+    from .board import Blackboard
+
+__all__ = ["bump_edges_versions", "edges_versions", "version_string"]
+
+
+def version_string(raw: Any) -> str:
+    """An edges-version counter's value as the string buffer.lua compares; a partition whose
+    counter was never bumped is at version "0"."""
+    return "0" if raw is None else as_str(raw)
+
+
+async def edges_versions(bb: Blackboard) -> dict[int, str]:
+    """Every partition's edges version, in one round trip. Read it *before* listing the
+    edges: a version read after could vouch for a change the listing missed."""
+    parts = [PartitionKeys(p) for p in range(bb.partitions)]
+    async with bb.client.pipeline(transaction=False) as pipe:
+        for part in parts:
+            pipe.get(part.edges_version)
+        got = await pipe.execute()
+    return {part.partition: version_string(v) for part, v in zip(parts, got, strict=True)}
+
+
+async def bump_edges_versions(bb: Blackboard) -> None:
+    """Bump every partition's edges version (one round trip): workers reload the edges."""
+    async with bb.client.pipeline(transaction=False) as pipe:
+        for p in range(bb.partitions):
+            pipe.incr(PartitionKeys(p).edges_version)
+        await pipe.execute()

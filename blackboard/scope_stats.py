@@ -1,0 +1,136 @@
+"""Per-scope statistics computed from counters and indexes, never from reading entries.
+
+Each scope costs a constant number of Redis commands (two pipelined round trips for all
+scopes together), whatever the number of entries.
+
+Strength distribution, from the ``evict`` zset alone:
+- non-decaying scope: the score *is* the stored strength, so each bucket is one ZCOUNT
+  and the histogram is exact;
+- decaying scope: the score is the time the strength will cross the eviction threshold
+  ``T``. For an unreinforced entry (retention ``q = 1 - rate`` per tick) the current
+  strength is ``s = T * q ** ((now - evict_at) / tick)``, a monotone map, so bucket edges
+  map to evict times and each bucket is again one ZCOUNT. The map is exact for entries
+  never reinforced; a reinforced entry decays slower, so it is counted at an upper bound
+  of its strength (``exact`` is False for decaying scopes). Entries whose evict time has
+  passed (due for pruning) are reported as ``below_threshold``.
+
+It lives in the substrate because both readings depend on what the scripts store as the
+``evict`` score (``_lib.lua``); :mod:`memory.stats` re-exports it for agents.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from .entry import ScopePolicy
+
+if TYPE_CHECKING:
+    from .board import Blackboard
+
+__all__ = ["STRENGTH_EDGES", "ScopeStats", "StrengthHistogram", "scope_stats"]
+
+STRENGTH_EDGES: tuple[float, ...] = (0.0, 0.2, 0.4, 0.6, 0.8, 1.0)
+
+
+@dataclass(frozen=True, slots=True)
+class StrengthHistogram:
+    """``counts[i]`` entries have current strength in ``[edges[i], edges[i+1])`` (the last
+    bucket includes 1.0). See the module docstring for when it is ``exact``."""
+
+    edges: tuple[float, ...]
+    counts: tuple[int, ...]
+    below_threshold: int = 0
+    exact: bool = True
+
+    def to_json(self) -> dict[str, Any]:
+        return {"edges": list(self.edges), "counts": list(self.counts),
+                "below_threshold": self.below_threshold, "exact": self.exact}
+
+
+@dataclass(frozen=True, slots=True)
+class ScopeStats:
+    """Statistics of one scope. Times are ms since the epoch (None when empty); ``tags``
+    are the counter hash (entries expired but not yet swept still count there)."""
+
+    scope: str
+    count: int
+    tags: dict[str, int]
+    oldest_ms: int | None
+    newest_ms: int | None
+    strength: StrengthHistogram
+
+    def to_json(self) -> dict[str, Any]:
+        return {"scope": self.scope, "count": self.count, "tags": dict(self.tags),
+                "oldest_ms": self.oldest_ms, "newest_ms": self.newest_ms,
+                "strength": self.strength.to_json()}
+
+
+def _bounds(policy: ScopePolicy, now: int) -> list[tuple[str, str]]:
+    """ZCOUNT ranges over evict scores, one per strength bucket (plus the due range)."""
+    edges = STRENGTH_EDGES
+    out: list[tuple[str, str]] = []
+    if policy.decay_rate <= 0:
+        for i in range(len(edges) - 1):
+            hi = f"({edges[i + 1]!r}" if i < len(edges) - 2 else "+inf"
+            out.append((repr(edges[i]) if i else "-inf", hi))
+        return out
+    thr, q = policy.evict_threshold, 1.0 - policy.decay_rate
+    tick_ms = policy.decay_tick * 1000
+
+    def at(s: float) -> float:  # evict time of an unreinforced entry of strength s now
+        return now + tick_ms * math.log(thr / s) / math.log(q) if s > thr else now
+
+    for i in range(len(edges) - 1):
+        s_lo, s_hi = max(edges[i], thr), edges[i + 1]
+        if s_hi <= thr:
+            out.append(("1", "0"))  # empty range: those strengths are below the threshold
+            continue
+        hi_s = f"({at(s_hi)!r}" if i < len(edges) - 2 else "+inf"
+        out.append((f"({at(s_lo)!r}", hi_s))
+    out.append(("-inf", str(now)))  # due for pruning
+    return out
+
+
+async def scope_stats(bb: Blackboard, scope_ids: Sequence[str]) -> list[ScopeStats]:
+    """Stats of each scope, in order; O(scopes + tags) Redis work, two round trips."""
+    if not scope_ids:
+        return []
+    now = bb.now_ms()
+    keys = [bb.scope(s).keys for s in scope_ids]
+    async with bb.client.pipeline(transaction=False) as pipe:
+        for k in keys:
+            pipe.zcard(k.ix)
+            pipe.zcount(k.exp, "-inf", now)
+            pipe.hgetall(k.tags)
+            pipe.zrange(k.ix, 0, 0, withscores=True)
+            pipe.zrange(k.ix, -1, -1, withscores=True)
+            pipe.hgetall(k.cfg)
+        first = await pipe.execute()
+    policies = [ScopePolicy.from_redis(first[i * 6 + 5]) for i in range(len(keys))]
+    ranges = [_bounds(p, now) for p in policies]
+    async with bb.client.pipeline(transaction=False) as pipe:
+        for k, rs in zip(keys, ranges, strict=True):
+            for lo, hi in rs:
+                pipe.zcount(k.evict, lo, hi)
+        counts = await pipe.execute()
+    out, pos = [], 0
+    for i, (scope_id, policy) in enumerate(zip(scope_ids, policies, strict=True)):
+        total, expired, tags, oldest, newest, _cfg = first[i * 6 : i * 6 + 6]
+        n = len(ranges[i])
+        got = [int(c) for c in counts[pos : pos + n]]
+        pos += n
+        decaying = policy.decay_rate > 0
+        hist = StrengthHistogram(
+            STRENGTH_EDGES, tuple(got[: len(STRENGTH_EDGES) - 1]),
+            below_threshold=got[-1] if decaying else 0, exact=not decaying,
+        )
+        out.append(ScopeStats(
+            scope=scope_id, count=int(total) - int(expired),
+            tags={k.decode(): int(v) for k, v in sorted(tags.items()) if int(v) > 0},
+            oldest_ms=int(oldest[0][1]) if oldest else None,
+            newest_ms=int(newest[0][1]) if newest else None, strength=hist,
+        ))
+    return out
