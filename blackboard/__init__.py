@@ -22,9 +22,12 @@ from .errors import (
     ServerUnavailable,
     VersionConflict,
 )
+from .reconnect import reconnect
 from .request import WriteRequest
 from .scope import Scope
+from .scope_reads import scopes_holding
 from .settings import ClientSettings
+from .validation import validate_tag
 
 __all__ = [
     "AccessDenied",
@@ -54,4 +57,7 @@ __all__ = [
     "TrimReport",
     "VersionConflict",
     "WriteRequest",
+    "reconnect",
+    "scopes_holding",
+    "validate_tag",
 ]

@@ -1,7 +1,7 @@
 """Memory levels, agent memory, producers, observers and dataflow edges on the blackboard.
 
-``MemoryQuery``, ``TagFilter`` and ``ScoredEntry`` come from the retrieval layer (free-text
-and filtered recall); :class:`BasicQuery` serves plain tag, time and key listing.
+``MemoryQuery``, ``TagFilter`` and ``ScoredEntry`` come from the retrieval layer: one query
+model for ranked recall and for tag, time and key listing (``order="newest"``).
 """
 
 from __future__ import annotations
@@ -27,8 +27,7 @@ from .naming import (
     team_scope,
 )
 from .observers import ChangeHandle
-from .producers import CallRecord, Observation, default_extractor, json_safe
-from .recall_basic import BasicQuery, recall_basic
+from .producers import CallRecord, Observation, Producers, default_extractor, json_safe
 from .registry import Registry
 from .stats import ScopeStats, StrengthHistogram
 from .subscriptions import (
@@ -47,7 +46,6 @@ __all__ = [
     "LONG_TERM",
     "AccessPolicy",
     "AgentMemory",
-    "BasicQuery",
     "CallRecord",
     "ChangeHandle",
     "ConversationConfig",
@@ -64,6 +62,7 @@ __all__ = [
     "Message",
     "Observation",
     "OwnerKind",
+    "Producers",
     "Registry",
     "Retriever",
     "ScopeConfig",
@@ -86,7 +85,6 @@ __all__ = [
     "json_safe",
     "message_of",
     "parse_scope",
-    "recall_basic",
     "register_transformer_name",
     "team_scope",
 ]

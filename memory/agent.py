@@ -4,13 +4,25 @@ teams' scopes, and read access to ``collective``)."""
 from __future__ import annotations
 
 import logging
-from collections.abc import Awaitable, Collection, Iterable, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from typing import Any, Protocol
 
 from redis import exceptions as rexc
 
-from blackboard import AccessDenied, Blackboard, Entry, EventType, InvalidArgument, NotFound
+from blackboard import (
+    AccessDenied,
+    Blackboard,
+    Entry,
+    EventType,
+    InvalidArgument,
+    NotFound,
+    reconnect,
+    scopes_holding,
+)
 from blackboard.ids import deterministic_id
+from retrieval.query import MemoryQuery, as_query
+from retrieval.scoring import ScoredEntry
+from retrieval.structured import StructuredRetriever
 
 from .access import AccessPolicy
 from .conversation import ConversationConfig, Message, Sessions, message_requests
@@ -20,8 +32,7 @@ from .levels import MemoryLevel
 from .memory_map import MemoryMap, build_memory_map
 from .naming import agent_scope, agent_scopes, parse_scope, team_scope
 from .observers import ChangeHandle, Handler
-from .recall_basic import BasicQuery, recall_basic, select_scopes
-from .recorder import Recorder
+from .producers import CallRecord, Producers
 from .registry import Registry
 from .stats import ScopeStats, scope_stats
 from .subscriptions import TagMatch, pattern_matches
@@ -32,24 +43,26 @@ log = logging.getLogger(__name__)
 
 
 class Retriever(Protocol):
-    """The retrieval layer's hook: ``(query, readable scopes) -> hits, best first``."""
+    """Answers a recall: (query, scopes resolved and checked by memory) -> at most
+    ``q.max_results`` hits in the query's order (retrieval's ``Retriever``: hybrid, best
+    first; its ``StructuredRetriever``: newest first)."""
 
-    def __call__(self, query: Any, scopes: Sequence[str]) -> Awaitable[list[Any]]: ...
+    async def recall(self, q: MemoryQuery, scopes: Sequence[str], /) -> list[ScoredEntry]: ...
+
+    async def aclose(self) -> None: ...
 
 
-class AgentMemory(Recorder):
+class AgentMemory:
     """Memory of agent ``agent_id`` (member of ``teams``) on ``bb``.
 
     Every method checks access first (:mod:`memory.access`). Close with :meth:`aclose`
     (or ``async with``): it stops observers, flushes producer writes, closes the registry.
-    Producers (``observe``, ``flush``) come from :class:`~memory.recorder.Recorder`.
-    """
+    ``producers`` (:class:`~memory.producers.Producers`) serve ``observe``/``flush``."""
 
     def __init__(self, bb: Blackboard, agent_id: str, teams: Iterable[str] = (), *,
                  retriever: Retriever | None = None, registry: Registry | None = None,
                  default_retriever: bool = True) -> None:
         agent_scope(agent_id, MemoryLevel.WORKING)  # validates the id
-        super().__init__()
         self.bb = bb
         self.agent_id = agent_id
         self.teams = tuple(sorted(set(teams)))
@@ -57,10 +70,13 @@ class AgentMemory(Recorder):
             team_scope(t)
         self.access = AccessPolicy(agent_id, frozenset(self.teams))
         self.retriever = retriever
-        # No retriever given: the retrieval layer's default one, made on the first free-text
+        # No retriever given: the retrieval layer's default one, made on the first ranked
         # recall (it loads an embedder and indexes the readable scopes) and closed with us.
         self._default_retriever = default_retriever and retriever is None
         self._owns_retriever = False
+        self._newest = StructuredRetriever(bb)  # order="newest": straight from the indexes
+        self.producers = Producers(self, self._twin)
+        self._owns_bb = False  # a twin (see _twin) closes its own connection
         self._registry = registry
         self._owns_registry = registry is None
         self._ensured: set[str] = set()
@@ -79,14 +95,16 @@ class AgentMemory(Recorder):
         for h in self._handles:
             await h.stop()
         self._handles.clear()
-        await self._close_producers()
+        await self.producers.aclose()
         if self._registry is not None and self._owns_registry:
             await self._registry.aclose()
             self._registry = None
         if self._owns_retriever and self.retriever is not None:
             own, self.retriever = self.retriever, None
             self._owns_retriever = False
-            await own.aclose()  # type: ignore[attr-defined]
+            await own.aclose()
+        if self._owns_bb:
+            await self.bb.close()
 
     async def __aenter__(self) -> AgentMemory:
         return self
@@ -179,44 +197,37 @@ class AgentMemory(Recorder):
         """How messages written to this level's scope (or the team's) are indexed."""
         self._sessions.configs[self.access.check_write(self.scope_for(level, team))] = config
 
-    async def recall(self, query: str | BasicQuery | Any, *, limit: int | None = None,
-                     explain: bool = False) -> list[Any]:
-        """Recall, best first.
+    async def recall(self, query: str | MemoryQuery, *, limit: int | None = None,
+                     explain: bool = False) -> list[ScoredEntry]:
+        """Recall -> ``list[ScoredEntry]``, in the query's order.
 
-        Text or a :class:`MemoryQuery`: hybrid recall (dense + BM25 + hard filters) over
-        the readable scopes, narrowed by the query's ``scopes`` (each checked) and
-        ``levels`` (``"working"``, ``"semantic"`` or ``"ltm:semantic"``...: those levels of
-        the agent's and its teams' scopes); -> ``list[ScoredEntry]``; ``explain`` logs each
-        hit's score breakdown. A :class:`BasicQuery`: tag/time/key recall, newest first,
-        -> ``list[Entry]``. With ``default_retriever=False`` and no retriever, free text
-        raises :class:`SemanticRecallUnavailable`."""
-        if isinstance(query, BasicQuery):
-            if limit is not None:
-                query = BasicQuery(**{**_fields(query), "limit": limit})
-            for s in query.scopes:
-                self.access.check_read(s)
-            return await recall_basic(self.bb, select_scopes(self.readable_scopes(), query), query)
-        for s in getattr(query, "scopes", None) or ():
-            self.access.check_read(s)
+        Text or a :class:`MemoryQuery`, over the readable scopes, narrowed by the query's
+        ``scopes`` (each checked) and ``levels`` (``"working"``, ``"semantic"`` or
+        ``"ltm:semantic"``...: those levels of the agent's and its teams' scopes).
+        ``order="relevance"`` (the default): hybrid recall (dense + BM25 + hard filters),
+        best first; with ``default_retriever=False`` and no retriever it raises
+        :class:`SemanticRecallUnavailable`. ``order="newest"``: the entries matching the
+        tag, time and key filters, newest first, read from the scopes' indexes.
+        ``limit`` sets ``max_results``; ``explain`` logs each hit's score breakdown."""
+        q = as_query(query, limit, explain)
+        scopes = self.recall_scopes(q.scopes, q.levels)
+        hits = await self._retriever_for(q).recall(q, scopes)
+        return hits[: q.max_results]
+
+    def _retriever_for(self, q: MemoryQuery) -> Retriever:
+        if q.order == "newest":
+            return self._newest
         if self.retriever is None and self._default_retriever:
-            from retrieval.recall import Retriever as DefaultRetriever
+            from retrieval.recall import Retriever as HybridRetriever
 
-            self.retriever = DefaultRetriever(self.bb)
+            self.retriever = HybridRetriever(self.bb)
             self._owns_retriever = True
         if self.retriever is None:
             raise SemanticRecallUnavailable(
-                "free-text recall needs a retriever (AgentMemory(..., retriever=...)); "
-                "use BasicQuery for tag, time and key queries"
+                "recall by relevance needs a retriever (AgentMemory(..., retriever=...)); "
+                "MemoryQuery(order='newest') serves tag, time and key queries without one"
             )
-        from retrieval.recall import Retriever as DefaultRetriever
-
-        if isinstance(self.retriever, DefaultRetriever):
-            from retrieval.recall import as_query
-
-            q = as_query(query, limit, explain)
-            return await self.retriever.recall(q, self.recall_scopes(q.scopes, q.levels))
-        hits = await self.retriever(query, self.readable_scopes())
-        return hits[:limit] if limit is not None else hits
+        return self.retriever
 
     def recall_scopes(self, scopes: Sequence[str] | None = None,
                       levels: Sequence[str] | None = None) -> list[str]:
@@ -247,10 +258,7 @@ class AgentMemory(Recorder):
             candidates = [scope]
         else:
             candidates = self.writable_scopes()
-        async with self.bb.client.pipeline(transaction=False) as pipe:
-            for s in candidates:
-                pipe.exists(self.bb.scope(s).keys.entry(entry_id))
-            found = await pipe.execute()
+        found = await scopes_holding(self.bb, entry_id, candidates)
         for s, hit in zip(candidates, found, strict=True):
             if hit:
                 return s
@@ -324,6 +332,36 @@ class AgentMemory(Recorder):
         return await build_memory_map(self.bb, self.registry, self.access,
                                       self.readable_scopes())
 
+    # -- producers ------------------------------------------------------------------------
+
+    def observe(
+        self, fn: Callable[..., Any] | None = None, *,
+        level: MemoryLevel | str | None = MemoryLevel.WORKING, tags: Iterable[str] = (),
+        extractor: Callable[[CallRecord], Any] | None = None, team: str | None = None,
+        importance: float = 0.5,
+    ) -> Any:
+        """Decorator recording each call of a sync or async callable through :meth:`store`
+        (see :mod:`memory.producers`). Usable bare (``@mem.observe``) or with arguments."""
+        return self.producers.observe(fn, level=level, tags=tags, extractor=extractor,
+                                      team=team, importance=importance)
+
+    async def flush(self) -> None:
+        """Wait for producer writes scheduled from sync callables."""
+        await self.producers.flush()
+
+    @property
+    def producer_errors(self) -> int:
+        """Producer writes that failed (logged, never raised)."""
+        return self.producers.errors
+
+    async def _twin(self) -> AgentMemory:
+        """This memory over a new connection of its own (closed with it), for producers
+        running on another event loop."""
+        twin = AgentMemory(await reconnect(self.bb), self.agent_id, self.teams,
+                           default_retriever=False)
+        twin._owns_bb = True
+        return twin
+
     # -- observers ------------------------------------------------------------------------
 
     def on_change(self, scope_pattern: str, handler: Handler, *,
@@ -357,6 +395,3 @@ def _level(name: str) -> MemoryLevel:
             f"unknown memory level {name!r}; levels: {', '.join(m.value for m in MemoryLevel)}"
         ) from None
 
-
-def _fields(q: BasicQuery) -> dict[str, Any]:
-    return {f: getattr(q, f) for f in q.__dataclass_fields__}

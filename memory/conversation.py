@@ -20,9 +20,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
-from blackboard import Entry, InvalidArgument
-from blackboard.request import WriteRequest
-from blackboard.validation import validate_tag
+from blackboard import Blackboard, Entry, InvalidArgument, WriteRequest, validate_tag
 
 __all__ = [
     "MESSAGE_KIND",
@@ -177,17 +175,14 @@ class Sessions:
     def config(self, scope: str) -> ConversationConfig:
         return self.configs.get(scope) or DEFAULT_CONFIG
 
-    async def start(self, bb: Any, scope: str, session: str) -> int:
+    async def start(self, bb: Blackboard, scope: str, session: str) -> int:
         """The position the next message of ``session`` in ``scope`` takes."""
         got = self._next.get((scope, session))
         if got is not None:
             return got
-        from .recall_basic import BasicQuery, recall_basic
-
         # newest first by write time; a batch shares one millisecond, so look at a page
-        newest = await recall_basic(
-            bb, [scope], BasicQuery(all_of=frozenset({session_tag(session)}), limit=256)
-        )
+        newest = await bb.scope(scope).entries(all_of={session_tag(session)}, limit=256,
+                                               newest_first=True)
         pos = [e.value.get("position") for e in newest if isinstance(e.value, Mapping)]
         return max((p for p in pos if isinstance(p, int)), default=-1) + 1
 

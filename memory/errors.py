@@ -8,9 +8,9 @@ __all__ = ["EdgeCycle", "EdgeVersionConflict", "InvalidEdge", "SemanticRecallUna
 
 
 class SemanticRecallUnavailable(BlackboardError, NotImplementedError):
-    """Free-text recall needs a retriever (the retrieval layer); none is configured.
+    """Recall by relevance needs a retriever (the retrieval layer); none is configured.
 
-    Tag, time and key queries work without one (:class:`memory.BasicQuery`).
+    Tag, time and key queries work without one (``MemoryQuery(order="newest")``).
     """
 
 

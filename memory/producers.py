@@ -6,23 +6,42 @@ Where the write happens:
 - sync callables called inside the running event loop: scheduled as a task (the call
   returns at once; ``await mem.flush()`` waits for outstanding writes);
 - sync callables called with no running loop (plain threads, scripts): written
-  synchronously through a background thread that runs its own event loop and its own
-  Blackboard connection (the agent's async client is bound to its loop and cannot be
-  used from here); the call blocks for that one write.
-A producer failure (extractor or write) is logged and counted, never raised.
+  synchronously through a background thread that runs its own event loop, on a twin of
+  the memory opened there (its own Blackboard connection: the agent's async client is
+  bound to its loop and cannot be used from here); the call blocks for that one write.
+Every path ends in the same call, the memory's ``store`` (access check, scope
+registration, ``Scope.write``). A producer failure (extractor or write) is logged and
+counted, never raised.
 """
 
 from __future__ import annotations
 
 import asyncio
+import functools
+import inspect
+import logging
 import threading
 import time
-from collections.abc import Awaitable, Callable, Coroutine, Mapping
+from collections.abc import Awaitable, Callable, Coroutine, Iterable, Mapping
 from concurrent.futures import Future
 from dataclasses import dataclass, field
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
-__all__ = ["CallRecord", "Observation", "SyncBridge", "default_extractor", "json_safe"]
+from .levels import MemoryLevel
+
+if TYPE_CHECKING:
+    from blackboard import Entry
+
+    from .access import AccessPolicy
+
+__all__ = [
+    "CallRecord", "MemoryWriter", "Observation", "Producers", "SyncBridge",
+    "default_extractor", "json_safe",
+]
+
+# Producer failures were always logged as ``memory.agent``; keep that name so existing
+# logging configuration and filters still see them.
+log = logging.getLogger("memory.agent")
 
 T = TypeVar("T")
 
@@ -148,23 +167,6 @@ def now_ms() -> float:
     return time.perf_counter() * 1000
 
 
-class ProducerHost:
-    """What :func:`observe` needs from the memory it writes to (AgentMemory implements it).
-
-    ``record`` turns a call into a write (async); ``record_blocking`` does the same from
-    code without a running loop; ``spawn`` keeps a scheduled write alive until flushed.
-    """
-
-    async def record(self, call: CallRecord, spec: ProducerSpec) -> None:
-        raise NotImplementedError
-
-    def record_blocking(self, call: CallRecord, spec: ProducerSpec) -> None:
-        raise NotImplementedError
-
-    def spawn(self, coro: Awaitable[None]) -> None:
-        raise NotImplementedError
-
-
 @dataclass(frozen=True, slots=True)
 class ProducerSpec:
     """How one observed callable is recorded."""
@@ -182,11 +184,8 @@ def action_tag(name: str) -> str:
     return f"action_type:{clean[:100]}"
 
 
-def wrap(host: ProducerHost, fn: Callable[..., Any], spec: ProducerSpec) -> Callable[..., Any]:
+def wrap(host: Producers, fn: Callable[..., Any], spec: ProducerSpec) -> Callable[..., Any]:
     """``fn`` wrapped so each call is recorded through ``host`` (see module docstring)."""
-    import functools
-    import inspect
-
     name = getattr(fn, "__name__", None) or type(fn).__name__
 
     if inspect.iscoroutinefunction(fn):
@@ -220,10 +219,115 @@ def wrap(host: ProducerHost, fn: Callable[..., Any], spec: ProducerSpec) -> Call
     return wrapper
 
 
-def _emit(host: ProducerHost, call: CallRecord, spec: ProducerSpec) -> None:
+def _emit(host: Producers, call: CallRecord, spec: ProducerSpec) -> None:
     try:
         asyncio.get_running_loop()
     except RuntimeError:
         host.record_blocking(call, spec)
     else:
         host.spawn(host.record(call, spec))
+
+
+class MemoryWriter(Protocol):
+    """What producers write through (:class:`~memory.agent.AgentMemory` is one)."""
+
+    access: AccessPolicy
+
+    def scope_for(self, level: MemoryLevel | str | None = ..., team: str | None = None) -> str:
+        ...
+
+    async def store(
+        self, data: Any, level: MemoryLevel | str | None = ..., *,
+        tags: Iterable[str] | None = None, metadata: Mapping[str, Any] | None = None,
+        importance: float = 0.5, team: str | None = None,
+    ) -> Entry: ...
+
+    async def aclose(self) -> None: ...
+
+
+class Producers:
+    """The producers of one memory: ``observe`` wraps callables, each call is written with
+    ``memory.store``. ``twin`` opens, on the bridge thread's loop, a memory writing to the
+    same scopes over its own connection (for sync callables called with no loop); it is
+    opened on first need and closed with :meth:`aclose`. ``errors``: failed writes."""
+
+    def __init__(self, memory: MemoryWriter,
+                 twin: Callable[[], Coroutine[Any, Any, MemoryWriter]]) -> None:
+        self.memory = memory
+        self.errors = 0  # failed producer writes (logged, never raised)
+        self._twin = twin
+        self._tasks: set[asyncio.Task[None]] = set()
+        self._bridge: SyncBridge | None = None
+
+    def observe(
+        self, fn: Callable[..., Any] | None = None, *,
+        level: MemoryLevel | str | None = MemoryLevel.WORKING, tags: Iterable[str] = (),
+        extractor: Callable[[CallRecord], Any] | None = None, team: str | None = None,
+        importance: float = 0.5,
+    ) -> Any:
+        """Decorator recording each call of a sync or async callable (see the module
+        docstring). Usable bare (``@observe``) or with arguments."""
+        self.memory.access.check_write(self.memory.scope_for(level, team))
+        spec = ProducerSpec(None if level is None else MemoryLevel(level).value,
+                            frozenset(tags), extractor or default_extractor, team, importance)
+
+        def deco(f: Callable[..., Any]) -> Callable[..., Any]:
+            return wrap(self, f, spec)
+
+        return deco(fn) if fn is not None else deco
+
+    async def flush(self) -> None:
+        """Wait for producer writes scheduled from sync callables."""
+        while self._tasks:
+            await asyncio.gather(*list(self._tasks), return_exceptions=True)
+
+    async def aclose(self) -> None:
+        """Flush scheduled writes, then close the twin and stop the bridge thread."""
+        await self.flush()
+        if self._bridge is not None:
+            bridge, self._bridge = self._bridge, None
+            await asyncio.to_thread(bridge.close)
+
+    async def record(self, call: CallRecord, spec: ProducerSpec) -> None:
+        try:
+            await _write(self.memory, call, spec)
+        except Exception:
+            self._failed(call)
+
+    def record_blocking(self, call: CallRecord, spec: ProducerSpec) -> None:
+        try:
+            if self._bridge is None:
+                self._bridge = SyncBridge(self._twin, _close_twin)
+
+            async def write(twin: MemoryWriter) -> None:
+                await _write(twin, call, spec)
+
+            self._bridge.run(write)
+        except Exception:
+            self._failed(call)
+
+    def spawn(self, coro: Awaitable[None]) -> None:
+        task = asyncio.ensure_future(coro)
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+
+    def _failed(self, call: CallRecord) -> None:
+        self.errors += 1
+        log.exception("producer for %s failed to record a call", call.name)
+
+
+async def _write(memory: MemoryWriter, call: CallRecord, spec: ProducerSpec) -> None:
+    """Store what ``spec`` extracts from ``call`` (nothing if the extractor says None)."""
+    got = spec.extractor(call)
+    if got is None:
+        return
+    obs = got if isinstance(got, Observation) else Observation(got)
+    tags = sorted({action_tag(call.name), "success" if call.ok else "failure", *spec.tags,
+                   *obs.tags})
+    meta = {"producer": call.name, "duration_ms": round(call.duration_ms, 3), **obs.metadata}
+    await memory.store(obs.data, spec.level, tags=tags, metadata=meta,
+                       importance=spec.importance, team=spec.team)
+
+
+async def _close_twin(twin: MemoryWriter) -> None:
+    await twin.aclose()

@@ -31,11 +31,12 @@ if TYPE_CHECKING:
     from .follower import FollowerStats, IndexFollower
     from .fusion import convex, minmax, mmr, rrf
     from .lens import LensPreset, UnknownLens, facts_about, known_lenses, register_lens
-    from .query import MemoryQuery, TagFilter
+    from .query import MemoryQuery, RecallOrder, TagFilter, as_query
     from .recall import Retriever
     from .rewrite import LLMQueryRewriter
     from .scoring import ScoredEntry, ScoringConfig
     from .snapshot import Snapshot, SnapshotManifest, load_snapshot, save_snapshot
+    from .structured import StructuredRetriever
     from .text import entry_text
     from .timeline import resolve_periods
 
@@ -75,6 +76,8 @@ _WHERE = {
     "register_lens": "lens",
     "MemoryQuery": "query",
     "TagFilter": "query",
+    "RecallOrder": "query",
+    "as_query": "query",
     "Retriever": "recall",
     "LLMQueryRewriter": "rewrite",
     "ScoredEntry": "scoring",
@@ -83,6 +86,7 @@ _WHERE = {
     "SnapshotManifest": "snapshot",
     "load_snapshot": "snapshot",
     "save_snapshot": "snapshot",
+    "StructuredRetriever": "structured",
     "entry_text": "text",
     "resolve_periods": "timeline",
 }
@@ -108,14 +112,17 @@ __all__ = [
     "MemoryQuery",
     "MiniLMEmbedder",
     "OpenAIEmbedder",
+    "RecallOrder",
     "Retriever",
     "ScoredEntry",
     "ScoringConfig",
     "SearchEngine",
     "Snapshot",
     "SnapshotManifest",
+    "StructuredRetriever",
     "TagFilter",
     "UnknownLens",
+    "as_query",
     "configure_faiss_threads",
     "convex",
     "default_embedder",

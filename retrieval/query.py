@@ -9,9 +9,14 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator, model_valida
 
 from .lens import resolve_lens
 
-__all__ = ["FusionMethod", "MemoryQuery", "TagFilter"]
+__all__ = ["FusionMethod", "MemoryQuery", "RecallOrder", "TagFilter", "as_query"]
 
 FusionMethod = Literal["convex", "rrf"]
+# "relevance": ranked by score (the hybrid retriever); "newest": listed newest first straight
+# from the scopes' Redis indexes (the structured retriever; no text, no index needed).
+RecallOrder = Literal["relevance", "newest"]
+# An open end of ``time_range`` (None) stands for these bounds of ``created_at`` (ms).
+_TIME_MIN, _TIME_MAX = 0, 1 << 62
 
 
 class TagFilter(BaseModel):
@@ -55,12 +60,15 @@ class TagFilter(BaseModel):
 class MemoryQuery(BaseModel):
     """A recall request.
 
-    ``time_range`` is ``(start_ms, end_ms)`` inclusive on ``created_at``; ``key_pattern`` is
-    a glob (``fnmatch``) on the entry key; ``min_strength`` applies to the current (decayed)
-    strength. ``fusion`` picks convex combination (weight ``alpha`` on dense, ``None``: the
-    engine default) or reciprocal-rank fusion; ``mmr`` is the MMR lambda in [0, 1] (``None``:
-    no diversification). ``lens`` names a preset (see :mod:`retrieval.lens`) that fills the
-    fields left unset.
+    ``time_range`` is ``(start_ms, end_ms)`` inclusive on ``created_at`` (either end may be
+    None: open); ``key_pattern`` is a glob on the entry key (entries without a key never
+    match); ``min_strength`` applies to the current (decayed) strength. ``scopes`` and
+    ``levels`` (level names or scope suffixes) narrow the readable scopes searched.
+    ``order="newest"``: no ranking, the entries matching the filters newest first, read
+    from the scopes' indexes (no text, no ``min_strength``). ``fusion`` picks convex
+    combination (weight ``alpha`` on dense, ``None``: the engine default) or reciprocal-rank
+    fusion; ``mmr`` is the MMR lambda in [0, 1] (``None``: no diversification). ``lens``
+    names a preset (see :mod:`retrieval.lens`) that fills the fields left unset.
     """
 
     model_config = ConfigDict(frozen=True, extra="forbid")
@@ -78,6 +86,7 @@ class MemoryQuery(BaseModel):
     fusion: FusionMethod = "convex"
     alpha: float | None = None
     mmr: float | None = None
+    order: RecallOrder = "relevance"
 
     @model_validator(mode="before")
     @classmethod
@@ -115,11 +124,25 @@ class MemoryQuery(BaseModel):
         v = v.strip()
         return v or None
 
+    @field_validator("key_pattern")
+    @classmethod
+    def _glob(cls, v: str | None) -> str | None:
+        if v is not None and not v:
+            raise ValueError("key_pattern must be a non-empty glob")
+        return v
+
     @field_validator("max_results")
     @classmethod
     def _positive(cls, v: int) -> int:
         if v <= 0:
             raise ValueError(f"max_results must be a positive integer (got {v})")
+        return v
+
+    @field_validator("time_range", mode="before")
+    @classmethod
+    def _open_ends(cls, v: Any) -> Any:
+        if isinstance(v, tuple | list) and len(v) == 2:
+            return (_TIME_MIN if v[0] is None else v[0], _TIME_MAX if v[1] is None else v[1])
         return v
 
     @field_validator("time_range")
@@ -150,6 +173,15 @@ class MemoryQuery(BaseModel):
             raise ValueError("must be None or a non-empty list of non-empty names")
         return v
 
+    @model_validator(mode="after")
+    def _listing(self) -> MemoryQuery:
+        if self.order == "newest" and self.query is not None:
+            raise ValueError("order='newest' lists entries by time: it takes no query text")
+        if self.order == "newest" and self.min_strength is not None:
+            raise ValueError("min_strength needs order='relevance' (strength is a ranking "
+                             "input; order='newest' reads the indexes only)")
+        return self
+
     @property
     def has_semantic(self) -> bool:
         """Whether there is text to rank by (dense and BM25)."""
@@ -164,3 +196,19 @@ class MemoryQuery(BaseModel):
             or self.key_pattern is not None
             or self.min_strength is not None
         )
+
+
+def as_query(query: MemoryQuery | str | Any, limit: int | None = None,
+             explain: bool = False) -> MemoryQuery:
+    """``query`` as a :class:`MemoryQuery` (text becomes its ``query``); ``limit`` sets
+    ``max_results``, ``explain`` the explain flag."""
+    q = query if isinstance(query, MemoryQuery) else MemoryQuery(query=str(query))
+    update: dict[str, Any] = {}
+    if limit is not None:
+        update["max_results"] = limit
+    if explain:
+        update["explain"] = True
+    if not update:
+        return q
+    # model_validate (not model_copy) so the new values are validated too
+    return MemoryQuery.model_validate({**q.model_dump(exclude={"lens"}), **update})

@@ -1,10 +1,11 @@
 """The retriever behind ``AgentMemory.recall``: a :class:`SearchEngine` kept in sync with
 Redis by an :class:`IndexFollower`, searched with read-your-writes.
 
-It implements :class:`memory.agent.Retriever`: ``await retriever(query, scopes)`` with the
-scopes already resolved and access-checked by the caller (the memory layer owns access
+It implements :class:`memory.Retriever`: ``await retriever.recall(query, scopes)`` with
+the scopes already resolved and access-checked by the caller (the memory layer owns access
 rules and level names); hits of every scope come back in one ranking, so their scores are
-comparable.
+comparable. Text may be given directly (``recall("text", scopes)``): it becomes a
+:class:`MemoryQuery` here; AgentMemory passes one ready-made.
 """
 
 from __future__ import annotations
@@ -20,29 +21,13 @@ from blackboard import Blackboard, Entry
 from .embedders.base import Embedder
 from .engine import SearchEngine
 from .follower import IndexFollower
-from .query import MemoryQuery
+from .query import MemoryQuery, as_query
 from .rewrite import QueryRewriter, fuse_rankings
 from .scoring import ScoredEntry, ScoringConfig
 
-__all__ = ["Retriever", "as_query"]
+__all__ = ["Retriever"]
 
 log = logging.getLogger(__name__)
-
-
-def as_query(query: MemoryQuery | str | Any, limit: int | None = None,
-             explain: bool = False) -> MemoryQuery:
-    """``query`` as a :class:`MemoryQuery` (text becomes its ``query``); ``limit`` sets
-    ``max_results``, ``explain`` the explain flag."""
-    q = query if isinstance(query, MemoryQuery) else MemoryQuery(query=str(query))
-    update: dict[str, Any] = {}
-    if limit is not None:
-        update["max_results"] = limit
-    if explain:
-        update["explain"] = True
-    if not update:
-        return q
-    # model_validate (not model_copy) so the new values are validated too
-    return MemoryQuery.model_validate({**q.model_dump(exclude={"lens"}), **update})
 
 
 def origin_of(entry: Entry) -> str:
@@ -104,18 +89,14 @@ class Retriever:
             self._follower = IndexFollower(self.bb, self.engine, **self._follower_args)
         return self._follower
 
-    async def __call__(
-        self, query: MemoryQuery | str | Any, scopes: Sequence[str]
-    ) -> list[ScoredEntry]:
-        return await self.recall(query, scopes)
-
     async def recall(
-        self, query: MemoryQuery | str | Any, scopes: Sequence[str] | None = None, *,
+        self, q: MemoryQuery | str, scopes: Sequence[str] | None = None, *,
         limit: int | None = None, explain: bool = False,
     ) -> list[ScoredEntry]:
-        """The best hits for ``query`` in ``scopes`` (default: the query's ``scopes``),
-        best first. Sees every write acknowledged before the call (bounded wait)."""
-        q = as_query(query, limit, explain)
+        """The best hits for ``q`` (a query, or text) in ``scopes`` (default: the query's
+        ``scopes``), best first. Sees every write acknowledged before the call (bounded
+        wait)."""
+        q = as_query(q, limit, explain)
         names = list(dict.fromkeys(scopes if scopes is not None else q.scopes or ()))
         if not names:
             return []

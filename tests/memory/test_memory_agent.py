@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import logging
 import time
 from collections.abc import AsyncIterator, Sequence
 from typing import Any
@@ -13,9 +14,10 @@ from blackboard import AccessDenied, Blackboard, NotFound
 from blackboard.ids import deterministic_id
 from memory import (
     AgentMemory,
-    BasicQuery,
     MemoryLevel,
+    MemoryQuery,
     SemanticRecallUnavailable,
+    TagFilter,
 )
 
 
@@ -44,7 +46,7 @@ async def test_store_writes_level_scope_and_registers_it(mem: AgentMemory, bb: B
         await mem.store("x", level=None, team="t2")
 
 
-async def test_recall_basic_tags_time_key_levels(mem: AgentMemory) -> None:
+async def test_recall_newest_tags_time_key_levels(mem: AgentMemory) -> None:
     async def later() -> None:  # distinct created_at (server ms) for the time-range check
         await asyncio.sleep(0.003)
 
@@ -55,21 +57,43 @@ async def test_recall_basic_tags_time_key_levels(mem: AgentMemory) -> None:
     c = await mem.store("c", tags={"z"}, level=MemoryLevel.SEMANTIC, key="other")
     await later()
     d = await mem.store("d", tags={"x"}, level=None, team="t1")
-    got = await mem.recall(BasicQuery(all_of={"x"}))
-    assert [e.id for e in got] == [d.id, b.id, a.id]  # merged across scopes, newest first
-    got = await mem.recall(BasicQuery(any_of={"y", "z"}))
-    assert [e.id for e in got] == [c.id, a.id]
-    got = await mem.recall(BasicQuery(all_of={"x"}, none_of={"y"}, limit=1))
-    assert [e.id for e in got] == [d.id]
-    got = await mem.recall(BasicQuery(key_glob="user.*"))
-    assert [e.id for e in got] == [b.id, a.id]
-    got = await mem.recall(BasicQuery(levels=frozenset({MemoryLevel.SEMANTIC})))
-    assert [e.id for e in got] == [c.id]
-    got = await mem.recall(BasicQuery(start_ms=b.created_at, end_ms=c.created_at))
-    assert {e.id for e in got} == {b.id, c.id}
-    got = await mem.recall(BasicQuery(scopes=("team:t1",)))
-    assert [e.id for e in got] == [d.id]
-    assert len(await mem.recall(BasicQuery(), limit=2)) == 2
+    got = await mem.recall(MemoryQuery(order="newest", tag_filter=TagFilter(all_of={"x"})))
+    assert [h.entry.id for h in got] == [d.id, b.id, a.id]  # merged across scopes, newest first
+    got = await mem.recall(MemoryQuery(order="newest", tag_filter=TagFilter(any_of={"y", "z"})))
+    assert [h.entry.id for h in got] == [c.id, a.id]
+    got = await mem.recall(MemoryQuery(order="newest", max_results=1,
+                                       tag_filter=TagFilter(all_of={"x"}, none_of={"y"})))
+    assert [h.entry.id for h in got] == [d.id]
+    got = await mem.recall(MemoryQuery(order="newest", key_pattern="user.*"))
+    assert [h.entry.id for h in got] == [b.id, a.id]
+    got = await mem.recall(MemoryQuery(order="newest", levels=[MemoryLevel.SEMANTIC.value]))
+    assert [h.entry.id for h in got] == [c.id]
+    got = await mem.recall(MemoryQuery(order="newest", time_range=(b.created_at, c.created_at)))
+    assert {h.entry.id for h in got} == {b.id, c.id}
+    got = await mem.recall(MemoryQuery(order="newest", time_range=(c.created_at, None)))
+    assert {h.entry.id for h in got} == {c.id, d.id}  # an open end
+    got = await mem.recall(MemoryQuery(order="newest", scopes=["team:t1"]))
+    assert [h.entry.id for h in got] == [d.id]
+    assert len(await mem.recall(MemoryQuery(order="newest"), limit=2)) == 2
+
+
+async def test_recall_newest_scores_are_honest(mem: AgentMemory,
+                                               caplog: pytest.LogCaptureFixture) -> None:
+    old = await mem.store("old", tags={"n"}, importance=0.9)
+    await asyncio.sleep(0.003)
+    new = await mem.store("new", tags={"n"}, importance=0.2)
+    with caplog.at_level(logging.INFO, logger="retrieval.structured"):
+        got = await mem.recall(MemoryQuery(order="newest", tag_filter=TagFilter(all_of={"n"})),
+                               explain=True)
+    assert [h.entry.id for h in got] == [new.id, old.id]
+    for h in got:  # nothing was ranked by text; the rest is the entry's own
+        assert h.dense is None and h.bm25 is None and h.fused == 0.0
+        assert h.scope == "agent:a1:working" and 0 < h.recency <= 1 and h.score == h.recency
+    assert got[0].importance == 0.2 and got[1].importance == 0.9
+    assert all(0 < h.strength <= 1 for h in got)
+    lines = [r.getMessage() for r in caplog.records if r.name == "retrieval.structured"]
+    assert len(lines) == 2 and "'new'" in lines[0]
+    assert mem.retriever is None  # listing made no hybrid retriever (no embedder loaded)
 
 
 async def test_recall_free_text_needs_retriever(bb: Blackboard) -> None:
@@ -79,17 +103,27 @@ async def test_recall_free_text_needs_retriever(bb: Blackboard) -> None:
             await mem.recall("what did I do?")
         with pytest.raises(NotImplementedError):
             await mem.recall("text")
-    seen: list[tuple[Any, Sequence[str]]] = []
+        with pytest.raises(SemanticRecallUnavailable):  # no text, ranked: still a retriever's
+            await mem.recall(MemoryQuery(tag_filter=TagFilter(all_of={"x"})))
+        assert await mem.recall(MemoryQuery(order="newest")) == []  # listing needs none
+    seen: list[tuple[MemoryQuery, Sequence[str]]] = []
 
-    async def retriever(query: Any, scopes: Sequence[str]) -> list[Any]:
-        seen.append((query, scopes))
-        return ["hit1", "hit2"]
+    class Custom:  # any object with recall(query, scopes) and aclose() is a Retriever
+        async def recall(self, q: MemoryQuery, scopes: Sequence[str]) -> list[Any]:
+            seen.append((q, scopes))
+            return ["hit1", "hit2"]
 
-    async with AgentMemory(bb, "a1", teams=["t1"], retriever=retriever) as m2:
+        async def aclose(self) -> None:
+            pass
+
+    async with AgentMemory(bb, "a1", teams=["t1"], retriever=Custom()) as m2:
         assert await m2.recall("text", limit=1) == ["hit1"]
+        assert await m2.recall(MemoryQuery(query="x", levels=["stm"])) == ["hit1", "hit2"]
     query, scopes = seen[0]
-    assert query == "text" and "agent:a1:working" in scopes and "team:t1" in scopes
+    assert query.query == "text" and query.max_results == 1
+    assert "agent:a1:working" in scopes and "team:t1" in scopes
     assert "collective" in scopes and not any(s.startswith("agent:a2") for s in scopes)
+    assert list(seen[1][1]) == ["agent:a1:stm", "team:t1:stm"]  # levels resolved by memory
 
 
 async def test_access_denied_on_other_agents_scopes(mem: AgentMemory, bb: Blackboard) -> None:
@@ -97,7 +131,7 @@ async def test_access_denied_on_other_agents_scopes(mem: AgentMemory, bb: Blackb
         private = await other.store("secret")
         shared = await other.store("team note", level=None, team="t1")
     with pytest.raises(AccessDenied, match="agent:a2:working"):
-        await mem.recall(BasicQuery(scopes=("agent:a2:working",)))
+        await mem.recall(MemoryQuery(order="newest", scopes=["agent:a2:working"]))
     with pytest.raises(AccessDenied, match="agent:a2:working"):
         await mem.forget(private.id, scope="agent:a2:working")
     with pytest.raises(AccessDenied):
@@ -107,11 +141,12 @@ async def test_access_denied_on_other_agents_scopes(mem: AgentMemory, bb: Blackb
     with pytest.raises(AccessDenied, match="agent:a2"):
         mem.on_change("agent:a2:*", lambda ev: None)
     # Team scopes: read and write; collective: read only.
-    got = await mem.recall(BasicQuery(scopes=("team:t1",)))
-    assert [e.id for e in got] == [shared.id]
+    got = await mem.recall(MemoryQuery(order="newest", scopes=["team:t1"]))
+    assert [h.entry.id for h in got] == [shared.id]
     assert await mem.forget(shared.id) is True
     await bb.scope("collective").write("wisdom", tags={"c"})
-    assert [e.value for e in await mem.recall(BasicQuery(scopes=("collective",)))] == ["wisdom"]
+    got = await mem.recall(MemoryQuery(order="newest", scopes=["collective"]))
+    assert [h.entry.value for h in got] == ["wisdom"]
     with pytest.raises(AccessDenied, match="collective"):
         await mem.forget("X", scope="collective")
     with pytest.raises(AccessDenied):
@@ -210,7 +245,7 @@ async def test_many_agents_concurrently(bb: Blackboard) -> None:
         async with AgentMemory(bb, f"g{i}", teams=["t"]) as m:
             await m.store(i, level=None, team="t")
             await m.store(i)
-            return len(await m.recall(BasicQuery()))
+            return len(await m.recall(MemoryQuery(order="newest")))
     got = await asyncio.gather(*(one(i) for i in range(5)))
     assert all(n >= 2 for n in got)
     assert await bb.scope("team:t").count() == 5

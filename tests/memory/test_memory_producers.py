@@ -9,13 +9,17 @@ from collections.abc import AsyncIterator
 import pytest
 
 from blackboard import Blackboard
-from memory import AgentMemory, BasicQuery, CallRecord, MemoryLevel, Observation
+from memory import AgentMemory, CallRecord, MemoryLevel, MemoryQuery, Observation, TagFilter
 
 
 @pytest.fixture()
 async def mem(bb: Blackboard) -> AsyncIterator[AgentMemory]:
     async with AgentMemory(bb, "a1", teams=["t1"]) as m:
         yield m
+
+
+def _newest(**tags: set[str]) -> MemoryQuery:
+    return MemoryQuery(order="newest", tag_filter=TagFilter(**tags))
 
 
 async def test_observe_async_success_and_failure(mem: AgentMemory) -> None:
@@ -30,9 +34,9 @@ async def test_observe_async_success_and_failure(mem: AgentMemory) -> None:
     assert await search("q", k=2) == ["q", "q"]
     with pytest.raises(ValueError, match="bad 7"):
         await boom(7)
-    got = await mem.recall(BasicQuery(all_of={"action"}))
+    got = await mem.recall(_newest(all_of={"action"}))
     assert len(got) == 2
-    fail, ok = got
+    fail, ok = (h.entry for h in got)
     assert ok.tags == {"action", "action_type:search", "success"}
     assert ok.value == {"call": "search", "args": ["q"], "kwargs": {"k": 2},
                         "result": ["q", "q"]}
@@ -64,13 +68,13 @@ async def test_observe_sync_inside_loop_schedules_write(mem: AgentMemory) -> Non
         fails(Opaque())
     assert isinstance(bare(), Opaque)
     await mem.flush()
-    stm = await mem.recall(BasicQuery(levels=frozenset({MemoryLevel.STM})))
+    stm = [h.entry for h in await mem.recall(MemoryQuery(order="newest", levels=["stm"]))]
     by_tag = {next(t for t in e.tags if t.startswith("action_type:")): e for e in stm}
     assert by_tag["action_type:add"].value["result"] == 5
     assert "success" in by_tag["action_type:add"].tags
     assert by_tag["action_type:fails"].value["args"] == ["Opaque()"]
     assert "failure" in by_tag["action_type:fails"].tags
-    w = await mem.recall(BasicQuery(all_of={"action_type:bare"}))
+    w = [h.entry for h in await mem.recall(_newest(all_of={"action_type:bare"}))]
     assert w[0].value["result"] == "Opaque()" and w[0].scope == "agent:a1:working"
 
 
@@ -81,7 +85,7 @@ async def test_observe_sync_outside_loop_uses_bridge(mem: AgentMemory) -> None:
 
     # A worker thread has no running loop: the write goes through the bridge, blocking.
     assert await asyncio.to_thread(work, 21) == 42
-    got = await mem.recall(BasicQuery(all_of={"thread"}))
+    got = [h.entry for h in await mem.recall(_newest(all_of={"thread"}))]
     assert len(got) == 1 and got[0].scope == "team:t1" and got[0].value["result"] == 42
     assert mem.producer_errors == 0
 
@@ -99,7 +103,7 @@ async def test_custom_extractor_and_skip(mem: AgentMemory) -> None:
 
     assert await say("hi") == "HI"
     assert await say("skip") == "SKIP"
-    got = await mem.recall(BasicQuery(all_of={"speech"}))
+    got = [h.entry for h in await mem.recall(_newest(all_of={"speech"}))]
     assert [e.value for e in got] == [{"said": "HI"}] and got[0].metadata["len"] == 2
 
 

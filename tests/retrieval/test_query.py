@@ -48,11 +48,23 @@ def test_any_of_partly_excluded_is_fine() -> None:
         ({"scopes": []}, "non-empty list"),
         ({"lens": "facts_about"}, "needs a subject"),
         ({"lens": "failures:x"}, "takes no argument"),
+        ({"key_pattern": ""}, "key_pattern must be a non-empty glob"),
+        ({"order": "oldest"}, "order"),
+        ({"order": "newest", "query": "text"}, "order='newest' .* takes no query text"),
+        ({"order": "newest", "min_strength": 0.2}, "min_strength needs order='relevance'"),
+        ({"time_range": (None, -1)}, "start 0 is after its end -1"),  # open start is 0
     ],
 )
 def test_query_validation(kwargs: dict[str, object], message: str) -> None:
     with pytest.raises(ValidationError, match=message):
         MemoryQuery(**kwargs)  # type: ignore[arg-type]
+
+
+def test_time_range_open_ends() -> None:
+    assert MemoryQuery(time_range=(None, 5)).time_range == (0, 5)
+    start, end = MemoryQuery(time_range=(7, None)).time_range or (0, 0)
+    assert start == 7 and end > 10**15  # past any ms timestamp
+    assert MemoryQuery(order="newest", query="   ").query is None  # blank text is no text
 
 
 def test_unknown_lens_lists_known() -> None:

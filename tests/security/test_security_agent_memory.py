@@ -14,9 +14,8 @@ from typer.testing import CliRunner
 
 from blackboard import AccessDenied, Blackboard, Event
 from blackboard.acl import AclAdmin
-from memory import AgentMemory, MemoryLevel
+from memory import AgentMemory, MemoryLevel, MemoryQuery, TagFilter
 from memory.access import provision_agent
-from memory.recall_basic import BasicQuery
 from workers.cli import app
 
 
@@ -36,9 +35,11 @@ async def test_agent_memory_under_agent_user(bb: Blackboard, redis_url: str) -> 
             e = await mem.store({"step": 1}, level=MemoryLevel.WORKING, tags={"act"},
                                 key="s1")
             t = await mem.store("team", level=MemoryLevel.WORKING, team="t1")
-            hits = await mem.recall(BasicQuery(all_of=frozenset({"act"})))
-            assert [x.id for x in hits] == [e.id]
-            assert [x.id for x in await mem.recall(BasicQuery(key_glob="s*"))] == [e.id]
+            hits = await mem.recall(
+                MemoryQuery(order="newest", tag_filter=TagFilter(all_of={"act"})))
+            assert [x.entry.id for x in hits] == [e.id]
+            hits = await mem.recall(MemoryQuery(order="newest", key_pattern="s*"))
+            assert [x.entry.id for x in hits] == [e.id]
             assert (await mem.list_tags(MemoryLevel.WORKING)) == {"act": 1}
             assert (await mem.reinforce(e.id))[1] == 1
             moved = await mem.transfer(e.id, MemoryLevel.STM)

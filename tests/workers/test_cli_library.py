@@ -12,7 +12,7 @@ from pathlib import Path
 import redis
 
 from blackboard import Entry
-from memory import BasicQuery
+from memory import MemoryQuery, TagFilter
 from memory.sync import SyncMemory
 from retrieval.scoring import ScoredEntry
 
@@ -48,8 +48,8 @@ def test_sync_memory_without_an_event_loop(redis_url: str, clean_redis: redis.Re
         mem.install_default_hierarchy()
         e = mem.store("remember the milk", tags={"todo"})
         assert e.text == "remember the milk"
-        hits = mem.recall(BasicQuery(all_of=frozenset({"todo"})))
-        assert [h.entry.id if hasattr(h, "entry") else h.id for h in hits] == [e.id]
+        hits = mem.recall(MemoryQuery(order="newest", tag_filter=TagFilter(all_of={"todo"})))
+        assert [h.entry.id for h in hits] == [e.id]
         assert mem.readable_scopes() == mem.memory.readable_scopes()  # sync attrs pass through
         assert "s1" in repr(mem)
     assert mem._runner.thread.is_alive() is False
