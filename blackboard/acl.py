@@ -25,6 +25,7 @@ from typing import Any
 from redis import exceptions as rexc
 
 from . import keys as K
+from .codec import as_str
 from .errors import AccessDenied, InvalidArgument, NotFound
 from .scripts import SCRIPTS
 
@@ -160,17 +161,13 @@ class AgentUser:
     exists: bool  # the Redis user exists (False: recorded but deleted behind our back)
 
 
-def _s(v: Any) -> str:
-    return v.decode() if isinstance(v, bytes) else str(v)
-
-
 def pairs(reply: Any) -> dict[str, Any]:
     """A name/value reply (``CONFIG GET``, ``ACL GETUSER``) as a str-keyed dict, whether
     the client parsed it into a dict or left it a flat list; {} for nil."""
     if reply is None:
         return {}
     items = reply.items() if isinstance(reply, dict) else zip(reply[::2], reply[1::2], strict=True)
-    return {_s(k): v for k, v in items}
+    return {as_str(k): v for k, v in items}
 
 
 class AclAdmin:
@@ -288,10 +285,10 @@ class AclAdmin:
 
     async def list(self) -> list[AgentUser]:
         """Every agent with a recorded grant or an existing ``bb-agent-*`` user."""
-        recorded = {_s(k): tuple(json.loads(v))
+        recorded = {as_str(k): tuple(json.loads(v))
                     for k, v in (await self.bb.client.hgetall(K.ACL_AGENTS)).items()}
         names = await self._on_one_node("ACL", "USERS")
-        users = {_s(n) for n in names or ()}
+        users = {as_str(n) for n in names or ()}
         agents = set(recorded) | {u[len(AGENT_USER_PREFIX):] for u in users
                                   if u.startswith(AGENT_USER_PREFIX)}
         out = []
@@ -304,7 +301,7 @@ class AclAdmin:
                     flags: Any = info.get(b"flags", info.get("flags")) or []
                 else:
                     flags = info[info.index(b"flags") + 1]
-                enabled = "on" in {_s(f) for f in flags}
+                enabled = "on" in {as_str(f) for f in flags}
             out.append(AgentUser(a, user, recorded.get(a, ()), enabled, user in users))
         return out
 

@@ -27,6 +27,7 @@ from .acl import (
     agent_rules,
     pairs,
 )
+from .codec import decoded
 from .errors import AccessDenied, BlackboardError, InvalidArgument
 
 __all__ = [
@@ -52,21 +53,11 @@ _RULE_FIELDS = ("commands", "keys", "channels", "selectors")
 _LOOPBACK = ("127.", "::1", "-::1", "localhost")
 
 
-def _dec(v: Any) -> Any:
-    if isinstance(v, bytes):
-        return v.decode()
-    if isinstance(v, list | tuple):
-        return [_dec(x) for x in v]
-    if isinstance(v, dict):
-        return {_dec(k): _dec(x) for k, x in v.items()}
-    return v
-
-
 def user_info(raw: Any) -> dict[str, Any]:
     """``ACL GETUSER``'s reply decoded to str; {} for a missing user."""
-    out = {k: _dec(v) for k, v in pairs(raw).items()}
+    out = {k: decoded(v) for k, v in pairs(raw).items()}
     if "selectors" in out:
-        out["selectors"] = [{k: _dec(v) for k, v in pairs(s).items()} for s in out["selectors"]]
+        out["selectors"] = [{k: decoded(v) for k, v in pairs(s).items()} for s in out["selectors"]]
     return out
 
 
@@ -101,7 +92,7 @@ async def require_default_closed(admin: AclAdmin) -> None:
 async def other_admins(admin: AclAdmin) -> list[str]:
     """Users other than default, enabled and with a password on every node, that may run
     ``ACL SETUSER`` there (asked with ``ACL DRYRUN``)."""
-    names = {str(_dec(n)) for got in (await admin.per_node("ACL", "USERS")).values()
+    names = {str(decoded(n)) for got in (await admin.per_node("ACL", "USERS")).values()
              for n in got or ()}
     out = []
     for name in sorted(names - {DEFAULT_USER}):
@@ -112,7 +103,7 @@ async def other_admins(admin: AclAdmin) -> list[str]:
             dry = await admin.per_node("ACL", "DRYRUN", name, "ACL", "SETUSER", "bb-probe")
         except rexc.ResponseError:
             continue
-        if all(_dec(v) == "OK" for v in dry.values()):
+        if all(decoded(v) == "OK" for v in dry.values()):
             out.append(name)
     return out
 
@@ -199,7 +190,7 @@ async def _check_node(admin: AclAdmin, node: Any, name: str, report: AclReport,
         report.findings.append(AclFinding(code, subject, problem, remedy, name))
 
     conf = pairs(await admin.on_node(node, "CONFIG", "GET", "*"))
-    conf = {k: str(_dec(v)) for k, v in conf.items()}
+    conf = {k: str(decoded(v)) for k, v in conf.items()}
     if not conf.get("aclfile"):
         add("no-aclfile", "aclfile", "no aclfile: ACL users (and a protected default user) "
             "live in memory only and are lost, default open again, on restart",
@@ -215,7 +206,7 @@ async def _check_node(admin: AclAdmin, node: Any, name: str, report: AclReport,
                 "crash or reconfigure the server for any user allowed the command",
                 f"set {opt} no in the server's configuration")
 
-    names = sorted({str(_dec(n)) for n in await admin.on_node(node, "ACL", "USERS") or ()})
+    names = sorted({str(decoded(n)) for n in await admin.on_node(node, "ACL", "USERS") or ()})
     report.users = max(report.users, len(names))
     for user in names:
         info = user_info(await admin.on_node(node, "ACL", "GETUSER", user))
@@ -254,7 +245,7 @@ async def _check_node(admin: AclAdmin, node: Any, name: str, report: AclReport,
 
 async def check_acl(admin: AclAdmin) -> AclReport:
     """Every finding on every node (see :class:`AclFinding` codes)."""
-    recorded = {str(_dec(k)): tuple(json.loads(v))
+    recorded = {str(decoded(k)): tuple(json.loads(v))
                 for k, v in (await admin.bb.client.hgetall(K.ACL_AGENTS)).items()}
     admins = set(await other_admins(admin))
     report = AclReport()

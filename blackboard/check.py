@@ -26,6 +26,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from . import keys as K
+from .codec import as_str
 from .errors import InvalidArgument
 from .ids import is_entry_id
 from .keys import PartitionKeys, ScopeKeys
@@ -72,7 +73,9 @@ class CheckReport:
 
 
 def _s(v: Any) -> str:
-    return v.decode("utf-8", "replace") if isinstance(v, bytes) else str(v)
+    # "replace": drift is whatever is in Redis, bytes written by hand included; the report
+    # names them rather than failing on them.
+    return as_str(v, "replace")
 
 
 def _num(v: Any, default: float = 0.0) -> float:

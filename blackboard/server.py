@@ -17,6 +17,7 @@ import time
 from pathlib import Path
 from types import TracebackType
 
+from .codec import as_str
 from .errors import BlackboardError
 
 __all__ = [
@@ -286,7 +287,7 @@ class RedisClusterServer:
             deadline = time.monotonic() + timeout
             while time.monotonic() < deadline:
                 infos = [c.execute_command("CLUSTER", "INFO") for c in clients]
-                text = [i.decode() if isinstance(i, bytes) else str(i) for i in infos]
+                text = [as_str(i) for i in infos]
                 if all("cluster_state:ok" in t and
                        f"cluster_known_nodes:{len(self.nodes)}" in t for t in text):
                     return self

@@ -6,11 +6,16 @@ import os
 import typing
 from collections.abc import Mapping
 from dataclasses import dataclass, fields, replace
-from typing import Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from .errors import InvalidArgument
 
-__all__ = ["ClientSettings", "env_values"]
+if TYPE_CHECKING:
+    from _typeshed import DataclassInstance
+
+__all__ = ["ClientSettings", "env_values", "settings_from_env"]
+
+S = TypeVar("S", bound="DataclassInstance")
 
 ENV_PREFIX = "BLACKBOARD_"
 
@@ -46,6 +51,14 @@ def env_values(cls: type, prefix: str, env: Mapping[str, str] | None = None) -> 
                 f"environment variable {name}={raw!r} is not a valid {tp.__name__}"
             ) from None
     return values
+
+
+def settings_from_env(cls: type[S], prefix: str, env: Mapping[str, str] | None,
+                      overrides: Mapping[str, Any]) -> S:
+    """Dataclass ``cls`` from ``<prefix><FIELD>`` variables (:func:`env_values`), then
+    ``overrides`` (those not None: an unset command-line option keeps the variable's)."""
+    settings = cls(**env_values(cls, prefix, env))
+    return replace(settings, **{k: v for k, v in overrides.items() if v is not None})
 
 
 @dataclass(frozen=True, slots=True)
@@ -95,6 +108,4 @@ class ClientSettings:
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None, **overrides: Any) -> ClientSettings:
         """Settings from ``BLACKBOARD_<FIELD>`` variables, then ``overrides`` (non-None)."""
-        values = env_values(cls, ENV_PREFIX, env)
-        settings = cls(**values)
-        return replace(settings, **{k: v for k, v in overrides.items() if v is not None})
+        return settings_from_env(cls, ENV_PREFIX, env, overrides)

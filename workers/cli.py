@@ -1,5 +1,7 @@
-"""The ``blackboard`` command: server, demo, worker, recall, map, tail, stats, sweep, trim,
-check, acl.
+"""The ``blackboard`` command. This module defines ``server``, ``sweep``, ``trim``,
+``worker``, ``map`` and ``demo``; :func:`_mount` adds the commands of the ``cli_*`` modules
+(``recall``, ``tail``, ``stats``, ``check``, ``acl ...``). ``blackboard --help`` lists them
+all.
 
 Every command takes ``--redis-url`` (default ``$BLACKBOARD_REDIS_URL``); commands that print
 data take ``--json`` for programs. A mistake prints one line on stderr and exits with the
@@ -9,10 +11,9 @@ the traceback instead. URLs are printed with their password masked.
 
 from __future__ import annotations
 
-import asyncio
 import os
 import signal
-from collections.abc import Coroutine
+from collections.abc import Awaitable, Callable
 from typing import Annotated, Any
 
 import typer
@@ -22,6 +23,9 @@ from blackboard.redact import mask_url
 from blackboard.server import RedisServer
 
 from .cli_errors import fail, one_line_warnings, usage
+from .cli_options import DryRun, Json, RedisUrl, with_blackboard
+from .cli_options import need_url as _need_url
+from .cli_options import run as _run
 from .output import console, err_console, print_json
 
 app = typer.Typer(
@@ -31,12 +35,6 @@ app = typer.Typer(
     add_completion=False,
     pretty_exceptions_show_locals=False,  # locals would print credentials under --debug
 )
-
-RedisUrl = Annotated[
-    str | None,
-    typer.Option("--redis-url", envvar="BLACKBOARD_REDIS_URL", help="Redis URL (redis://...)."),
-]
-Json = Annotated[bool, typer.Option("--json", help="Print JSON for programs.")]
 
 #: ``server --appendfsync`` values (redis.conf's).
 APPENDFSYNC = ("always", "everysec", "no")
@@ -51,22 +49,6 @@ def _options(
     if debug:
         os.environ["BLACKBOARD_DEBUG"] = "1"  # inherited by the worker processes we start
     one_line_warnings()
-
-
-def _need_url(url: str | None) -> str:
-    if not url:
-        usage("no Redis URL: pass --redis-url or set BLACKBOARD_REDIS_URL "
-              "(`blackboard server` starts one)")
-    return url
-
-
-def _run(coro: Coroutine[Any, Any, Any]) -> Any:
-    try:
-        return asyncio.run(coro)
-    except KeyboardInterrupt:
-        raise typer.Exit(130) from None
-    except Exception as exc:
-        fail(exc)
 
 
 def waiting(what: str) -> None:
@@ -121,45 +103,29 @@ def server(
     raise typer.Exit(0 if code in (0, -signal.SIGTERM) else code)
 
 
+def _report(url: str | None, json_out: bool, job: Callable[[Blackboard], Awaitable[Any]],
+            line: Callable[[Any], str]) -> None:
+    """Run one maintenance job now and print its report (JSON, or ``line(report)``)."""
+    rep = with_blackboard(url, job)
+    if json_out:
+        print_json(rep)
+    else:
+        console.print(line(rep))
+
+
 @app.command()
-def sweep(
-    redis_url: RedisUrl = None,
-    dry_run: Annotated[bool, typer.Option("--dry-run", help="Report only.")] = False,
-    json_out: Json = False,
-) -> None:
+def sweep(redis_url: RedisUrl = None, dry_run: DryRun = False, json_out: Json = False) -> None:
     """Remove expired entries now (workers also do this on a schedule)."""
-    url = _need_url(redis_url)
-
-    async def main() -> None:
-        async with Blackboard.connect(url) as bb:
-            rep = await bb.sweep(dry_run=dry_run)
-        if json_out:
-            print_json(rep)
-        else:
-            verb = "would expire" if dry_run else "expired"
-            console.print(f"{verb} {rep.total} entries in {len(rep.expired)} scopes")
-
-    _run(main())
+    _report(redis_url, json_out, lambda bb: bb.sweep(dry_run=dry_run),
+            lambda rep: f"{'would expire' if dry_run else 'expired'} {rep.total} entries in "
+                        f"{len(rep.expired)} scopes")
 
 
 @app.command()
-def trim(
-    redis_url: RedisUrl = None,
-    dry_run: Annotated[bool, typer.Option("--dry-run", help="Report only.")] = False,
-    json_out: Json = False,
-) -> None:
+def trim(redis_url: RedisUrl = None, dry_run: DryRun = False, json_out: Json = False) -> None:
     """Trim partition buses behind their slowest consumer group."""
-    url = _need_url(redis_url)
-
-    async def main() -> None:
-        async with Blackboard.connect(url) as bb:
-            rep = await bb.trim(dry_run=dry_run)
-        if json_out:
-            print_json(rep)
-        else:
-            console.print(f"{'would trim' if dry_run else 'trimmed'} {rep.total} events")
-
-    _run(main())
+    _report(redis_url, json_out, lambda bb: bb.trim(dry_run=dry_run),
+            lambda rep: f"{'would trim' if dry_run else 'trimmed'} {rep.total} events")
 
 
 @app.command()
@@ -176,7 +142,8 @@ def worker(
 ) -> None:
     """Run consolidation / maintenance workers as OS processes until SIGTERM."""
     from .process import run_worker
-    from .settings import ROLES, WorkerSettings
+    from .roles import ROLES
+    from .settings import WorkerSettings
     from .supervisor import run_processes
 
     url = _need_url(redis_url)

@@ -11,11 +11,9 @@ user is open (run ``acl protect-default`` first).
 
 from __future__ import annotations
 
-import asyncio
 import os
-from collections.abc import Awaitable, Callable
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated
 
 import typer
 from rich.markup import escape
@@ -31,16 +29,13 @@ from blackboard.acl_check import (
 )
 from blackboard.check import check as run_check
 
-from .cli_errors import EXIT_DRIFT, EXIT_PERMISSION, fail
+from .cli_errors import EXIT_DRIFT, EXIT_PERMISSION
+from .cli_options import Json, RedisUrl
+from .cli_options import with_blackboard as _with_bb
 from .output import console, err_console, print_json
 
 __all__ = ["register"]
 
-RedisUrl = Annotated[
-    str | None,
-    typer.Option("--redis-url", envvar="BLACKBOARD_REDIS_URL", help="Redis URL (redis://...)."),
-]
-Json = Annotated[bool, typer.Option("--json", help="Print JSON for programs.")]
 PasswordFile = Annotated[
     Path | None,
     typer.Option("--password-file", help="Write the new password to this file (mode 0600) "
@@ -49,26 +44,6 @@ PasswordFile = Annotated[
 
 acl_app = typer.Typer(help="Per-agent Redis ACL users (needs an admin Redis user).",
                       no_args_is_help=True)
-
-
-def _url(url: str | None) -> str:
-    if not url:
-        err_console.print("[red]no Redis URL[/]: pass --redis-url or set BLACKBOARD_REDIS_URL")
-        raise typer.Exit(2)
-    return url
-
-
-def _with_bb(url: str | None, fn: Callable[[Blackboard], Awaitable[Any]]) -> Any:
-    async def go() -> Any:
-        async with Blackboard.connect(_url(url)) as bb:
-            return await fn(bb)
-
-    try:
-        return asyncio.run(go())
-    except typer.Exit:
-        raise
-    except Exception as exc:  # one line, its documented exit code, password masked
-        fail(exc)
 
 
 def _emit_password(g: Grant, path: Path | None, json_out: bool) -> None:

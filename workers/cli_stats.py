@@ -21,18 +21,12 @@ from rich.table import Table
 
 from blackboard import Blackboard
 
+from .cli_options import Json, RedisUrl, with_blackboard
 from .heartbeat import WorkerInfo, list_workers
 from .output import console, print_json
 from .stats import BusStats, Stats, collect_stats
 
 __all__ = ["register", "role_summary"]
-
-RedisUrl = Annotated[
-    str | None,
-    typer.Option("--redis-url", envvar="BLACKBOARD_REDIS_URL", help="Redis URL (redis://...)."),
-]
-Json = Annotated[bool, typer.Option("--json", help="Print JSON for programs.")]
-
 
 def role_summary(st: Stats) -> dict[str, dict[str, Any]]:
     """Per consumer-group role: partitions it reads, consumers, pending, lag (None: unknown)."""
@@ -124,7 +118,6 @@ def render(st: Stats, workers: list[WorkerInfo], show_all: bool) -> None:
 
 def register(app: typer.Typer) -> None:
     """Add the ``stats`` command to ``app``."""
-    from .cli import _need_url, _run
 
     @app.command()
     def stats(
@@ -133,13 +126,10 @@ def register(app: typer.Typer) -> None:
         json_out: Json = False,
     ) -> None:
         """Live workers, consumer groups (pending, lag), dead letters: a summary."""
-        url = _need_url(redis_url)
+        async def both(bb: Blackboard) -> tuple[Stats, list[WorkerInfo]]:
+            return await collect_stats(bb), await list_workers(bb)
 
-        async def main() -> tuple[Stats, list[WorkerInfo]]:
-            async with Blackboard.connect(url) as bb:
-                return await collect_stats(bb), await list_workers(bb)
-
-        st, workers = _run(main())
+        st, workers = with_blackboard(redis_url, both)
         if json_out:
             print_json({"partitions": st.partitions, "totals": st.totals(),
                         "buses": st.buses, "workers": workers})

@@ -1,0 +1,63 @@
+"""What every ``blackboard`` command shares: its common options and how it runs.
+
+The options are ``Annotated`` types; typer reads them from the annotation, so a command
+module imports the names it uses (``from .cli_options import Json, RedisUrl``) and every
+command spells ``--redis-url`` / ``--json`` the same way.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Awaitable, Callable, Coroutine
+from typing import Annotated, Any, TypeVar
+
+import typer
+
+from blackboard import Blackboard
+
+from .cli_errors import fail, usage
+
+__all__ = ["DryRun", "Json", "JsonLines", "RedisUrl", "need_url", "run", "with_blackboard"]
+
+T = TypeVar("T")
+
+RedisUrl = Annotated[
+    str | None,
+    typer.Option("--redis-url", envvar="BLACKBOARD_REDIS_URL", help="Redis URL (redis://...)."),
+]
+Json = Annotated[bool, typer.Option("--json", help="Print JSON for programs.")]
+#: ``--json`` of a command that prints a stream of documents (``tail``).
+JsonLines = Annotated[bool, typer.Option("--json", help="Print JSON for programs (one per line).")]
+DryRun = Annotated[bool, typer.Option("--dry-run", help="Report only.")]
+
+
+def need_url(url: str | None) -> str:
+    """``url``, or exit 2 naming the option and the variable that give one."""
+    if not url:
+        usage("no Redis URL: pass --redis-url or set BLACKBOARD_REDIS_URL "
+              "(`blackboard server` starts one)")
+    return url
+
+
+def run(coro: Coroutine[Any, Any, T]) -> T:
+    """Run a command's coroutine: Ctrl-C exits 130, a failure is one line (:func:`fail`)."""
+    try:
+        return asyncio.run(coro)
+    except typer.Exit:  # the command chose its exit code
+        raise
+    except KeyboardInterrupt:
+        raise typer.Exit(130) from None
+    except Exception as exc:
+        fail(exc)
+
+
+def with_blackboard(url: str | None, fn: Callable[[Blackboard], Awaitable[T]]) -> T:
+    """``fn(bb)`` on a :class:`Blackboard` connected to ``url`` (see :func:`need_url`,
+    :func:`run`)."""
+    checked = need_url(url)
+
+    async def go() -> T:
+        async with Blackboard.connect(checked) as bb:
+            return await fn(bb)
+
+    return run(go())
