@@ -24,15 +24,23 @@ __all__ = [
 TEXT_KEYS = ("text", "summary", "statement", "claim", "title", "content")
 
 
-def value_text(value: Any) -> str:
-    """A value as a person reads it: a string as is, a structured value's text field
-    (``text``, ``summary``, ``statement``...) when it has one, else compact JSON."""
+def value_text(value: Any, *, keys: Sequence[str] = TEXT_KEYS, canonical: bool = False) -> str:
+    """A value as a person reads it: a string as is, a structured value's first text field
+    among ``keys`` (``text``, ``summary``, ``statement``...) when it has one, else compact
+    JSON.
+
+    ``canonical`` is for text that is compared and hashed (consolidation's
+    :func:`retrieval.text.entry_text` with ``main``): a blank field is not the text, and the
+    JSON has sorted keys, so equal values read the same whatever their key order."""
     if isinstance(value, str):
         return value
     if isinstance(value, Mapping):
-        for k in TEXT_KEYS:
-            if isinstance(value.get(k), str):
-                return str(value[k])
+        for k in keys:
+            v = value.get(k)
+            if isinstance(v, str) and (not canonical or v.strip()):
+                return v
+    if canonical:
+        return json.dumps(value, sort_keys=True, ensure_ascii=False)
     try:
         return json.dumps(value, ensure_ascii=False, separators=(",", ":"), default=str)
     except (TypeError, ValueError):

@@ -1,5 +1,8 @@
 """Text helpers shared by the transformers: entry text, sentences, tokens, slugs, TF-IDF.
 
+An entry's text here is its main text, :func:`retrieval.text.entry_text` with ``main``
+(why that differs from the indexed text is said there).
+
 The tokenizer is deliberately simple so budgets are reproducible without a model: a
 token is a run of word characters (``\\w+``) or one punctuation character. On English
 prose this counts roughly 1.1-1.3 tokens per word, close to BPE tokenizers.
@@ -7,16 +10,15 @@ prose this counts roughly 1.1-1.3 tokens per word, close to BPE tokenizers.
 
 from __future__ import annotations
 
-import json
 import re
 import string
 import unicodedata
 from collections.abc import Iterable, Sequence
-from typing import Any
 
 import numpy as np
 
-from blackboard.entry import Entry
+from blackboard import Entry
+from retrieval.text import entry_text as _entry_text
 
 __all__ = [
     "MAX_TAGS",
@@ -29,12 +31,10 @@ __all__ = [
     "tfidf_matrix",
     "truncate_tokens",
     "union_tags",
-    "value_text",
     "words",
 ]
 
 MAX_TAGS = 64  # mirrors blackboard.validation.MAX_TAGS: a draft must stay writable
-_TEXT_FIELDS = ("text", "content", "message", "summary", "observation", "description", "action")
 _TOKEN_RE = re.compile(r"\w+|[^\w\s]")
 _WORD_RE = re.compile(r"\w+")
 _SENT_RE = re.compile(r"(?<=[.!?])\s+|\n+")
@@ -90,24 +90,9 @@ _STOPWORDS = frozenset(
 
 
 def entry_text(entry: Entry) -> str:
-    """The human text of an entry's JSON value.
-
-    A string value is used as is; for an object the first present field of ``text``,
-    ``content``, ``message``, ``summary``, ``observation``, ``description``, ``action``;
-    anything else is its canonical JSON (sorted keys), so every entry has some text.
-    """
-    return value_text(entry.value)
-
-
-def value_text(value: Any) -> str:
-    if isinstance(value, str):
-        return value
-    if isinstance(value, dict):
-        for f in _TEXT_FIELDS:
-            v = value.get(f)
-            if isinstance(v, str) and v.strip():
-                return v
-    return json.dumps(value, sort_keys=True, ensure_ascii=False)
+    """The main text of an entry (:func:`retrieval.text.entry_text` with ``main``): every
+    entry has some, its canonical JSON at worst."""
+    return _entry_text(entry, main=True)
 
 
 def split_sentences(text: str) -> list[str]:

@@ -1,4 +1,5 @@
-"""The text of an entry as indexed (BM25 and embeddings)."""
+"""The text of an entry: as indexed (BM25 and embeddings), or its main text alone (what
+consolidation compares, hashes and summarises) -- one :func:`entry_text` for both."""
 
 from __future__ import annotations
 
@@ -6,16 +7,24 @@ from collections.abc import Mapping
 from datetime import datetime
 from typing import Any
 
-from blackboard.entry import Entry
+from blackboard import Entry, value_text
 
 __all__ = [
-    "TEXT_METADATA", "entry_text", "event_time_ms", "flatten_value", "is_said", "message_text",
+    "MAIN_TEXT_KEYS", "TEXT_METADATA", "entry_text", "event_time_ms", "flatten_value",
+    "is_said", "message_text",
 ]
 
 #: Metadata fields that join the indexed text, in this order: who said it and when help a
 #: query find it ("what did Alice say in May"); ``context`` is text around the entry (the
 #: previous turn of a dialogue, a document title) that the entry alone does not repeat.
 TEXT_METADATA = ("speaker", "date", "title", "caption", "context")
+
+#: Fields holding an observation's main text, most telling first (``entry_text(main=True)``).
+#: Not :data:`blackboard.entry.TEXT_KEYS`, which pick the headline a person reads first (an
+#: episode's ``title``, a fact's ``statement``): these are the body fields of the
+#: observations agents write, and a value with none of them is compared by its whole
+#: canonical JSON. One list for both would change what consolidation hashes and prompts.
+MAIN_TEXT_KEYS = ("text", "content", "message", "summary", "observation", "description", "action")
 
 
 def flatten_value(value: Any, _depth: int = 0) -> str:
@@ -86,9 +95,18 @@ def message_text(value: Mapping[str, Any], metadata: Mapping[str, Any]) -> str:
     return "\n".join(lines)
 
 
-def entry_text(entry: Entry) -> str:
-    """``[speaker: ]value`` plus the other :data:`TEXT_METADATA` fields present, one per line
-    (a conversation message: :func:`message_text`)."""
+def entry_text(entry: Entry, *, main: bool = False) -> str:
+    """The text of ``entry``: as indexed, ``[speaker: ]value`` (every string field of the
+    value, :func:`flatten_value`) plus the other :data:`TEXT_METADATA` fields present, one
+    per line (a conversation message: :func:`message_text`).
+
+    With ``main``, only the value's main text: a string as is, the first non-blank field of
+    :data:`MAIN_TEXT_KEYS`, else the value's canonical JSON (sorted keys). Two renderings on
+    purpose: the index wants every word a query may use (who said it, when, each field),
+    while consolidation hashes, compares and summarises entries, where a speaker line or a
+    date would make two equal observations differ and repeat in every summary."""
+    if main:
+        return value_text(entry.value, keys=MAIN_TEXT_KEYS, canonical=True)
     if _is_message(entry.value):
         return message_text(entry.value, entry.metadata or {})
     body = flatten_value(entry.value)

@@ -7,10 +7,10 @@ from __future__ import annotations
 import asyncio
 import json
 
+from cli_support import cli
+
 from blackboard import Blackboard
 from workers import cli as cli_module
-
-from cli_support import cli
 
 SCOPE = "agent:a1:working"
 
