@@ -41,10 +41,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))  # cpu_budget beside th
 from cpu_budget import cpu_budget, cpu_seconds
 from drain import drain_rate, sample_until_done
 
-from blackboard import Blackboard, WriteRequest
-from blackboard import keys as K
-from blackboard.keys import PartitionKeys, partition_of
-from blackboard.relay import relay_all
+from blackboard import Blackboard, WriteRequest, partition_of, relay_all
 from memory.registry import Registry
 from memory.subscriptions import MemorySubscription, Trigger
 from workers.embedded import redis_or_embedded
@@ -108,10 +105,10 @@ def _reset(url: str) -> None:
     r.close()
 
 
-async def _owners(bb: Blackboard) -> list[bytes | None]:
+async def _owners(bb: Blackboard) -> list[str | None]:
     """The holder of each summarize partition lease (None where free)."""
-    fields = [f"h:summarize:{p}" for p in range(PARTITIONS)]
-    return list(await bb.client.hmget(K.lease_table(), fields))
+    holders = (await bb.lease_table.read()).holders
+    return [holders.get(("summarize", p)) for p in range(PARTITIONS)]
 
 
 async def _consolidated(bb: Blackboard) -> int:
@@ -216,7 +213,7 @@ async def run_raw(url: str, n: int) -> dict[str, Any]:
     _reset(url)
     async with Blackboard.connect(url, partitions=PARTITIONS) as bb:
         await bb.ensure_groups(["raw"])
-        buses = {PartitionKeys(p).bus: ">" for p in range(PARTITIONS)}
+        buses = {bb.bus(p).stream: ">" for p in range(PARTITIONS)}
         r = bb.client
         consumed = 0
         derived = 0

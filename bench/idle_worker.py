@@ -40,7 +40,7 @@ from typing import Any
 
 import redis
 
-from blackboard.server import RedisServer
+from blackboard import RedisServer
 
 __all__ = ["IdleFigures", "command_calls", "measure"]
 

@@ -32,8 +32,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from drain import remaining
 
-from blackboard import Blackboard
-from blackboard.server import RedisServer
+from blackboard import Blackboard, RedisServer
 
 
 async def _agent(bb: Blackboard, name: str, until: float, counts: list[int],

@@ -34,7 +34,7 @@ from typing import Any
 if __package__ in (None, ""):  # run as a script: make the repo importable
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from blackboard.entry import Entry
+from blackboard import Entry
 from memory.conversation import ConversationConfig, Message, message_requests
 from retrieval import MemoryQuery, ScoringConfig, SearchEngine
 from retrieval.embedders import MiniLMEmbedder
@@ -154,8 +154,7 @@ async def run_stack(
     import os
     from contextlib import ExitStack
 
-    from blackboard import Blackboard
-    from blackboard.server import RedisServer
+    from blackboard import Blackboard, RedisServer
     from memory import AgentMemory
     from retrieval import Retriever
 

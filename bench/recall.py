@@ -35,7 +35,7 @@ import bm25s
 import faiss
 from rank_bm25 import BM25Okapi
 
-from blackboard.entry import Entry
+from blackboard import Entry
 from retrieval import Analyzer, BM25Index, MemoryQuery, ScoringConfig, SearchEngine
 from retrieval.analyzer import _cached_query_terms
 from retrieval.dense import configure_faiss_threads
@@ -182,8 +182,7 @@ class StackResult:
 async def _stack_size(
     url: str, n: int, n_queries: int, seed: int = 0, stages: bool = True
 ) -> StackResult:
-    from blackboard import Blackboard
-    from blackboard.request import WriteRequest
+    from blackboard import Blackboard, WriteRequest
     from memory import AgentMemory, MemoryLevel
     from retrieval import Retriever
 
@@ -242,7 +241,7 @@ def run_stack(sizes: list[int], n_queries: int, stages: bool = True) -> list[Sta
     import os
     from contextlib import ExitStack
 
-    from blackboard.server import RedisServer
+    from blackboard import RedisServer
 
     with ExitStack() as stack:
         url = os.environ.get("BLACKBOARD_REDIS_URL") or stack.enter_context(

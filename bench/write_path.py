@@ -28,9 +28,7 @@ import redis.asyncio as aredis
 from rich.console import Console
 from rich.table import Table
 
-from blackboard import Blackboard, WriteRequest
-from blackboard.ids import new_ulid
-from blackboard.server import RedisServer
+from blackboard import Blackboard, RedisServer, WriteRequest, new_ulid
 
 TAGS = ("action", "tool:search")
 

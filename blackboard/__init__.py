@@ -2,9 +2,14 @@
 
 from __future__ import annotations
 
-from .board import Blackboard, SweepReport, TrimReport
-from .consumer import Batch, ConsumeOptions
-from .entry import Entry, Event, EventType, ScopePolicy
+from .backlog import Backlog, backlog, settled
+from .board import Blackboard
+from .bus import Bus, BusCounts, GroupInfo
+from .codec import as_str
+from .consumer import Batch, ConsumeCounters, ConsumeOptions
+from .decay import strength_at
+from .edges_version import bump_edges_versions, edges_versions, version_string
+from .entry import Entry, Event, EventType, ScopePolicy, value_text
 from .errors import (
     AccessDenied,
     BlackboardError,
@@ -22,42 +27,110 @@ from .errors import (
     ServerUnavailable,
     VersionConflict,
 )
+from .feeds import newest_ids, read_feeds, read_ranges
+from .fetch import EntryRef, fetch_entries
+from .handler_loop import BatchHandler, handle_batches
+from .ids import deterministic_id, new_ulid
+from .keys import EDGE_RECORDS, EDGES, SCOPE_RECORDS, SCOPES, partition_of
+from .lease import Lease, LeaseRows, LeaseTable
+from .pending import BufferState, PendingBuffer
+from .presence import Presence
 from .reconnect import reconnect
+from .relay import relay_all
 from .request import WriteRequest
 from .scope import Scope
-from .scope_reads import scopes_holding
+from .scope_reads import (
+    FeedHead,
+    entries_across,
+    entry_counts,
+    feed_heads,
+    scope_policies,
+    scopes_holding,
+)
+from .scope_stats import STRENGTH_EDGES, ScopeStats, StrengthHistogram, scope_stats
+from .server import RedisServer
 from .settings import ClientSettings
-from .validation import validate_tag
+from .tasks import cancel_and_wait
+from .upkeep import SweepReport, TrimReport, Upkeep
+from .validation import validate_scope, validate_tag, validate_tags
 
 __all__ = [
+    "EDGES",
+    "EDGE_RECORDS",
+    "SCOPES",
+    "SCOPE_RECORDS",
+    "STRENGTH_EDGES",
     "AccessDenied",
+    "Backlog",
     "Batch",
+    "BatchHandler",
     "Blackboard",
     "BlackboardError",
+    "BufferState",
+    "Bus",
+    "BusCounts",
     "ClientSettings",
     "ConfigMismatch",
+    "ConsumeCounters",
     "ConsumeOptions",
     "Entry",
+    "EntryRef",
     "EntryTooLarge",
     "Event",
     "EventType",
+    "FeedHead",
+    "GroupInfo",
     "InvalidArgument",
     "InvalidKey",
     "InvalidMetadata",
     "InvalidScope",
     "InvalidTag",
     "InvalidValue",
+    "Lease",
+    "LeaseRows",
+    "LeaseTable",
     "NotFound",
+    "PendingBuffer",
+    "Presence",
+    "RedisServer",
     "Scope",
     "ScopeDamaged",
     "ScopeFull",
     "ScopePolicy",
+    "ScopeStats",
     "ServerUnavailable",
+    "StrengthHistogram",
     "SweepReport",
     "TrimReport",
+    "Upkeep",
     "VersionConflict",
     "WriteRequest",
+    "as_str",
+    "backlog",
+    "bump_edges_versions",
+    "cancel_and_wait",
+    "deterministic_id",
+    "edges_versions",
+    "entries_across",
+    "entry_counts",
+    "feed_heads",
+    "fetch_entries",
+    "handle_batches",
+    "new_ulid",
+    "newest_ids",
+    "partition_of",
+    "read_feeds",
+    "read_ranges",
     "reconnect",
+    "relay_all",
+    "scope_policies",
+    "scope_stats",
     "scopes_holding",
+    "settled",
+    "strength_at",
+    "validate_scope",
     "validate_tag",
+    "validate_tags",
+    "value_text",
+    "version_string",
 ]

@@ -1,7 +1,8 @@
 """What a consumer receives and settles: batches of bus events, options, dead letters.
 
 A :class:`Batch` is acked once its effect is durable, released to be re-delivered, or has
-an event moved to the partition's DLQ. :func:`ensure_group` creates a role's consumer group.
+an event moved to the partition's DLQ (:class:`blackboard.bus.Bus` owns the groups and the
+DLQ).
 """
 
 from __future__ import annotations
@@ -11,11 +12,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Protocol
 
-from redis import exceptions as rexc
-
 from .entry import Event
-from .keys import PartitionKeys
-from .scripts import run_script
 
 if TYPE_CHECKING:
     from .board import Blackboard
@@ -26,8 +23,6 @@ __all__ = [
     "ConsumeCounters",
     "ConsumeOptions",
     "PartitionSource",
-    "dead_letter",
-    "ensure_group",
 ]
 
 PartitionSource = Iterable[int] | Callable[[], Iterable[int]] | None
@@ -88,9 +83,7 @@ class Batch:
     async def ack(self, events: Iterable[Event] | None = None) -> int:
         """Acknowledge the given events (default: all); the reader then moves on."""
         ids = [e.id for e in (self.events if events is None else events)]
-        n = 0
-        if ids:
-            n = int(await self._bb.client.xack(PartitionKeys(self.partition).bus, self.role, *ids))
+        n = await self._bb.bus(self.partition).ack(self.role, ids)
         if events is None:
             self.acked = True
             self._done.set()
@@ -107,50 +100,10 @@ class Batch:
 
     async def dead_letter(self, event: Event, reason: str) -> bool:
         """Move one event to the DLQ now, with ``reason``, and ack it."""
-        return await dead_letter(self._bb, self.role, self.partition, event, -1, reason)
+        return await self._bb.bus(self.partition).dead_letter(self.role, event, -1, reason)
 
 
 class BatchSink(Protocol):
     """Where a reader hands its batches (and its fatal error)."""
 
     async def put(self, item: Batch | BaseException) -> None: ...
-
-
-async def dead_letter(
-    bb: Blackboard,
-    role: str,
-    partition: int,
-    event: Event,
-    deliveries: int,
-    reason: str,
-    maxlen: int = 100_000,
-) -> bool:
-    pk = PartitionKeys(partition)
-    fields = [
-        "scope",
-        event.scope,
-        "type",
-        str(event.type),
-        "entry",
-        event.entry_id,
-        "version",
-        str(event.version),
-        "at",
-        str(event.at),
-    ]
-    r = await run_script(
-        bb.client,
-        "dlq",
-        [pk.bus, pk.dlq],
-        [role, event.id, str(deliveries), reason, str(maxlen), *fields],
-    )
-    return bool(r)
-
-
-async def ensure_group(bb: Blackboard, role: str, partition: int) -> None:
-    """Create the role's consumer group on a partition bus at id 0 (idempotent)."""
-    try:
-        await bb.client.xgroup_create(PartitionKeys(partition).bus, role, id="0", mkstream=True)
-    except rexc.ResponseError as exc:
-        if "BUSYGROUP" not in str(exc):
-            raise

@@ -4,118 +4,33 @@ from __future__ import annotations
 
 import asyncio
 import functools
-import logging
-import warnings
-from collections.abc import AsyncIterator, Generator, Sequence
-from dataclasses import dataclass, field, replace
+from collections.abc import AsyncIterator, Sequence
+from dataclasses import replace
 from typing import Any
-from urllib.parse import urlsplit, urlunsplit
 
-import redis.asyncio as aredis
 from redis import exceptions as rexc
-from redis.asyncio.cluster import RedisCluster
-from redis.asyncio.retry import Retry
-from redis.backoff import ExponentialBackoff
 
 from . import keys as K
+from .bus import Bus
 from .clock import ServerClock
-from .consumer import (
-    Batch,
-    ConsumeCounters,
-    ConsumeOptions,
-    PartitionSource,
-    consume,
-    ensure_group,
-)
+from .connection import Connect, open_client, warn_on_unsafe_server, without_credentials
+from .consumer import Batch, ConsumeCounters, ConsumeOptions, PartitionSource, consume
 from .errors import ConfigMismatch, InvalidArgument, ServerUnavailable
-from .keys import PartitionKeys, ScopeKeys
-from .packing import with_fast_packing
+from .keys import ScopeKeys
+from .lease import Lease, LeaseTable
+from .pending import PendingBuffer
+from .presence import Presence
 from .redact import mask_url
 from .relay import Relays
 from .scope import Scope
-from .scripts import SCRIPTS, load_script, run_script
+from .scripts import SCRIPTS
 from .settings import ClientSettings
+from .upkeep import SweepReport, TrimReport, Upkeep
 from .validation import validate_scope
 
 __all__ = ["Blackboard", "SweepReport", "TrimReport"]
 
-log = logging.getLogger(__name__)
 SCHEMA_VERSION = "1"
-
-
-@dataclass(frozen=True, slots=True)
-class SweepReport:
-    """What a TTL sweep removed (or, in a dry run, would remove): scope -> count."""
-
-    expired: dict[str, int] = field(default_factory=dict)
-    dry_run: bool = False
-
-    @property
-    def total(self) -> int:
-        return sum(self.expired.values())
-
-
-@dataclass(frozen=True, slots=True)
-class TrimReport:
-    """Per partition: events trimmed from the bus (or trimmable, in a dry run)."""
-
-    trimmed: dict[int, int] = field(default_factory=dict)
-    dry_run: bool = False
-    #: per partition: retired entries deleted because every edge has consolidated them
-    reaped: dict[int, int] = field(default_factory=dict)
-
-    @property
-    def total(self) -> int:
-        return sum(self.trimmed.values())
-
-
-def _client_kwargs(s: ClientSettings) -> dict[str, Any]:
-    return {
-        "decode_responses": False,
-        "socket_timeout": s.socket_timeout,
-        "socket_connect_timeout": s.connect_timeout,
-        "retry": Retry(ExponentialBackoff(cap=2.0, base=0.05), s.retries),
-        "retry_on_error": [rexc.ConnectionError, rexc.TimeoutError],
-    }
-
-
-async def _is_cluster(probe: Any) -> bool:
-    """Whether the server runs in cluster mode. INFO for the service; a confined agent may
-    not run INFO but may run CLUSTER SLOTS (cluster clients need it), which a server without
-    cluster support refuses with an error that says so."""
-    try:
-        info = await probe.info("cluster")
-        return bool(info.get("cluster_enabled"))
-    except rexc.NoPermissionError:
-        pass
-    try:
-        await probe.execute_command("CLUSTER", "SLOTS")
-    except rexc.NoPermissionError:
-        return False
-    except rexc.ResponseError as exc:
-        if "cluster support disabled" in str(exc).lower():
-            return False
-        raise
-    return True
-
-
-class _Connect:
-    """Awaitable that also works as ``async with`` (closing the blackboard on exit)."""
-
-    def __init__(self, coro_factory: Any) -> None:
-        self._factory = coro_factory
-        self._bb: Blackboard | None = None
-
-    def __await__(self) -> Generator[Any, None, Blackboard]:
-        return self._factory().__await__()  # type: ignore[no-any-return,unused-ignore]
-
-    async def __aenter__(self) -> Blackboard:
-        self._bb = await self._factory()
-        return self._bb
-
-    async def __aexit__(self, *exc: object) -> None:
-        if self._bb is not None:
-            await self._bb.close()
 
 
 class Blackboard:
@@ -146,7 +61,7 @@ class Blackboard:
         cluster: bool | None = None,
         username: str | None = None,
         password: str | None = None,
-    ) -> _Connect:
+    ) -> Connect:
         """Connect to Redis at ``url`` (default ``BLACKBOARD_REDIS_URL``).
 
         ``partitions`` is pinned in ``bb:config`` at first use; a later client configured
@@ -163,7 +78,7 @@ class Blackboard:
         if (username is not None or password is not None) and s.redis_url:
             # redis-py lets a URL's credentials win over username=/password=: an agent
             # handed the operator's URL would silently connect as the operator.
-            s = replace(s, redis_url=_without_credentials(s.redis_url))
+            s = replace(s, redis_url=without_credentials(s.redis_url))
 
         async def _open() -> Blackboard:
             if not s.redis_url:
@@ -181,37 +96,7 @@ class Blackboard:
                 auth["username"] = username
             if password is not None:
                 auth["password"] = password
-            kw = _client_kwargs(s) | auth
-            is_cluster = s.cluster
-            client: Any
-            if is_cluster is None:
-                probe: Any = aredis.Redis.from_url(s.redis_url, **kw)
-                try:
-                    is_cluster = await _is_cluster(probe)
-                except rexc.AuthenticationError as exc:
-                    raise ServerUnavailable(
-                        f"Redis at {mask_url(s.redis_url)} refused the login: {exc}"
-                    ) from exc
-                except (rexc.ConnectionError, rexc.TimeoutError, OSError) as exc:
-                    raise ServerUnavailable(
-                        f"cannot reach Redis at {mask_url(s.redis_url)}: {exc}"
-                    ) from exc
-                finally:
-                    await probe.aclose()
-            if is_cluster:
-                client = RedisCluster.from_url(s.redis_url, **kw)
-            else:
-                # A blocking pool: a burst beyond max_connections waits for a connection
-                # (pool_timeout) instead of failing with MaxConnectionsError.
-                cp: Any = aredis.BlockingConnectionPool.from_url(
-                    s.redis_url,
-                    **kw,
-                    max_connections=s.max_connections,
-                    timeout=s.pool_timeout,
-                    health_check_interval=s.health_check_interval,
-                )
-                cp.connection_class = with_fast_packing(cp.connection_class)
-                client = aredis.Redis.from_pool(cp)  # type: ignore[attr-defined]
+            client, is_cluster = await open_client(s.redis_url, s, auth)
             bb = cls_(client, s, bool(is_cluster))
             bb.auth = dict(auth)
             try:
@@ -222,7 +107,7 @@ class Blackboard:
             return bb
 
         cls_ = Blackboard
-        return _Connect(_open)
+        return Connect(_open)
 
     async def _pin_config(self, explicit: bool) -> None:
         try:
@@ -243,7 +128,7 @@ class Blackboard:
                 )
             self.partitions = pinned  # follow the pinned value when the caller did not ask
         await self._load_scripts()
-        await self._warn_on_unsafe_server()
+        await warn_on_unsafe_server(self.client)
 
     async def _load_scripts(self) -> None:
         for script in SCRIPTS.all():
@@ -251,26 +136,6 @@ class Blackboard:
                 await self.client.script_load(script.source)
             except rexc.NoPermissionError:
                 return  # a confined user may not SCRIPT LOAD; EVALSHA falls back lazily
-
-    async def _warn_on_unsafe_server(self) -> None:
-        """Warn (once per connect) when Redis could lose acknowledged writes or evict keys."""
-        try:
-            cfg = await self.client.config_get("appendonly")
-            pol = await self.client.config_get("maxmemory-policy")
-        except (rexc.NoPermissionError, rexc.ResponseError):
-            return  # confined users cannot read the config; the operator's check covers it
-        flat = {**_decode_map(cfg), **_decode_map(pol)}
-        if flat.get("appendonly", "yes") != "yes":
-            warnings.warn(
-                "Redis runs without AOF persistence (appendonly no): acknowledged writes can "
-                "be lost on a crash", RuntimeWarning, stacklevel=3,
-            )
-        policy = flat.get("maxmemory-policy", "noeviction")
-        if policy != "noeviction":
-            warnings.warn(
-                f"Redis maxmemory-policy is {policy!r}: Redis may evict entries and index keys "
-                "behind the blackboard's back; use noeviction", RuntimeWarning, stacklevel=3,
-            )
 
     @functools.cached_property
     def relays(self) -> Relays:
@@ -327,23 +192,36 @@ class Blackboard:
         parts = range(self.partitions) if partition is None else [partition]
         out: list[str] = []
         for p in parts:
-            out += sorted(m.decode() for m in await self.client.smembers(PartitionKeys(p).scopes))
+            out += await self.upkeep(p).scope_ids()
         return out
 
-    async def pipeline_evalsha(
-        self, name: str, sha: str, keys: list[str], arg_lists: Sequence[Sequence[Any]]
-    ) -> list[Any]:
-        """Run one script many times in a pipeline; loads it and retries on NOSCRIPT."""
-        for attempt in (0, 1):
-            async with self.client.pipeline(transaction=False) as pipe:
-                for args in arg_lists:
-                    pipe.execute_command("EVALSHA", sha, len(keys), *keys, *args)
-                replies = await pipe.execute(raise_on_error=False)
-            if attempt == 0 and any(isinstance(r, rexc.NoScriptError) for r in replies):
-                await load_script(self.client, name)
-                continue  # writes are idempotent by id: re-running the batch is safe
-            return list(replies)
-        raise AssertionError("unreachable")
+    # -- what each partition holds ----------------------------------------------------------
+
+    def bus(self, partition: int) -> Bus:
+        """The partition's bus: consumer groups, acks, DLQ, lengths."""
+        return Bus(self, partition)
+
+    def pending(self, partition: int) -> PendingBuffer:
+        """The partition's dataflow buffers."""
+        return PendingBuffer(self, partition)
+
+    def upkeep(self, partition: int) -> Upkeep:
+        """The partition's schedules and the scripts that expire, prune and trim it."""
+        return Upkeep(self, partition)
+
+    @functools.cached_property
+    def lease_table(self) -> LeaseTable:
+        """Every role's partition leases (``bb:leases``)."""
+        return LeaseTable(self)
+
+    def job_lease(self, job: str) -> Lease:
+        """The lease under which one run of a periodic job covers every partition."""
+        return Lease(self, K.job_run_lease(job))
+
+    @functools.cached_property
+    def presence(self) -> Presence:
+        """The workers' heartbeat records."""
+        return Presence(self)
 
     # -- maintenance ----------------------------------------------------------------------
 
@@ -355,45 +233,14 @@ class Blackboard:
         Finds due scopes through each partition's ttl zset, so the cost is O(expired).
         """
         out: dict[str, int] = {}
-        now = self.now_ms()
         for p in partitions if partitions is not None else range(self.partitions):
-            due = await self.client.zrangebyscore(PartitionKeys(p).ttl, "-inf", now)
-            for raw in due:
-                scope_id = raw.decode("utf-8", "replace")
-                try:
-                    sk = self.scope_keys(scope_id)
-                except InvalidArgument:
-                    # junk a confined agent may ZADD into the schedule: drop it, go on
-                    log.warning("sweep: dropping invalid scope id %r from partition %d's "
-                                "ttl schedule", raw[:80], p)
-                    self.dropped_schedule_members += 1
-                    await self.client.zrem(PartitionKeys(p).ttl, raw)
-                    continue
-                total = 0
-                while True:
-                    try:
-                        removed, pending = await run_script(
-                            self.client, "expire", sk.script_keys(),
-                            [scope_id, str(limit), "1" if dry_run else "0"],
-                        )
-                    except rexc.ResponseError as exc:
-                        # A scope its agent damaged with raw commands (the script refused
-                        # whole): the other scopes' sweep goes on.
-                        log.warning("sweep: scope %s skipped: %s (blackboard check --repair)",
-                                    scope_id, exc)
-                        self.damaged_scopes_skipped += 1
-                        break
-                    total += int(pending) if dry_run else int(removed)
-                    if dry_run or int(removed) < limit:
-                        break
-                if total:
-                    out[scope_id] = total
+            out |= await self.upkeep(p).sweep(limit, dry_run)
         return SweepReport(out, dry_run)
 
     async def ensure_groups(self, roles: Sequence[str]) -> None:
         """Create the consumer groups of ``roles`` on every bus (so trimming waits for them)."""
         await asyncio.gather(
-            *(ensure_group(self, r, p) for r in roles for p in range(self.partitions))
+            *(self.bus(p).ensure_group(r) for r in roles for p in range(self.partitions))
         )
 
     async def trim(
@@ -408,56 +255,12 @@ class Blackboard:
         out: dict[int, int] = {}
         reaped: dict[int, int] = {}
         for p in partitions if partitions is not None else range(self.partitions):
-            pk = PartitionKeys(p)
-            bus = pk.bus
-            try:
-                groups = await self.client.xinfo_groups(bus)
-            except rexc.ResponseError:
-                groups = []  # no such stream yet
-            if not groups:
-                if not dry_run:
-                    await self.client.delete(pk.flowmark)  # nobody consumed: hold everything
-                continue
-            floor: tuple[int, int] | None = None
-            # mark: the lowest id some group has not taken in (acked); everything below it
-            # went through every group's buffer.lua, so the dataflow holds what it needs.
-            mark: tuple[int, int] | None = None
-            for g in groups:
-                name = g["name"]
-                point = _sid(g["last-delivered-id"])
-                taken = (point[0], point[1] + 1)
-                if int(g.get("pending", 0)):
-                    summary = await self.client.xpending(bus, name)
-                    # Acked between XINFO and XPENDING: nothing pending holds the group back.
-                    if summary["min"] is not None:
-                        point = min(point, _sid(summary["min"]))
-                        taken = min(taken, _sid(summary["min"]))
-                floor = point if floor is None else min(floor, point)
-                mark = taken if mark is None else min(mark, taken)
-            floor = floor or (0, 0)
-            minid = f"{floor[0]}-{floor[1]}"
-            if not dry_run and mark is not None:
-                await self.client.set(pk.flowmark, f"{mark[0]}-{mark[1]}")
-                reaped[p] = await self._reap(pk)
-            if floor == (0, 0):
-                continue
-            if dry_run:
-                out[p] = len(await self.client.xrange(bus, "-", f"({minid}"))
-            else:
-                out[p] = int(await self.client.xtrim(bus, minid=minid, approximate=False))
+            trimmed, gone = await self.upkeep(p).trim(dry_run)
+            if gone is not None:
+                reaped[p] = gone
+            if trimmed is not None:
+                out[p] = trimmed
         return TrimReport(out, dry_run, reaped)
-
-    async def _reap(self, pk: PartitionKeys, count: int = 500) -> int:
-        """Delete the partition's retired entries that nothing needs any more."""
-        cursor, total = "0", 0
-        while True:
-            cursor_b, n, _held = await run_script(
-                self.client, "reap", [pk.retired], [cursor, str(count)]
-            )
-            total += int(n)
-            cursor = cursor_b.decode() if isinstance(cursor_b, bytes) else str(cursor_b)
-            if cursor == "0":
-                return total
 
     # -- consumption ----------------------------------------------------------------------
 
@@ -491,30 +294,4 @@ class Blackboard:
 
     async def dlq(self, partition: int, count: int = 100) -> list[tuple[str, dict[str, str]]]:
         """The newest dead-lettered events of a partition: (dlq id, fields)."""
-        items = await self.client.xrevrange(PartitionKeys(partition).dlq, count=count)
-        return [
-            (sid.decode(), {k.decode(): v.decode("utf-8", "replace") for k, v in f.items()})
-            for sid, f in items
-        ]
-
-
-def _without_credentials(url: str) -> str:
-    """``url`` without its ``user:password@`` and ``?username=``/``?password=``."""
-    parts = urlsplit(url)
-    netloc = parts.netloc.rpartition("@")[2]
-    query = "&".join(q for q in parts.query.split("&")
-                     if q and q.split("=", 1)[0].lower() not in ("username", "password"))
-    return urlunsplit(parts._replace(netloc=netloc, query=query))
-
-
-def _sid(raw: bytes | str) -> tuple[int, int]:
-    s = raw.decode() if isinstance(raw, bytes) else raw
-    ms, _, seq = s.partition("-")
-    return int(ms), int(seq or 0)
-
-
-def _decode_map(m: Any) -> dict[str, str]:
-    return {
-        (k.decode() if isinstance(k, bytes) else k): (v.decode() if isinstance(v, bytes) else v)
-        for k, v in dict(m).items()
-    }
+        return await self.bus(partition).dlq(count)

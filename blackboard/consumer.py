@@ -29,8 +29,6 @@ from .batch import (
     ConsumeCounters,
     ConsumeOptions,
     PartitionSource,
-    dead_letter,
-    ensure_group,
 )
 from .entry import Event, decode_event
 from .keys import PartitionKeys
@@ -47,7 +45,6 @@ __all__ = [
     "PartitionSource",
     "ReaderPool",
     "consume",
-    "ensure_group",
 ]
 
 log = logging.getLogger(__name__)
@@ -107,15 +104,11 @@ class _Reader:
                 "%s: undecodable event %r of partition %d moved to the DLQ",
                 self.role, sid, self.partition,
             )
-            pk = PartitionKeys(self.partition)
             flat: list[Any] = []
             for k, v in fields.items():
                 flat += [b"orig_" + k, v]
-            await run_script(
-                self.bb.client,
-                "dlq",
-                [pk.bus, pk.dlq],
-                [self.role, sid, "1", "undecodable event", str(self.opts.dlq_maxlen), *flat],
+            await self.bb.bus(self.partition).dead_letter_fields(
+                self.role, sid, 1, "undecodable event", flat, self.opts.dlq_maxlen
             )
 
     async def _deliver(self, events: list[Event]) -> bool:
@@ -164,10 +157,8 @@ class _Reader:
                     "%s: event %s of partition %d %s; moved to the DLQ",
                     self.role, ev.id, self.partition, why,
                 )
-                await dead_letter(
-                    self.bb,
+                await self.bb.bus(self.partition).dead_letter(
                     self.role,
-                    self.partition,
                     ev,
                     n,
                     "max deliveries exceeded" + ("" if failed >= limit else
@@ -223,7 +214,7 @@ class _Reader:
         # any of its readers does (the mutation scripts only append to the inbox).
         self.bb.relays.acquire(self.partition)
         try:
-            await ensure_group(self.bb, self.role, self.partition)
+            await self.bb.bus(self.partition).ensure_group(self.role)
             if self.opts.claim_window_ms is not None:
                 self._claims_until = time.monotonic() + self.opts.claim_window_ms / 1000
             # Own pending events exist only at start, after a claim and after a batch that
@@ -273,7 +264,7 @@ class ReaderPool:
     """One reader task per owned partition, started and retired as ownership changes.
 
     Readers hand their batches to ``out``: a queue (:func:`consume`) or a sink that runs a
-    handler in the reader's own task (:func:`blackboard.serve.serve`).
+    handler in the reader's own task (:func:`blackboard.handler_loop.handle_batches`).
     """
 
     def __init__(

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import hashlib
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import cache
 from importlib import resources
@@ -28,7 +29,14 @@ from .errors import (
     VersionConflict,
 )
 
-__all__ = ["SCRIPTS", "Script", "load_script", "raise_for_script_error", "run_script"]
+__all__ = [
+    "SCRIPTS",
+    "Script",
+    "load_script",
+    "raise_for_script_error",
+    "run_script",
+    "run_script_many",
+]
 
 _LIB = "_lib.lua"
 _FLOW = "_flow.lua"
@@ -147,3 +155,25 @@ async def run_script(client: Any, name: str, keys: list[str], args: list[Any]) -
     except rexc.NoScriptError:
         await load_script(client, name)
         return await client.evalsha(script.sha, len(keys), *keys, *args)
+
+
+async def run_script_many(
+    client: Any, name: str, calls: Sequence[tuple[Sequence[str], Sequence[Any]]]
+) -> list[Any]:
+    """Run one script once per ``(keys, args)`` in one pipeline; replies in order, an error
+    reply as its exception (not raised), so the caller can map each to its item.
+
+    On ``NOSCRIPT`` the script is loaded and the whole pipeline sent again: every caller's
+    calls are idempotent (writes by fixed id, embeddings by version), so a re-run is safe.
+    """
+    sha = SCRIPTS[name].sha
+    for attempt in (0, 1):
+        async with client.pipeline(transaction=False) as pipe:
+            for keys, args in calls:
+                pipe.execute_command("EVALSHA", sha, len(keys), *keys, *args)
+            replies = await pipe.execute(raise_on_error=False)
+        if attempt == 0 and any(isinstance(r, rexc.NoScriptError) for r in replies):
+            await load_script(client, name)
+            continue
+        return list(replies)
+    raise AssertionError("unreachable")

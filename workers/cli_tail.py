@@ -18,17 +18,12 @@ import typer
 from rich.markup import escape
 
 from blackboard import Blackboard, Event, NotFound
-from blackboard.entry import decode_event
 
+from .cli_options import JsonLines, RedisUrl
 from .output import console, print_json
 
 __all__ = ["register"]
 
-RedisUrl = Annotated[
-    str | None,
-    typer.Option("--redis-url", envvar="BLACKBOARD_REDIS_URL", help="Redis URL (redis://...)."),
-]
-Json = Annotated[bool, typer.Option("--json", help="Print JSON for programs (one per line).")]
 
 
 async def scope_known(bb: Blackboard, scope_id: str) -> bool:
@@ -52,8 +47,7 @@ async def recent_events(bb: Blackboard, scope_id: str, since: str | None,
     if since is not None:
         start = "-" if since in ("0", "0-0") else f"({since}"
         return await s.events(start, "+", count=limit)
-    items = await bb.client.xrevrange(s.keys.feed, count=limit)
-    return [decode_event(sid, f, s.partition) for sid, f in reversed(items)]
+    return await s.newest_events(limit)
 
 
 async def texts_of(bb: Blackboard, scope: str, evs: list[Event]) -> dict[str, str]:
@@ -102,7 +96,9 @@ def _line(ev: Event, text: str | None) -> str:
 
 def register(app: typer.Typer) -> None:
     """Add the ``tail`` command to ``app``."""
-    from .cli import _need_url, _run, waiting
+    from .cli import waiting
+    from .cli_options import need_url as _need_url
+    from .cli_options import run as _run
 
     @app.command()
     def tail(
@@ -116,7 +112,7 @@ def register(app: typer.Typer) -> None:
         follow: Annotated[
             bool, typer.Option("--follow", "-f", help="Then wait for new events (Ctrl-C stops).")
         ] = False,
-        json_out: Json = False,
+        json_out: JsonLines = False,
     ) -> None:
         """A scope's recent events (JSON: one object per line); --follow for new ones."""
         url = _need_url(redis_url)

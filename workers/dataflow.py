@@ -21,11 +21,17 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from blackboard import Blackboard, Entry, Event, EventType, WriteRequest
-from blackboard.fetch import EntryRef, fetch_entries
-from blackboard.keys import PartitionKeys
-from blackboard.scripts import run_script
-from memory.edge_registry import version_string
+from blackboard import (
+    Blackboard,
+    Entry,
+    EntryRef,
+    Event,
+    EventType,
+    PendingBuffer,
+    WriteRequest,
+    fetch_entries,
+    version_string,
+)
 from memory.subscriptions import MemorySubscription
 
 from .edgeset import EdgeSet
@@ -72,13 +78,6 @@ def _stream_id(sid: str) -> tuple[int, int]:
     """A stream id ``<ms>-<seq>`` as a pair that sorts like the stream."""
     ms, _, seq = sid.partition("-")
     return int(ms), int(seq or 0)
-
-
-def _parse_pending_key(key: str, part: PartitionKeys) -> tuple[str, str]:
-    """(edge id, target scope) of a buffer key; edge ids hold no ':'."""
-    rest = key[len(part.base) + len(":pending:") :]
-    edge, _, target = rest.partition(":")
-    return edge, target
 
 
 @dataclass
@@ -139,14 +138,12 @@ class DataflowRunner:
         """
         if not events:
             return set()
-        part = PartitionKeys(partition)
+        part = self.bb.pending(partition)
         for _ in range(MAX_EDGE_RELOADS):
             used = self.edges.version(partition)
             keys, args = self._match(part, consumer, events, used)
-            appended, second = await run_script(
-                self.bb.client, "buffer", [part.bus, part.pendings, *keys], args
-            )
-            if int(appended) >= 0:
+            appended, second = await part.append(keys, args)
+            if appended >= 0:
                 break
             current = version_string(second)
             self.counters.edge_reloads += 1
@@ -156,11 +153,11 @@ class DataflowRunner:
                                f"{MAX_EDGE_RELOADS} times while one batch was matched")
         skipped = int(second)
         self.counters.events += len(events) - skipped
-        self.counters.buffered += int(appended)
+        self.counters.buffered += appended
         self.counters.skipped += skipped
-        return set(keys) if int(appended) else set()
+        return set(keys) if appended else set()
 
-    def _match(self, part: PartitionKeys, consumer: str, events: Sequence[Event],
+    def _match(self, part: PendingBuffer, consumer: str, events: Sequence[Event],
                version: str) -> tuple[list[str], list[str]]:
         """buffer.lua's buffer keys and arguments for ``events`` under the loaded edges."""
         keys: list[str] = []
@@ -183,7 +180,7 @@ class DataflowRunner:
                     target = edge.accepts(ev.scope, ev.tags, ev.at)
                     if target is None:
                         continue
-                    key = part.pending(edge.id, target)
+                    key = part.key(edge.id, target)
                     if key not in index:
                         index[key] = len(keys) + 1
                         keys.append(key)
@@ -200,9 +197,9 @@ class DataflowRunner:
         own in-flight boundary), and a worker waiting on one buffer's round trips runs
         another's transformer meanwhile. Returns how many drains went round more than once.
         """
-        part = PartitionKeys(partition)
+        part = self.bb.pending(partition)
         if keys is None:
-            keys = [k.decode() for k in await self.bb.client.smembers(part.pendings)]
+            keys = await part.keys()
         # One check per partition at a time: two would drain the same buffers twice over.
         async with self._locks[partition]:
             results = await asyncio.gather(
@@ -214,8 +211,8 @@ class DataflowRunner:
                 raise r
         return sum(r for r in results if isinstance(r, int))
 
-    async def _drain(self, part: PartitionKeys, key: str) -> int:
-        edge_id, target = _parse_pending_key(key, part)
+    async def _drain(self, part: PendingBuffer, key: str) -> int:
+        edge_id, target = part.parse(key)
         if self.edges.get(edge_id) is None:
             return 0  # another role's edge (a removed edge's buffers are dropped with it)
         fired = 0
@@ -223,20 +220,16 @@ class DataflowRunner:
             fired += 1
         return fired
 
-    async def _maybe_fire(self, part: PartitionKeys, key: str, edge_id: str, target: str) -> bool:
-        async with self.bb.client.pipeline(transaction=False) as pipe:
-            pipe.llen(key)
-            pipe.lindex(key, 0)
-            pipe.hexists(part.inflight, key)
-            pipe.get(part.edges_version)
-            size, head, inflight, version = await pipe.execute()
-        used, current = self.edges.version(part.partition), version_string(version)
+    async def _maybe_fire(self, part: PendingBuffer, key: str, edge_id: str, target: str) -> bool:
+        st = await part.state(key)
+        size, head, inflight = st.size, st.head, st.inflight
+        used, current = self.edges.version(part.partition), version_string(st.edges_version)
         if current != used:
             # A changed trigger or params apply from this fire on; a removed edge stops.
             self.counters.edge_reloads += 1
             await self.edges.stale(part.partition, used, current)
         edge = self.edges.get(edge_id)
-        if edge is None or not size:
+        if edge is None or not size or head is None:
             return False
         now = self.bb.now_ms() / 1000  # item stamps are on the Redis clock
         if now < self._retry_at.get(key, 0.0):
@@ -244,19 +237,19 @@ class DataflowRunner:
         oldest = BufferItem.decode(head).at / 1000
         since = now - self._last_fire.get(key, 0.0)
         # A batch left in flight by a crash is replayed at once, whatever the trigger says.
-        if not inflight and not edge.trigger.fires(int(size), max(0.0, now - oldest), since):
+        if not inflight and not edge.trigger.fires(size, max(0.0, now - oldest), since):
             return False
         await self._fire(part, key, edge, target, max_batch(edge))
         self._last_fire[key] = self.bb.now_ms() / 1000
-        return int(size) > max_batch(edge)
+        return size > max_batch(edge)
 
     async def _fire(
-        self, part: PartitionKeys, key: str, edge: MemorySubscription, target: str, limit: int
+        self, part: PendingBuffer, key: str, edge: MemorySubscription, target: str, limit: int
     ) -> None:
         # pending_head.lua makes the batch boundary durable before the transformer runs: a
         # replay after a crash takes exactly the same items even if the buffer has grown
         # meanwhile, so it produces the same draft ids (sources are part of them).
-        raw = await run_script(self.bb.client, "pending_head", [key, part.inflight], [str(limit)])
+        raw = await part.head(key, limit)
         if not raw:
             return
         items = [BufferItem.decode(r) for r in raw]
@@ -309,7 +302,7 @@ class DataflowRunner:
 
     async def _take(
         self,
-        part: PartitionKeys,
+        part: PendingBuffer,
         key: str,
         raw: list[bytes],
         mode: str,
@@ -317,9 +310,4 @@ class DataflowRunner:
         edge_id: str,
         target: str,
     ) -> None:
-        await run_script(
-            self.bb.client,
-            "pending_take",
-            [key, part.dlq, part.pendings, part.inflight],
-            [mode, str(len(raw)), raw[0], raw[-1], reason, edge_id, target, str(DLQ_MAXLEN)],
-        )
+        await part.take(key, raw, mode, reason, edge_id, target, DLQ_MAXLEN)

@@ -14,9 +14,7 @@ from rich.markup import escape
 from rich.padding import Padding
 from rich.text import Text
 
-from blackboard import Blackboard, Entry
-from blackboard.entry import value_text
-from blackboard.keys import PartitionKeys
+from blackboard import Blackboard, Entry, value_text
 from memory import AgentMemory
 from memory.memory_map import MemoryMap
 from memory.render import render_map
@@ -94,7 +92,7 @@ async def build_report(bb: Blackboard, agent: str) -> tuple[dict[str, Any], Memo
                 recalls[q] = [f"recall unavailable: {exc}"]
                 continue
             recalls[q] = hits[:3]
-    dlq = {p: await bb.client.xlen(PartitionKeys(p).dlq) for p in range(bb.partitions)}
+    dlq = {p: await bb.bus(p).dlq_len() for p in range(bb.partitions)}
     out.update(procedures=proc, semantic=sem, episodes=epi, team=team, recalls=recalls,
                dlq={p: n for p, n in dlq.items() if n})
     return out, mmap

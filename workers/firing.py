@@ -10,11 +10,10 @@ import contextlib
 import logging
 from collections.abc import Callable
 
-from blackboard import Blackboard
-from blackboard.keys import PartitionKeys
+from blackboard import Blackboard, PendingBuffer
 from memory.subscriptions import MemorySubscription
 
-from .dataflow import BufferItem, DataflowRunner, _parse_pending_key
+from .dataflow import BufferItem, DataflowRunner
 from .edgeset import EdgeSet
 
 __all__ = ["FireLoops"]
@@ -74,13 +73,12 @@ class FireLoops:
 
     async def _loop(self, p: int) -> None:
         due = self.due[p]
-        part = PartitionKeys(p)
+        part = self.bb.pending(p)
         while not self.stopping.is_set() and p in self.owned():
             due.clear()
             timeout: float | None = self.min_wait_s  # after an error
             try:
-                raw = await self.bb.client.smembers(part.pendings)
-                mine = [k.decode() for k in raw if self._edge_of(k.decode(), part) is not None]
+                mine = [k for k in await part.keys() if self._edge_of(k, part) is not None]
                 if mine:
                     await self.runner.check(p, mine)
                 timeout = await self._next_due_s(part, mine)
@@ -89,10 +87,10 @@ class FireLoops:
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(due.wait(), timeout)
 
-    def _edge_of(self, key: str, part: PartitionKeys) -> MemorySubscription | None:
-        return self.edges.get(_parse_pending_key(key, part)[0])
+    def _edge_of(self, key: str, part: PendingBuffer) -> MemorySubscription | None:
+        return self.edges.get(part.parse(key)[0])
 
-    async def _next_due_s(self, part: PartitionKeys, keys: list[str]) -> float | None:
+    async def _next_due_s(self, part: PendingBuffer, keys: list[str]) -> float | None:
         """Seconds until a buffer of ``keys`` comes due without a new item (its head's age
         trigger, its timer, a retry after a failed fire), at least ``min_wait_ms``; None
         when none can."""
@@ -108,10 +106,7 @@ class FireLoops:
             if edge.trigger.max_age is not None:
                 aged.append((k, edge.trigger.max_age))
         if aged:
-            async with self.bb.client.pipeline(transaction=False) as pipe:
-                for k, _ in aged:
-                    pipe.lindex(k, 0)
-                heads = await pipe.execute()
+            heads = await part.heads([k for k, _ in aged])
             dues += [BufferItem.decode(h).at / 1000 + age
                      for (_, age), h in zip(aged, heads, strict=True) if h is not None]
         if not dues:

@@ -17,7 +17,6 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from blackboard import Blackboard
-from blackboard import keys as K
 
 __all__ = ["Heartbeat", "WorkerInfo", "list_workers", "live_workers"]
 
@@ -66,7 +65,6 @@ class Heartbeat:
         first = self._shown is None
         self._shown, self._since_write = shown, 0
         now = self.bb.now_ms()  # the Redis clock: workers on other machines compare it
-        key = K.worker(self.worker_id)
         record: dict[str, str | int] = {"beat_at": now}
         if changed:  # an unchanged record only moves its beat (a small AOF record)
             record |= {
@@ -79,13 +77,8 @@ class Heartbeat:
                 "counters": json.dumps(dict(counters)),
             }
         try:
-            async with self.bb.client.pipeline(transaction=False) as pipe:
-                pipe.hset(key, mapping=record)
-                pipe.pexpire(key, self.interval_ms * TTL_BEATS)
-                pipe.zadd(K.workers_of(self.role), {self.worker_id: now})
-                if first:
-                    pipe.sadd(K.worker_roles(), self.role)
-                await pipe.execute()
+            await self.bb.presence.beat(self.worker_id, self.role, record, now,
+                                        self.interval_ms * TTL_BEATS, first)
         except BaseException:
             # Unsure what Redis holds (the record may expire meanwhile): write it whole next.
             self._shown = None
@@ -93,42 +86,26 @@ class Heartbeat:
         return True
 
     async def stop(self) -> None:
-        async with self.bb.client.pipeline(transaction=False) as pipe:
-            pipe.delete(K.worker(self.worker_id))
-            pipe.zrem(K.workers_of(self.role), self.worker_id)
-            await pipe.execute()
+        await self.bb.presence.remove(self.worker_id, self.role)
 
 
 async def live_workers(bb: Blackboard, role: str, interval_ms: int) -> int:
     """Workers of ``role`` that beat within three intervals (stale ones are pruned)."""
-    now = bb.now_ms()
-    key = K.workers_of(role)
-    async with bb.client.pipeline(transaction=False) as pipe:
-        pipe.zremrangebyscore(key, "-inf", now - 3 * interval_ms)
-        pipe.zcard(key)
-        _, n = await pipe.execute()
-    return int(n)
+    return await bb.presence.live(role, bb.now_ms() - 3 * interval_ms)
 
 
 async def list_workers(bb: Blackboard) -> list[WorkerInfo]:
     """Every worker with a live heartbeat, by role."""
-    out: list[WorkerInfo] = []
-    for role in sorted(r.decode() for r in await bb.client.smembers(K.worker_roles())):
-        for wid in await bb.client.zrange(K.workers_of(role), 0, -1):
-            h = await bb.client.hgetall(K.worker(wid.decode()))
-            if not h or b"id" not in h:
-                continue  # gone, or expired and re-created by a bare beat: shown next write
-            g = {k.decode(): v.decode() for k, v in h.items()}
-            out.append(
-                WorkerInfo(
-                    id=g["id"],
-                    role=g["role"],
-                    pid=int(g["pid"]),
-                    host=g["host"],
-                    started_at=int(g["started_at"]),
-                    beat_at=int(g["beat_at"]),
-                    partitions=tuple(json.loads(g["partitions"])),
-                    counters=json.loads(g["counters"]),
-                )
-            )
-    return out
+    return [
+        WorkerInfo(
+            id=g["id"],
+            role=g["role"],
+            pid=int(g["pid"]),
+            host=g["host"],
+            started_at=int(g["started_at"]),
+            beat_at=int(g["beat_at"]),
+            partitions=tuple(json.loads(g["partitions"])),
+            counters=json.loads(g["counters"]),
+        )
+        for g in await bb.presence.records()
+    ]

@@ -24,8 +24,7 @@ from typing import Literal
 
 import numpy as np
 
-from blackboard import Blackboard, Entry, Event, EventType
-from blackboard.consumer import ConsumeCounters, ConsumeOptions
+from blackboard import Blackboard, ConsumeCounters, ConsumeOptions, Entry, Event, EventType
 from retrieval.embedders import Embedder, default_embedder
 from retrieval.text import entry_text
 

@@ -26,18 +26,11 @@ import socket
 import uuid
 from dataclasses import dataclass, field
 
-from blackboard import Blackboard
-from blackboard import keys as K
-from blackboard.scripts import run_script
-from blackboard.tasks import cancel_and_wait
+from blackboard import Blackboard, LeaseRows, cancel_and_wait
 
 __all__ = ["JobLease", "LeaseSet", "LeaseSnapshot", "LeaseTable"]
 
 log = logging.getLogger(__name__)
-
-
-async def _lease(bb: Blackboard, key: str, op: str, token: str, ttl_ms: int) -> bool:
-    return bool(await run_script(bb.client, "lease", [key], [op, token, str(ttl_ms)]))
 
 
 @dataclass(frozen=True, slots=True)
@@ -50,24 +43,10 @@ class LeaseSnapshot:
     beats: dict[tuple[str, str], int] = field(default_factory=dict)
 
     @classmethod
-    def parse(cls, now: int, raw: dict[bytes, bytes]) -> LeaseSnapshot:
-        holders: dict[tuple[str, int], str] = {}
-        procs: dict[tuple[str, str], str] = {}
-        process_beats: dict[str, int] = {}
-        for k, v in raw.items():
-            kind, _, rest = k.decode("utf-8", "replace").partition(":")
-            role, _, name = rest.partition(":")
-            try:
-                if kind == "h":
-                    holders[(role, int(name))] = v.decode()
-                elif kind == "w":
-                    procs[(role, name)] = v.decode()
-                elif kind == "b":
-                    process_beats[rest] = int(v)
-            except ValueError:
-                log.warning("skipping a malformed lease table field %r", k[:80])
-        beats = {rh: process_beats[p] for rh, p in procs.items() if p in process_beats}
-        return cls(now, holders, beats)
+    def of(cls, now: int, rows: LeaseRows) -> LeaseSnapshot:
+        """The snapshot of a table read: a holder's beat is its process's."""
+        beats = {rh: rows.beats[p] for rh, p in rows.processes.items() if p in rows.beats}
+        return cls(now, dict(rows.holders), beats)
 
     def live(self, role: str, within_ms: int) -> int:
         """Holders of ``role`` that beat within ``within_ms``."""
@@ -92,7 +71,7 @@ class LeaseTable:
 
     def __init__(self, bb: Blackboard, stale_ms: int = 600_000) -> None:
         self.bb, self.stale_ms = bb, stale_ms
-        self.key = K.lease_table()
+        self.table = bb.lease_table
         self.process = f"{socket.gethostname()}-{os.getpid()}-{uuid.uuid4().hex[:6]}"
         self._holders: set[tuple[str, str]] = set()
         #: Holders whose process field the table showed at the last tick.
@@ -105,33 +84,26 @@ class LeaseTable:
         """Stop beating for ``holder`` (its leases lapse at once); the process's beat goes
         with its last holder."""
         self._holders.discard((role, holder))
-        fields = [f"w:{role}:{holder}"] + ([] if self._holders else [f"b:{self.process}"])
-        await self.bb.client.hdel(self.key, *fields)
+        await self.table.forget([(role, holder)], [] if self._holders else [self.process])
 
     async def tick(self) -> LeaseSnapshot:
         """Beat for every joined holder, read the table: two commands in one round trip (a
         holder's process field is written only when the table does not show it)."""
         now = self.bb.now_ms()
-        mapping: dict[str, str | int] = {f"w:{r}:{h}": self.process
-                                         for r, h in self._holders - self._listed}
-        async with self.bb.client.pipeline(transaction=False) as pipe:
-            if self._holders:
-                pipe.hset(self.key, mapping=mapping | {f"b:{self.process}": now})
-            pipe.hgetall(self.key)
-            replies = await pipe.execute()
-        raw: dict[bytes, bytes] = replies[-1]
-        snap = LeaseSnapshot.parse(now, raw)
+        rows = await self.table.beat_and_read(
+            self.process if self._holders else None, now, self._holders - self._listed
+        )
+        snap = LeaseSnapshot.of(now, rows)
         self._listed = {rh for rh in self._holders if rh in snap.beats}
-        await self._prune(now, raw)
+        await self._prune(now, rows)
         return snap
 
-    async def _prune(self, now: int, raw: dict[bytes, bytes]) -> None:
+    async def _prune(self, now: int, rows: LeaseRows) -> None:
         """Remove processes that have not beat for ``stale_ms`` and their holders' fields."""
-        beats = {k[2:]: v for k, v in raw.items() if k.startswith(b"b:")}
-        stale = {p for p, at in beats.items() if now - int(at) > self.stale_ms}
-        gone = [k for k, v in raw.items() if k.startswith(b"w:") and (v in stale or v not in beats)]
+        stale = {p for p, at in rows.beats.items() if now - at > self.stale_ms}
+        gone = [rh for rh, p in rows.processes.items() if p in stale or p not in rows.beats]
         if stale or gone:
-            await self.bb.client.hdel(self.key, *gone, *(b"b:" + p for p in stale))
+            await self.table.forget(gone, stale)
 
 
 class TableClock:
@@ -188,15 +160,10 @@ class LeaseSet:
 
     def __post_init__(self) -> None:
         self.owned: set[int] = set()
-        self.key = K.lease_table()
 
     def current(self) -> set[int]:
         """The owned set (what :meth:`Blackboard.consume` re-reads to rebalance)."""
         return set(self.owned)
-
-    async def _op(self, op: str, p: int) -> bool:
-        args = [op, self.role, str(p), self.token, str(self.bb.now_ms()), str(self.ttl_ms)]
-        return bool(await run_script(self.bb.client, "lease_table", [self.key], args))
 
     def drop_all(self, why: str) -> None:
         """Forget every lease without telling Redis (it cannot be reached, or the role
@@ -227,12 +194,12 @@ class LeaseSet:
             for p in candidates:
                 if len(self.owned) >= share:
                     break
-                if await self._op("acquire", p):
+                if await self.bb.lease_table.acquire(self.role, p, self.token, self.ttl_ms):
                     self.owned.add(p)
         return self.current()
 
     async def release_one(self, p: int) -> None:
-        await self._op("release", p)
+        await self.bb.lease_table.release(self.role, p, self.token, self.ttl_ms)
         self.owned.discard(p)
 
     async def release_all(self) -> None:
@@ -252,7 +219,7 @@ class JobLease:
 
     async def try_run(self) -> bool:
         """Take the job's lease; False when another worker holds it."""
-        return await _lease(self.bb, K.job_run_lease(self.job), "acquire", self.token, self.ttl_ms)
+        return await self.bb.job_lease(self.job).acquire(self.token, self.ttl_ms)
 
     async def done(self) -> None:
-        await _lease(self.bb, K.job_run_lease(self.job), "release", self.token, self.ttl_ms)
+        await self.bb.job_lease(self.job).release(self.token)

@@ -16,13 +16,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
-from redis import exceptions as rexc
 
-from blackboard import Blackboard, Entry
-from blackboard.errors import InvalidScope
-from blackboard.keys import PartitionKeys
-from blackboard.scripts import run_script
-from blackboard.validation import validate_scope
+from blackboard import Blackboard, Entry, InvalidScope, validate_scope
 from consolidation.dedupe import find_duplicates
 from consolidation.transformer import Similarity
 
@@ -86,8 +81,7 @@ class Maintenance:
 
     async def _scopes(self, partition: int) -> list[str]:
         """The partition's scope ids; junk members (an agent may SADD there) are skipped."""
-        raw = await self.bb.client.smembers(PartitionKeys(partition).scopes)
-        return sorted(self._valid(r.decode("utf-8", "replace") for r in raw))
+        return sorted(self._valid(await self.bb.upkeep(partition).scope_ids()))
 
     # -- jobs -----------------------------------------------------------------------------
 
@@ -97,17 +91,12 @@ class Maintenance:
 
     async def prune(self, partition: int, dry_run: bool = False) -> JobReport:
         """Evict entries whose decayed strength crossed the threshold: O(evicted)."""
-        now = self.bb.now_ms()
-        due = await self.bb.client.zrangebyscore(PartitionKeys(partition).prune, "-inf", now)
-        return await self._per_scope(
-            "prune", partition, [d.decode() for d in due], "decay", dry_run
-        )
+        due = await self.bb.upkeep(partition).prune_due(self.bb.now_ms())
+        return await self._per_scope("prune", partition, due, "decay", dry_run)
 
     async def capacity(self, partition: int, dry_run: bool = False) -> JobReport:
         """Evict the weakest beyond max_entries (after a policy was tightened)."""
-        scopes = [
-            s.decode() for s in await self.bb.client.smembers(PartitionKeys(partition).scopes)
-        ]
+        scopes = await self.bb.upkeep(partition).scope_ids()
         return await self._per_scope("capacity", partition, scopes, "capacity", dry_run)
 
     async def reschedule(self, partition: int, dry_run: bool = False) -> JobReport:
@@ -115,40 +104,29 @@ class Maintenance:
         indexes say it is due (an agent may move another scope's place: see
         ``reschedule.lua``). O(scopes); counts the places changed."""
         counts: dict[str, int] = {}
+        upkeep = self.bb.upkeep(partition)
         for scope_id in await self._scopes(partition):
-            sk = self.bb.scope_keys(scope_id)
-            ttl, prune = await run_script(
-                self.bb.client, "reschedule", sk.script_keys(), [scope_id, "1" if dry_run else "0"]
-            )
-            if int(ttl) + int(prune):
-                counts[scope_id] = int(ttl) + int(prune)
+            if moved := await upkeep.reschedule(scope_id, dry_run):
+                counts[scope_id] = moved
         return JobReport("reschedule", partition, dry_run, counts)
 
     async def _per_scope(
         self, job: str, partition: int, scopes: list[str], mode: str, dry_run: bool
     ) -> JobReport:
         counts: dict[str, int] = {}
+        upkeep = self.bb.upkeep(partition)
         for scope_id in sorted(self._valid(scopes)):
-            sk = self.bb.scope_keys(scope_id)
             while True:
-                try:
-                    removed, due = await run_script(
-                        self.bb.client,
-                        "prune",
-                        sk.script_keys(),
-                        [scope_id, mode, "500", "1" if dry_run else "0"],
-                    )
-                except rexc.ResponseError as exc:
-                    # A scope its agent damaged (the script refused whole): the partition's
-                    # other scopes are still pruned.
-                    log.warning("%s: scope %s skipped: %s (blackboard check --repair)",
-                                job, scope_id, exc)
-                    self.bb.damaged_scopes_skipped += 1
+                # None: a scope its agent damaged (the script refused whole), skipped; the
+                # partition's other scopes are still pruned.
+                got = await upkeep.prune(scope_id, mode, 500, dry_run, job)
+                if got is None:
                     break
-                n = int(due) if dry_run else int(removed)
+                removed, due = got
+                n = due if dry_run else removed
                 if n:
                     counts[scope_id] = counts.get(scope_id, 0) + n
-                if dry_run or int(removed) < 500:
+                if dry_run or removed < 500:
                     break
         return JobReport(job, partition, dry_run, counts)
 

@@ -4,23 +4,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from redis import exceptions as rexc
-
-from blackboard import Blackboard
-from blackboard.keys import PartitionKeys
+from blackboard import Blackboard, GroupInfo
 
 __all__ = ["BusStats", "GroupStats", "Stats", "collect_stats"]
 
 
-@dataclass(frozen=True, slots=True)
-class GroupStats:
-    """One consumer group on one bus; ``lag`` is None when Redis cannot tell (trimmed)."""
-
-    role: str
-    consumers: int
-    pending: int
-    lag: int | None
-    last_delivered: str
+#: One consumer group on one bus (the substrate's record of it).
+GroupStats = GroupInfo
 
 
 @dataclass(frozen=True, slots=True)
@@ -58,33 +48,8 @@ async def collect_stats(bb: Blackboard) -> Stats:
     """One XINFO GROUPS and five lengths per partition: O(partitions + groups)."""
     buses = []
     for p in range(bb.partitions):
-        pk = PartitionKeys(p)
-        async with bb.client.pipeline(transaction=False) as pipe:
-            pipe.xlen(pk.bus)
-            pipe.xlen(pk.dlq)
-            pipe.scard(pk.scopes)
-            pipe.llen(pk.inbox)
-            pipe.scard(pk.retired)
-            length, dlq, scopes, inbox, retained = await pipe.execute()
-        groups: list[GroupStats] = []
-        try:
-            for g in await bb.client.xinfo_groups(pk.bus):
-                lag = g.get("lag")
-                groups.append(
-                    GroupStats(
-                        role=_s(g["name"]),
-                        consumers=int(g["consumers"]),
-                        pending=int(g["pending"]),
-                        lag=None if lag is None else int(lag),
-                        last_delivered=_s(g["last-delivered-id"]),
-                    )
-                )
-        except rexc.ResponseError:
-            pass  # bus not created yet
-        buses.append(BusStats(p, int(length), int(dlq), int(scopes), tuple(groups),
-                              int(inbox), int(retained)))
+        bus = bb.bus(p)
+        c = await bus.counts()
+        groups = tuple(await bus.groups())
+        buses.append(BusStats(p, c.length, c.dlq, c.scopes, groups, c.inbox, c.retained))
     return Stats(bb.partitions, tuple(buses))
-
-
-def _s(v: bytes | str) -> str:
-    return v.decode() if isinstance(v, bytes) else str(v)

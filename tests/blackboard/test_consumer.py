@@ -9,7 +9,6 @@ from collections.abc import AsyncIterator
 import pytest
 
 from blackboard import Batch, Blackboard, ConsumeOptions, Event, EventType, InvalidArgument
-from blackboard.consumer import ensure_group
 from blackboard.keys import PartitionKeys
 from blackboard.relay import relay_all
 
@@ -189,9 +188,9 @@ async def test_trim_behind_slowest_group_only(bb: Blackboard) -> None:
     await s.write_many(list(range(10)))
     await relay_all(bb)
     bus = s.keys.part.bus
-    await ensure_group(bb, "fast", s.partition)
-    await ensure_group(bb, "slow", s.partition)
-    await ensure_group(bb, "idle", other.partition)  # a group that has read nothing
+    await bb.bus(s.partition).ensure_group("fast")
+    await bb.bus(s.partition).ensure_group("slow")
+    await bb.bus(other.partition).ensure_group("idle")  # a group that has read nothing
     c = bb.client
     ids = [sid for sid, _ in await c.xrange(bus)]
     await c.xreadgroup("fast", "f", {bus: ">"})

@@ -5,7 +5,6 @@ mangled never fails a batch that carries other agents' items."""
 from __future__ import annotations
 
 from blackboard import Blackboard, ScopePolicy
-from blackboard.consumer import ensure_group
 from blackboard.keys import PartitionKeys
 from blackboard.relay import relay_all
 from blackboard.scripts import run_script
@@ -39,7 +38,7 @@ async def test_retired_entries_wait_for_their_buffer_then_are_reaped(bb: Blackbo
     s = bb.scope(SCOPE)
     p, c = s.partition, bb.client
     await s.set_policy(ScopePolicy(max_entries=2))
-    await ensure_group(bb, "g", p)
+    await bb.bus(p).ensure_group("g")
     es = [await s.write({"i": i}) for i in range(3)]
     await relay_all(bb)
     key = PartitionKeys(p).pending("e", "agent:a1:stm")
@@ -59,7 +58,7 @@ async def test_retired_entries_wait_for_their_buffer_then_are_reaped(bb: Blackbo
 async def test_a_mangled_entry_fails_no_batch(bb: Blackboard) -> None:
     mine, theirs = bb.scope(SCOPE), bb.scope("agent:a1:stm")
     p, c = mine.partition, bb.client
-    await ensure_group(bb, "g", p)
+    await bb.bus(p).ensure_group("g")
     a = await mine.write("a")
     b = await mine.write("b")
     await relay_all(bb)

@@ -8,7 +8,6 @@ from typing import Any
 import redis
 
 from blackboard import Blackboard, EventType
-from blackboard.consumer import ensure_group
 from blackboard.keys import PartitionKeys
 from blackboard.relay import relay_all
 
@@ -56,7 +55,7 @@ async def test_sweep_removes_every_index_member_and_emits_expired(
     assert (await board.sweep()).expired == {}
     await assert_consistent(s)
     # Once every consumer group has taken their events in, the trimmer reaps them.
-    await ensure_group(board, "r", s.partition)
+    await board.bus(s.partition).ensure_group("r")
     await relay_all(board)
     bus = s.keys.part.bus
     for _stream, items in await c.xreadgroup("r", "w", {bus: ">"}):

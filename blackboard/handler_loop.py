@@ -1,6 +1,6 @@
 """Consuming with a handler per batch, concurrently across partitions.
 
-:func:`serve` runs ``handler`` inside each partition's reader task, so partitions are
+:func:`handle_batches` runs ``handler`` inside each partition's reader task, so partitions are
 handled in parallel (one batch in hand per partition, in order within it) while
 :func:`blackboard.consumer.consume` funnels every partition through one loop. A worker
 whose handler is one round trip (the dataflow's buffer script) would otherwise wait for
@@ -20,11 +20,11 @@ from .consumer import Batch, ConsumeCounters, ConsumeOptions, PartitionSource, R
 if TYPE_CHECKING:
     from .board import Blackboard
 
-__all__ = ["BatchHandler", "serve"]
+__all__ = ["BatchHandler", "handle_batches"]
 
 #: Handles one batch: acks it (or marks it acked) once its effect is durable; a batch left
 #: unacked is released (re-delivered later); an exception is logged by the caller's
-#: handler itself or surfaces from :func:`serve`.
+#: handler itself or surfaces from :func:`handle_batches`.
 BatchHandler = Callable[[Batch], Awaitable[None]]
 
 
@@ -59,7 +59,7 @@ class _HandlerSink:
                 self.idle.set()
 
 
-async def serve(
+async def handle_batches(
     bb: Blackboard,
     role: str,
     consumer: str,

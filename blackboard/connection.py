@@ -1,0 +1,150 @@
+"""Opening the Redis client a :class:`~blackboard.board.Blackboard` runs on: single server
+or cluster (detected), the pool, retries, and the warnings about an unsafe server."""
+
+from __future__ import annotations
+
+import warnings
+from collections.abc import Generator
+from typing import TYPE_CHECKING, Any
+from urllib.parse import urlsplit, urlunsplit
+
+import redis.asyncio as aredis
+from redis import exceptions as rexc
+from redis.asyncio.cluster import RedisCluster
+from redis.asyncio.retry import Retry
+from redis.backoff import ExponentialBackoff
+
+from .errors import ServerUnavailable
+from .packing import with_fast_packing
+from .redact import mask_url
+from .settings import ClientSettings
+
+if TYPE_CHECKING:
+    from .board import Blackboard
+
+__all__ = ["Connect", "open_client", "warn_on_unsafe_server", "without_credentials"]
+
+
+def _client_kwargs(s: ClientSettings) -> dict[str, Any]:
+    return {
+        "decode_responses": False,
+        "socket_timeout": s.socket_timeout,
+        "socket_connect_timeout": s.connect_timeout,
+        "retry": Retry(ExponentialBackoff(cap=2.0, base=0.05), s.retries),
+        "retry_on_error": [rexc.ConnectionError, rexc.TimeoutError],
+    }
+
+
+async def _is_cluster(probe: Any) -> bool:
+    """Whether the server runs in cluster mode. INFO for the service; a confined agent may
+    not run INFO but may run CLUSTER SLOTS (cluster clients need it), which a server without
+    cluster support refuses with an error that says so."""
+    try:
+        info = await probe.info("cluster")
+        return bool(info.get("cluster_enabled"))
+    except rexc.NoPermissionError:
+        pass
+    try:
+        await probe.execute_command("CLUSTER", "SLOTS")
+    except rexc.NoPermissionError:
+        return False
+    except rexc.ResponseError as exc:
+        if "cluster support disabled" in str(exc).lower():
+            return False
+        raise
+    return True
+
+
+class Connect:
+    """Awaitable that also works as ``async with`` (closing the blackboard on exit)."""
+
+    def __init__(self, coro_factory: Any) -> None:
+        self._factory = coro_factory
+        self._bb: Blackboard | None = None
+
+    def __await__(self) -> Generator[Any, None, Blackboard]:
+        return self._factory().__await__()  # type: ignore[no-any-return,unused-ignore]
+
+    async def __aenter__(self) -> Blackboard:
+        self._bb = await self._factory()
+        return self._bb
+
+    async def __aexit__(self, *exc: object) -> None:
+        if self._bb is not None:
+            await self._bb.close()
+
+
+async def open_client(
+    url: str, s: ClientSettings, auth: dict[str, Any]
+) -> tuple[Any, bool]:
+    """The client for ``url`` logged in with ``auth``, and whether it is a cluster
+    client (probed when ``s.cluster`` is None)."""
+    kw = _client_kwargs(s) | auth
+    is_cluster = s.cluster
+    client: Any
+    if is_cluster is None:
+        probe: Any = aredis.Redis.from_url(url, **kw)
+        try:
+            is_cluster = await _is_cluster(probe)
+        except rexc.AuthenticationError as exc:
+            raise ServerUnavailable(
+                f"Redis at {mask_url(url)} refused the login: {exc}"
+            ) from exc
+        except (rexc.ConnectionError, rexc.TimeoutError, OSError) as exc:
+            raise ServerUnavailable(
+                f"cannot reach Redis at {mask_url(url)}: {exc}"
+            ) from exc
+        finally:
+            await probe.aclose()
+    if is_cluster:
+        client = RedisCluster.from_url(url, **kw)
+    else:
+        # A blocking pool: a burst beyond max_connections waits for a connection
+        # (pool_timeout) instead of failing with MaxConnectionsError.
+        cp: Any = aredis.BlockingConnectionPool.from_url(
+            url,
+            **kw,
+            max_connections=s.max_connections,
+            timeout=s.pool_timeout,
+            health_check_interval=s.health_check_interval,
+        )
+        cp.connection_class = with_fast_packing(cp.connection_class)
+        client = aredis.Redis.from_pool(cp)  # type: ignore[attr-defined]
+    return client, bool(is_cluster)
+
+
+async def warn_on_unsafe_server(client: Any) -> None:
+    """Warn (once per connect) when Redis could lose acknowledged writes or evict keys."""
+    try:
+        cfg = await client.config_get("appendonly")
+        pol = await client.config_get("maxmemory-policy")
+    except (rexc.NoPermissionError, rexc.ResponseError):
+        return  # confined users cannot read the config; the operator's check covers it
+    flat = {**_decode_map(cfg), **_decode_map(pol)}
+    if flat.get("appendonly", "yes") != "yes":
+        warnings.warn(
+            "Redis runs without AOF persistence (appendonly no): acknowledged writes can "
+            "be lost on a crash", RuntimeWarning, stacklevel=4,
+        )
+    policy = flat.get("maxmemory-policy", "noeviction")
+    if policy != "noeviction":
+        warnings.warn(
+            f"Redis maxmemory-policy is {policy!r}: Redis may evict entries and index keys "
+            "behind the blackboard's back; use noeviction", RuntimeWarning, stacklevel=4,
+        )
+
+
+def without_credentials(url: str) -> str:
+    """``url`` without its ``user:password@`` and ``?username=``/``?password=``."""
+    parts = urlsplit(url)
+    netloc = parts.netloc.rpartition("@")[2]
+    query = "&".join(q for q in parts.query.split("&")
+                     if q and q.split("=", 1)[0].lower() not in ("username", "password"))
+    return urlunsplit(parts._replace(netloc=netloc, query=query))
+
+
+def _decode_map(m: Any) -> dict[str, str]:
+    return {
+        (k.decode() if isinstance(k, bytes) else k): (v.decode() if isinstance(v, bytes) else v)
+        for k, v in dict(m).items()
+    }
