@@ -30,7 +30,7 @@ from .text import (
     truncate_tokens,
     union_tags,
 )
-from .transformer import Similarity, TransformContext, register_transformer
+from .transformer import Similarity, TransformContext, identity, register_transformer
 
 __all__ = ["SummarizeParams", "Summarizer", "lexrank", "select_sentences", "summarize"]
 
@@ -197,3 +197,4 @@ class Summarizer:
 
 
 summarize = register_transformer(Summarizer())
+register_transformer(identity, role=summarize.name)

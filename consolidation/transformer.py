@@ -15,7 +15,7 @@ from .draft import Draft, Provenance
 from .signals import chronological, occurred_at, origin_id
 
 if TYPE_CHECKING:
-    from .llm.client import LLMClient
+    from .llm.protocol import LLMClient
 
 __all__ = [
     "Similarity",
@@ -26,6 +26,7 @@ __all__ = [
     "identity",
     "register_transformer",
     "transformer_names",
+    "transformer_roles",
 ]
 
 Similarity = Callable[[list[str]], np.ndarray]
@@ -75,18 +76,25 @@ class UnknownTransformer(LookupError):
 
 
 _REGISTRY: dict[str, Transformer] = {}
+#: The worker role that runs each registered transformer's edges (see workers.roles).
+_ROLES: dict[str, str] = {}
 T = TypeVar("T", bound=Transformer)
 
 
-def register_transformer(t: T, *, replace: bool = False) -> T:
+def register_transformer(t: T, *, role: str | None = None, replace: bool = False) -> T:
     """Register ``t`` under ``t.name`` and return it (usable as a class-instance decorator).
 
+    ``role`` is the worker role whose workers run the edges of ``t`` (a worker process per
+    role, so a slow transformer does not hold another's events back); by default a role of
+    its own, named as the transformer. This registry is the one list of transformer names
+    and roles: workers and memory's edge validation read it (memory through its catalog).
     Registering a different object under a taken name raises ValueError unless ``replace``.
     """
     cur = _REGISTRY.get(t.name)
     if cur is not None and cur is not t and not replace:
         raise ValueError(f"transformer {t.name!r} is already registered")
     _REGISTRY[t.name] = t
+    _ROLES[t.name] = t.name if role is None else role
     return t
 
 
@@ -102,6 +110,15 @@ def get_transformer(name: str) -> Transformer:
 def transformer_names() -> list[str]:
     """Registered names, sorted."""
     return sorted(_REGISTRY)
+
+
+def transformer_roles() -> dict[str, frozenset[str]]:
+    """Each worker role that runs transformers -> the names of the transformers it runs,
+    roles in the order their first transformer was registered."""
+    out: dict[str, set[str]] = {}
+    for name, role in _ROLES.items():
+        out.setdefault(role, set()).add(name)
+    return {r: frozenset(ns) for r, ns in out.items()}
 
 
 class _Identity:
@@ -137,4 +154,6 @@ class _Identity:
         return out
 
 
-identity: Transformer = register_transformer(_Identity())
+#: Registered by :mod:`consolidation.summarize`, in the summarize role: copying is cheap
+#: and feeds the same stm the summaries go to, so it needs no worker process of its own.
+identity: Transformer = _Identity()

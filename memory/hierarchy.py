@@ -1,8 +1,7 @@
 """The default memory hierarchy of an agent: its level scopes and the edges between them.
 
-Per-agent edges are installed as patterns (``agent:*:working -> agent:{1}:stm``) shared by
-every agent, so workers match each event against a handful of edges, not one set per
-agent; only the agent -> team edges are concrete (they depend on membership).
+The edges come from the transformer catalog (:mod:`memory.catalog`; consolidation defines
+them, as they name its transformers); this module registers the scopes and installs them.
 """
 
 from __future__ import annotations
@@ -13,11 +12,12 @@ from typing import Any
 
 from blackboard import Blackboard
 
+from .catalog import catalog
 from .config import ScopeConfig, default_config
 from .levels import MemoryLevel
 from .naming import agent_scope, team_scope
 from .registry import Registry
-from .subscriptions import MemorySubscription, TagMatch, Trigger
+from .subscriptions import MemorySubscription
 
 __all__ = ["Hierarchy", "default_edges", "install_default_hierarchy"]
 
@@ -29,35 +29,10 @@ class Hierarchy:
 
 
 def default_edges(agent_id: str, teams: Iterable[str] = ()) -> list[MemorySubscription]:
-    """The default dataflow: sensory -> working -> stm (steps kept, and summaries) ->
-    {episodic, semantic, procedural} from the steps, and the agent's stm summaries -> each
-    team's root scope. Triggers: counts with a time bound."""
-    every_hour = Trigger.any_of(Trigger.count(50), Trigger.timer(3600))
-    steps = TagMatch.of(none_of={"summary"})
-    edges = [
-        MemorySubscription("agent:*:sensory", "agent:{1}:working", "identity",
-                           trigger=Trigger.count(1)),
-        # Working memory is capped and short-lived: its steps are kept in stm as they are
-        # (identity) and condensed (summarize); the long-term transformers read the steps.
-        MemorySubscription("agent:*:working", "agent:{1}:stm", "identity",
-                           trigger=Trigger.any_of(Trigger.count(20), Trigger.age(60))),
-        MemorySubscription("agent:*:working", "agent:{1}:stm", "summarize",
-                           params={"budget": 200},
-                           trigger=Trigger.any_of(Trigger.count(20), Trigger.age(600))),
-        MemorySubscription("agent:*:stm", "agent:{1}:ltm:episodic", "episodic",
-                           filter=steps, trigger=every_hour),
-        MemorySubscription("agent:*:stm", "agent:{1}:ltm:semantic", "semantic",
-                           filter=steps, trigger=every_hour),
-        MemorySubscription("agent:*:stm", "agent:{1}:ltm:procedural", "procedural",
-                           filter=steps, trigger=every_hour),
-    ]
-    for t in sorted(set(teams)):
-        edges.append(MemorySubscription(
-            agent_scope(agent_id, MemoryLevel.STM), team_scope(t), "team",
-            filter=TagMatch.of(all_of={"summary"}),
-            trigger=Trigger.any_of(Trigger.count(20), Trigger.timer(600)),
-        ))
-    return edges
+    """The default dataflow edges of ``agent_id`` and its ``teams``, as the transformer
+    catalog defines them (:func:`consolidation.catalog.default_edges`: the edges name
+    transformers, which are consolidation's)."""
+    return catalog().default_edges(agent_id, teams)
 
 
 async def install_default_hierarchy(

@@ -17,10 +17,10 @@ from typing import Any
 
 from blackboard.validation import validate_scope, validate_tags
 
+from .catalog import known_transformers, register_transformer_name
 from .errors import EdgeCycle, InvalidEdge
 
 __all__ = [
-    "KNOWN_TRANSFORMERS",
     "MemorySubscription",
     "TagMatch",
     "Trigger",
@@ -29,22 +29,10 @@ __all__ = [
     "register_transformer_name",
 ]
 
-# The transformer implementations live in consolidation/, which memory must not import;
-# edges are validated against these names. consolidation registers its extra names here.
-KNOWN_TRANSFORMERS: set[str] = {"identity", "summarize", "episodic", "semantic", "procedural",
-                                "team"}
-
 _SEG = r"[A-Za-z0-9_.-]"
 _PATTERN_RE = re.compile(r"[A-Za-z0-9_.*-]+(?::[A-Za-z0-9_.*-]+)*")
 _PLACEHOLDER = re.compile(r"\{(\d+)\}")
 _EDGE_ID = re.compile(r"[A-Za-z0-9_.-]{1,64}")
-
-
-def register_transformer_name(name: str) -> None:
-    """Make ``name`` a valid transformer for edges (called by the package defining it)."""
-    if not isinstance(name, str) or not re.fullmatch(r"[A-Za-z0-9_.-]{1,64}", name):
-        raise InvalidEdge(f"transformer name must be 1-64 of [A-Za-z0-9_.-]: {name!r:.80}")
-    KNOWN_TRANSFORMERS.add(name)
 
 
 @dataclass(frozen=True, slots=True)
@@ -173,9 +161,11 @@ class MemorySubscription:
 
     def __post_init__(self) -> None:
         check_pattern(self.source)
-        if self.transformer not in KNOWN_TRANSFORMERS:
+        # The names are the consolidation registry's, learnt through memory's catalog.
+        known = known_transformers()
+        if self.transformer not in known:
             raise InvalidEdge(f"unknown transformer {self.transformer!r}; known: "
-                              f"{sorted(KNOWN_TRANSFORMERS)} (register_transformer_name adds)")
+                              f"{sorted(known)} (register_transformer_name adds)")
         stars = self.source.count("*")
         for m in _PLACEHOLDER.finditer(self.target):
             n = int(m.group(1))

@@ -1,7 +1,7 @@
 """Optional LLM query rewriting (off by default; no target depends on it).
 
 :class:`LLMQueryRewriter` asks any client of the consolidation layer's
-:class:`~consolidation.llm.client.LLMClient` protocol for a few alternative phrasings of a
+:class:`~consolidation.llm.protocol.LLMClient` protocol for a few alternative phrasings of a
 recall query (synonyms, the entities it implies, a resolved date). The retriever searches
 the original and each rewrite and fuses the rankings by reciprocal rank
 (:func:`fuse_rankings`), so a bad rewrite can only add candidates, never remove the
@@ -45,16 +45,16 @@ class QueryRewriter(Protocol):
 
 
 class LLMQueryRewriter:
-    """Rewrites through ``client`` (an ``LLMClient``: ``complete_json(system, user,
+    """Rewrites through ``llm`` (an ``LLMClient``: ``complete_json(system, user,
     schema)``); at most ``n`` rewrites, empty and duplicate ones dropped."""
 
-    def __init__(self, client: Any, n: int = 3) -> None:
-        self.client = client
+    def __init__(self, llm: Any, n: int = 3) -> None:
+        self.llm = llm
         self.n = n
 
     async def __call__(self, query: str) -> list[str]:
         try:
-            out = await self.client.complete_json(
+            out = await self.llm.complete_json(
                 SYSTEM.replace("{n}", str(self.n)), query, QueryRewrites
             )
         except Exception as exc:  # the rewriter is optional: any failure means no rewrites

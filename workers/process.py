@@ -14,7 +14,8 @@ from memory.registry import Registry
 
 from .leases import LeaseTable, TableClock
 from .metrics import MetricsServer, render_process
-from .settings import ROLES, WorkerSettings
+from .roles import ROLES, role_spec
+from .settings import WorkerSettings
 from .worker import Worker
 
 __all__ = ["run_worker"]
@@ -90,7 +91,7 @@ def run_worker(
     ready: Callable[[], None] = lambda: None,
 ) -> int:
     """Run ``role`` (or ``all``) in this process until SIGTERM/SIGINT; exit code 0."""
-    if role != "all" and role not in ROLES:
-        raise ValueError(f"unknown role {role!r}; roles: {', '.join(ROLES)}, all")
+    if role != "all":
+        role_spec(role)  # ValueError naming the roles, before anything starts
     asyncio.run(_serve(url, role, settings or WorkerSettings.from_env(), ready))
     return 0

@@ -9,16 +9,9 @@ from typing import Any
 from blackboard.errors import InvalidArgument
 from blackboard.settings import env_values
 
-__all__ = ["CONSUMING_ROLES", "ROLES", "WorkerSettings"]
+__all__ = ["WorkerSettings"]
 
 ENV_PREFIX = "BLACKBOARD_WORKER_"
-
-#: Every worker role; ``all`` runs each of them in one process.
-ROLES = ("summarize", "episodic", "semantic", "procedural", "team", "index", "maintenance")
-#: Roles that read the partition buses through a consumer group of their name. Only these
-#: get groups: a group nobody reads would hold bus trimming back forever.
-CONSUMING_ROLES = ("summarize", "episodic", "semantic", "procedural", "team", "index")
-
 
 @dataclass(frozen=True, slots=True)
 class WorkerSettings:

@@ -7,21 +7,11 @@ from dataclasses import dataclass, replace
 
 from blackboard import Blackboard, Entry, NotFound, WriteRequest
 from consolidation.draft import Draft
-from consolidation.llm.client import LLMClient
+from consolidation.llm.protocol import LLMClient
 from consolidation.transformer import Similarity, TransformContext, get_transformer
 from memory.subscriptions import MemorySubscription
 
-__all__ = ["ROLE_TRANSFORMERS", "TransformBridge", "draft_request"]
-
-#: Which transformers' edges each consolidation role runs.
-ROLE_TRANSFORMERS: dict[str, frozenset[str]] = {
-    "summarize": frozenset({"summarize", "identity"}),
-    "episodic": frozenset({"episodic"}),
-    "semantic": frozenset({"semantic"}),
-    "procedural": frozenset({"procedural"}),
-    "team": frozenset({"team"}),
-}
-
+__all__ = ["TransformBridge", "draft_request"]
 
 #: Edge params the dataflow runner reads itself; the transformer never sees them.
 RUNNER_PARAMS = frozenset({"max_batch"})

@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-from .client import LLMClient
 from .errors import BudgetExceeded, InvalidLLMOutput, LLMError, LLMUnavailable
 from .limits import RateLimiter, TokenBudget
 from .openai import OpenAIClient
+from .protocol import LLMClient
 
 __all__ = [
     "BudgetExceeded",

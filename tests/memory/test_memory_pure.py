@@ -22,8 +22,9 @@ from memory import (
     register_transformer_name,
     team_scope,
 )
+from memory.catalog import forget_transformer_name, known_transformers
 from memory.producers import json_safe
-from memory.subscriptions import KNOWN_TRANSFORMERS, check_acyclic
+from memory.subscriptions import check_acyclic
 
 
 def test_level_scopes_and_parse_round_trip() -> None:
@@ -98,9 +99,10 @@ def test_subscription_match_and_validation() -> None:
     with pytest.raises(InvalidEdge):
         MemorySubscription("agent:{x}", "agent:y", "identity")
     register_transformer_name("custom_t")
-    assert "custom_t" in KNOWN_TRANSFORMERS
+    assert "custom_t" in known_transformers()
     MemorySubscription("agent:*:working", "agent:{1}:stm", "custom_t")
-    KNOWN_TRANSFORMERS.discard("custom_t")
+    forget_transformer_name("custom_t")
+    assert "custom_t" not in known_transformers()
     with pytest.raises(InvalidEdge):
         register_transformer_name("bad name")
 

@@ -19,11 +19,11 @@ from workers_support import WorkerProcs
 
 from blackboard import Blackboard, Entry
 from blackboard import keys as K
+from consolidation.transformer import transformer_roles
 from memory.hierarchy import install_default_hierarchy
 from memory.naming import agent_scopes
 from memory.registry import Registry
 from memory.subscriptions import MemorySubscription
-from workers.transform import ROLE_TRANSFORMERS
 
 pytestmark = pytest.mark.slow
 
@@ -75,7 +75,7 @@ async def reach_report(bb: Blackboard, r: SyncRedis, agents: list[str],
                 if missing or twice:
                     problems.append(f"{edge.transformer} {src}->{target}: "
                                     f"{len(missing)} missing, {len(twice)} twice")
-    for role, transformers in ROLE_TRANSFORMERS.items():
+    for role, transformers in transformer_roles().items():
         want_n = sum(matches[t] for t in transformers)
         got_n = role_counter(r, role, "buffered")
         if got_n != want_n:

@@ -33,7 +33,7 @@ from blackboard import Blackboard
 from memory.config import DEFAULT_LEVEL_CONFIGS
 from memory.hierarchy import install_default_hierarchy
 from memory.levels import MemoryLevel
-from workers.settings import CONSUMING_ROLES
+from workers.roles import CONSUMING_ROLES
 
 __all__ = ["target_url"]  # fixture, imported for pytest
 

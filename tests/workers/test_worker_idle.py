@@ -21,7 +21,7 @@ import pytest
 import redis
 from workers_support import stop_worker, wait_until
 
-from workers.settings import ROLES
+from workers.roles import ROLES
 
 ROOT = Path(__file__).resolve().parents[2]
 

@@ -60,6 +60,6 @@ async def test_forged_bus_events_change_nothing_but_reprocessing(bb: Blackboard)
         # the undecodable one went to the DLQ with a reason; the others were harmless
         dlq = await bb.dlq(bb.scope("agent:a1:working").partition)
         assert [d["reason"] for _, d in dlq] == ["undecodable event"]
-        assert w.runner.counters.dead_lettered == 0
+        assert w.plugin.runner.counters.dead_lettered == 0
     finally:
         await w.stop()

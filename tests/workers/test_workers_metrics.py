@@ -24,7 +24,7 @@ from blackboard import Blackboard, WriteRequest
 from blackboard.keys import PartitionKeys
 from memory.registry import Registry
 from memory.subscriptions import MemorySubscription, Trigger
-from workers.settings import ROLES
+from workers.roles import ROLES
 from workers.stats import collect_stats
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -1,0 +1,78 @@
+"""The consolidation layer's answer to memory's transformer catalog (memory.catalog).
+
+Memory validates edges against the transformer names and installs the default edges, but
+must not import this layer; it loads :data:`catalog` through the
+``blackboard.transformer_catalog`` entry point declared in pyproject.toml instead.
+
+The default edges name transformers by their registered objects' ``name`` (the one place
+each name is written) and scopes by level: a transformer named like a level (``episodic``)
+is a different fact from the level (:class:`memory.MemoryLevel`) it happens to feed.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from memory.levels import MemoryLevel
+from memory.naming import agent_scope, team_scope
+from memory.subscriptions import MemorySubscription, TagMatch, Trigger
+
+from .episodic import episodic
+from .procedural import procedural
+from .semantic import semantic
+from .summarize import summarize
+from .team import team
+from .transformer import identity, transformer_names
+
+__all__ = ["ConsolidationCatalog", "catalog", "default_edges"]
+
+
+def default_edges(agent_id: str, teams: Iterable[str] = ()) -> list[MemorySubscription]:
+    """The default dataflow: sensory -> working -> stm (steps kept, and summaries) ->
+    {episodic, semantic, procedural} from the steps, and the agent's stm summaries -> each
+    team's root scope. Triggers: counts with a time bound.
+
+    Per-agent edges are patterns (``agent:*:working -> agent:{1}:stm``) shared by every
+    agent, so workers match each event against a handful of edges, not one set per agent;
+    only the agent -> team edges are concrete (they depend on membership)."""
+    every_hour = Trigger.any_of(Trigger.count(50), Trigger.timer(3600))
+    steps = TagMatch.of(none_of={"summary"})
+    edges = [
+        MemorySubscription("agent:*:sensory", "agent:{1}:working", identity.name,
+                           trigger=Trigger.count(1)),
+        # Working memory is capped and short-lived: its steps are kept in stm as they are
+        # (identity) and condensed (summarize); the long-term transformers read the steps.
+        MemorySubscription("agent:*:working", "agent:{1}:stm", identity.name,
+                           trigger=Trigger.any_of(Trigger.count(20), Trigger.age(60))),
+        MemorySubscription("agent:*:working", "agent:{1}:stm", summarize.name,
+                           params={"budget": 200},
+                           trigger=Trigger.any_of(Trigger.count(20), Trigger.age(600))),
+        MemorySubscription("agent:*:stm", "agent:{1}:ltm:episodic", episodic.name,
+                           filter=steps, trigger=every_hour),
+        MemorySubscription("agent:*:stm", "agent:{1}:ltm:semantic", semantic.name,
+                           filter=steps, trigger=every_hour),
+        MemorySubscription("agent:*:stm", "agent:{1}:ltm:procedural", procedural.name,
+                           filter=steps, trigger=every_hour),
+    ]
+    for t in sorted(set(teams)):
+        edges.append(MemorySubscription(
+            agent_scope(agent_id, MemoryLevel.STM), team_scope(t), team.name,
+            filter=TagMatch.of(all_of={"summary"}),
+            trigger=Trigger.any_of(Trigger.count(20), Trigger.timer(600)),
+        ))
+    return edges
+
+
+class ConsolidationCatalog:
+    """:class:`memory.catalog.TransformerCatalog` over this layer's transformer registry:
+    a transformer registered later (``register_transformer``) is a valid edge name at once."""
+
+    def transformer_names(self) -> list[str]:
+        return transformer_names()
+
+    def default_edges(self, agent_id: str, teams: Iterable[str] = ()) -> list[MemorySubscription]:
+        return default_edges(agent_id, teams)
+
+
+#: The object the entry point names.
+catalog = ConsolidationCatalog()

@@ -1,0 +1,169 @@
+"""The consolidation edge runner role: buffers the events its edges match and fires the
+edges' transformers (one role per transformer role of the consolidation registry)."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from collections.abc import Callable, Coroutine
+from dataclasses import asdict
+from typing import Any
+
+from blackboard import Batch, ConsumeOptions, handle_batches
+from consolidation.transformer import transformer_roles
+
+from ..dataflow import DataflowRunner
+from ..edgeset import EdgeSet
+from ..firing import FireLoops
+from ..llm import transformer_llm
+from ..streams import FailureStreak
+from ..transform import TransformBridge
+from . import RoleHost, RoleSpec, register_role
+
+__all__ = ["EdgeRunnerRole"]
+
+log = logging.getLogger(__name__)
+
+
+class EdgeRunnerRole:
+    """Consume the buses into the edges' buffers; fire loops flush them through the
+    transformers. ``transformers`` are the ones whose edges this role runs."""
+
+    def __init__(
+        self, host: RoleHost, transformers: frozenset[str], bridge: TransformBridge | None = None
+    ) -> None:
+        self.host = host
+        self.streak = FailureStreak()
+        self.edge_set = EdgeSet(host.registry, transformers)
+        self.runner = DataflowRunner(
+            host.bb,
+            host.role,
+            self.edge_set,
+            bridge or TransformBridge(host.bb, llm=transformer_llm(host.settings)),
+            max_failures=host.settings.max_failures,
+            crash_window_ms=host.settings.crash_window_ms,
+            # Stopping ends firing after the batch in hand, as losing the lease does.
+            owns=lambda p: p in host.leases.owned and not host.stopping.is_set(),
+        )
+        self.fires = FireLoops(
+            host.bb,
+            self.runner,
+            self.edge_set,
+            lambda: host.leases.owned,
+            host.stopping,
+            host.settings.trigger_check_ms,
+            host.id,
+        )
+        self._readers_changed = asyncio.Event()
+        self._tasks: list[asyncio.Task[None]] = []
+
+    async def start(self) -> None:
+        # This role's edges (with the edges version of every partition).
+        await self.edge_set.reload()
+        loops: list[Callable[[], Coroutine[Any, Any, None]]] = [
+            self._edges_loop, self._consume_loop, self.fires.run
+        ]
+        self._tasks = [
+            asyncio.create_task(f(), name=f"{self.host.id}-{f.__name__}") for f in loops
+        ]
+
+    async def stop(self) -> None:
+        for t in self._tasks:
+            with contextlib.suppress(asyncio.CancelledError):
+                await t
+        llm = getattr(self.runner.transform, "llm", None)
+        if llm is not None and hasattr(llm, "aclose"):
+            await llm.aclose()
+
+    def counters(self) -> dict[str, int]:
+        return asdict(self.runner.counters)
+
+    def failing_for(self) -> float:
+        return self.streak.failing_for()
+
+    def partitions_changed(self) -> None:
+        # Readers and fire loops follow the new set now, not at their next poll.
+        self._readers_changed.set()
+        self.fires.changed.set()
+
+    async def _edges_loop(self) -> None:
+        """A slow backstop only: buffering and firing check the edges version themselves
+        (:mod:`workers.edgeset`), so a new or removed edge applies at once without it, and a
+        changed trigger at the buffer's next item. What it adds: a buffer left waiting on a
+        count trigger is looked at again under the changed one without a new item."""
+        while await self.host.sleep(self.host.settings.edges_refresh_ms):
+            try:
+                if await self.edge_set.check():
+                    for p in list(self.fires.due):
+                        self.fires.wake(p)
+            except Exception:
+                log.exception("could not check the edges version; keeping the loaded edges")
+
+    async def _consume_loop(self) -> None:
+        """Consume until stopped; a failed stream (Redis unreachable, a reader's error) is
+        logged and reopened after a backoff, never left dead while the leases are renewed."""
+        backoff = 0.1
+        while not self.host.stopping.is_set():
+            self.streak.running()
+            try:
+                await self._consume_once()
+                backoff = 0.1
+            except Exception:
+                if self.streak.failed():
+                    backoff = 0.1
+                log.exception("consume loop failed; reopening in %.1fs", backoff)
+                if not await self.host.sleep(int(backoff * 1000)):
+                    return
+                backoff = min(backoff * 2, 5.0)
+
+    async def _consume_once(self) -> None:
+        h, s = self.host, self.host.settings
+        # Claiming from another consumer is safe here even while it is alive: buffer.lua
+        # appends only events still pending for the caller, so the slower one appends
+        # nothing. That lets a new partition owner take over events a retiring reader
+        # received during the handover within a second, instead of waiting minutes.
+        opts = ConsumeOptions(
+            count=s.batch_count,
+            block_ms=s.block_ms,
+            claim_idle_ms=s.claim_idle_ms,
+            claim_every_ms=min(s.claim_idle_ms, 1_000),
+            claim_window_ms=h.claim_window_ms(),
+            takeover_idle_ms=0,
+            max_deliveries=s.max_deliveries,
+        )
+        # Each partition's reader buffers its own batches: one round trip per batch, and
+        # the partitions' round trips overlap instead of queueing behind one another.
+        await handle_batches(
+            h.bb,
+            h.role,
+            h.id,
+            self._buffer,
+            h.stopping,
+            h.leases.current,
+            opts,
+            changed=self._readers_changed,
+            counters=h.consume_counters,
+        )
+
+    async def _buffer(self, batch: Batch) -> None:
+        try:
+            keys = await self.runner.buffer(batch.partition, self.host.id, batch.events)
+        except Exception:
+            log.exception("batch on partition %d failed; it stays pending", batch.partition)
+            return  # released: re-delivered after a backoff
+        batch.mark_acked()  # buffer.lua acked the events with their append
+        self.host.batches += 1
+        self.streak.succeeded()
+        if keys:
+            # Firing runs in the partition's fire loop, so buffering only appends and
+            # acks: events never wait in memory long enough to be claimed by others.
+            self.fires.wake(batch.partition)
+
+
+def _factory(transformers: frozenset[str]) -> Callable[[RoleHost], EdgeRunnerRole]:
+    return lambda host: EdgeRunnerRole(host, transformers)
+
+
+for _role, _names in transformer_roles().items():
+    register_role(RoleSpec(_role, _factory(_names), consumes=True, transformers=_names))
