@@ -1,7 +1,10 @@
 """Consolidation: pure transformers from batches of entries to drafts of derived entries.
 
-Importing the package registers the built-in transformers (identity, summarize, episodic,
-semantic, procedural, team); workers look them up with :func:`get_transformer`.
+Importing the package registers the built-in transformers, each with the worker role that
+runs its edges (:func:`register_transformer`). That registry is the one list of transformer
+names: workers derive their roles from it (:func:`transformer_roles`) and look transformers
+up with :func:`get_transformer`; memory validates edge names against it, and installs the
+default edges of :mod:`consolidation.catalog`, through its catalog entry point.
 """
 
 from __future__ import annotations
@@ -32,6 +35,7 @@ from .transformer import (
     identity,
     register_transformer,
     transformer_names,
+    transformer_roles,
 )
 
 __all__ = [
@@ -75,4 +79,5 @@ __all__ = [
     "task_runs",
     "team",
     "transformer_names",
+    "transformer_roles",
 ]
