@@ -19,7 +19,14 @@ from .ids import is_entry_id
 if TYPE_CHECKING:
     from .board import Blackboard
 
-__all__ = ["FeedHead", "entries_across", "entry_counts", "feed_heads", "scopes_holding"]
+__all__ = [
+    "FeedHead",
+    "entries_across",
+    "entry_counts",
+    "feed_heads",
+    "scope_policies",
+    "scopes_holding",
+]
 
 
 @dataclass(frozen=True, slots=True)
@@ -47,6 +54,17 @@ async def entry_counts(bb: Blackboard, scope_ids: Sequence[str]) -> list[int]:
         for s in scope_ids:
             pipe.zcard(bb.scope(s).keys.ix)
         return [int(c) for c in await pipe.execute()]
+
+
+async def scope_policies(bb: Blackboard, scope_ids: Sequence[str]) -> list[ScopePolicy]:
+    """Each scope's enforced limits (its cfg hash; the defaults when it has none), in
+    order; one round trip."""
+    if not scope_ids:
+        return []
+    async with bb.client.pipeline(transaction=False) as pipe:
+        for s in scope_ids:
+            pipe.hgetall(bb.scope(s).keys.cfg)
+        return [ScopePolicy.from_redis(h) for h in await pipe.execute()]
 
 
 async def scopes_holding(bb: Blackboard, entry_id: str, scope_ids: Sequence[str]) -> list[bool]:

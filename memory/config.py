@@ -6,7 +6,7 @@ A :class:`ScopeConfig` is what the registry stores for a scope; its :meth:`polic
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, fields, replace
 from typing import Any
 
 from blackboard import InvalidArgument, ScopePolicy
@@ -39,17 +39,15 @@ class LevelConfig:
     def __post_init__(self) -> None:
         self.policy()  # the substrate's checks are the single definition of valid limits
 
+    # The limits are the substrate ScopePolicy's fields under the same names (its checks
+    # validate them); both conversions copy by name.
     def policy(self) -> ScopePolicy:
-        return ScopePolicy(
-            max_entries=self.max_entries,
-            on_full=self.on_full,
-            max_entry_bytes=self.max_entry_bytes,
-            ttl=self.ttl,
-            decay_rate=self.decay_rate,
-            decay_tick=self.decay_tick,
-            evict_threshold=self.evict_threshold,
-            feed_maxlen=self.feed_maxlen,
-        )
+        return ScopePolicy(**{f.name: getattr(self, f.name) for f in fields(self)})
+
+    @classmethod
+    def from_policy(cls, policy: ScopePolicy) -> LevelConfig:
+        """The limits a scope's enforced policy (its cfg hash, the stored truth) stands for."""
+        return cls(**{f.name: getattr(policy, f.name) for f in fields(cls)})
 
     def with_(self, **overrides: Any) -> LevelConfig:
         """A copy with some limits changed (validated)."""

@@ -1,16 +1,22 @@
 """The scope registry and the edge registry: typed records in Redis (redis-om HashModels).
 
 Records live at ``bb:scopes:<scope>`` and ``bb:edges:<edge id>`` (prefixes exported by
-:mod:`blackboard`). ``save``/``get`` are plain HSET/HGETALL and work on any Redis >= 7;
-the models are declared ``index=True`` so a server with the Query Engine can ``find()``
-them, but listing normally goes through plain sets of pks (``bb:registry:scopes`` and
-``bb:registry:edges``) so it never needs FT.SEARCH or SCAN.
+:mod:`blackboard`). ``save`` and the reads are plain HSET/HGETALL and work on any Redis
+>= 7; the models are declared ``index=True`` so a server with the Query Engine can
+``find()`` them, but listing normally goes through plain sets of pks
+(``bb:registry:scopes`` and ``bb:registry:edges``) so it never needs FT.SEARCH or SCAN.
+
+A scope's limits are stored once, in its cfg hash, because the write script reads them
+there; its record holds what the substrate does not know (kind, owner, level, creation
+time) and marks it registered. A :class:`ScopeConfig` is read from both. Records written
+before (with the limits copied in) are read the same way: the extra fields are ignored.
 
 Why the models are bound per Blackboard: redis-om reads its connection from the class
 (``Meta.database``), so one process talking to two Redis servers needs one model class per
 connection. Only one class of an inheritance tree may be indexed, so the field sets below
-are abstract and each :class:`Registry` makes its indexed subclasses bound to its own
-``decode_responses=True`` client (redis-om parses str replies only).
+are abstract and each :class:`Registry` makes its indexed subclasses bound to the
+Blackboard's own client (one connection pool): redis-om's hash reads and FT.SEARCH replies
+accept bytes, and the registry decodes the hashes it reads itself.
 """
 
 from __future__ import annotations
@@ -21,12 +27,18 @@ import time
 import types
 from typing import Any
 
-import redis.asyncio as aredis
 from aredis_om import Field, HashModel
 from redis import exceptions as rexc
-from redis.asyncio.cluster import RedisCluster
 
-from blackboard import EDGES, SCOPE_RECORDS, SCOPES, Blackboard
+from blackboard import (
+    EDGES,
+    SCOPE_RECORDS,
+    SCOPES,
+    Blackboard,
+    ScopePolicy,
+    as_str,
+    scope_policies,
+)
 
 from .config import LevelConfig, ScopeConfig, default_config
 from .edge_registry import EdgeFields, EdgeRegistry
@@ -45,14 +57,6 @@ class ScopeFields(HashModel, abc.ABC):
     kind: str = Field(index=True, default="")
     owner: str = Field(index=True, default="")
     level: str = Field(index=True, default="")  # "" for team roots and collective
-    ttl: float = 0.0  # seconds; 0 = entries never expire
-    max_entries: int = 0
-    on_full: str = "evict"
-    decay_rate: float = 0.0
-    decay_tick: float = 3600.0
-    evict_threshold: float = 0.1
-    max_entry_bytes: int = 1 << 20
-    feed_maxlen: int = 10_000
     created_at: int = 0  # ms
 
 
@@ -68,15 +72,10 @@ def _bind(base: type[HashModel], name: str, prefix: str, db: Any) -> Any:
     return types.new_class(name, (base,), {"index": True}, body)
 
 
-def _to_config(r: Any) -> ScopeConfig:
-    limits = LevelConfig(
-        ttl=float(r.ttl) or None, max_entries=int(r.max_entries), on_full=r.on_full,
-        decay_rate=float(r.decay_rate), decay_tick=float(r.decay_tick),
-        evict_threshold=float(r.evict_threshold), max_entry_bytes=int(r.max_entry_bytes),
-        feed_maxlen=int(r.feed_maxlen),
-    )
+def _to_config(r: Any, policy: ScopePolicy) -> ScopeConfig:
     return ScopeConfig(r.scope_id, OwnerKind(r.kind), r.owner,
-                       MemoryLevel(r.level) if r.level else None, limits, int(r.created_at))
+                       MemoryLevel(r.level) if r.level else None,
+                       LevelConfig.from_policy(policy), int(r.created_at))
 
 
 class Registry(EdgeRegistry):
@@ -85,31 +84,21 @@ class Registry(EdgeRegistry):
 
     def __init__(self, bb: Blackboard) -> None:
         self.bb = bb
-        self.db: Any = self._client(bb)
+        self.db: Any = bb.client
         self.Scope = _bind(ScopeFields, "ScopeRecord", SCOPES, self.db)
         self.Edge = _bind(EdgeFields, "EdgeRecord", EDGES, self.db)
         self._query_engine: bool | None = None
 
-    @staticmethod
-    def _client(bb: Blackboard) -> Any:
-        if bb.cluster:
-            return RedisCluster.from_url(
-                bb.settings.redis_url or "", decode_responses=True, **bb.auth
-            )
-        pool = bb.client.connection_pool
-        kw = {**pool.connection_kwargs, "decode_responses": True}
-        return aredis.Redis(connection_pool=aredis.ConnectionPool(
-            connection_class=pool.connection_class, **kw))
-
     async def aclose(self) -> None:
-        await self.db.aclose()
+        """Nothing to release: the registry talks over the Blackboard's client, which its
+        owner closes. Kept so callers need not know."""
 
     async def has_query_engine(self) -> bool:
         """Whether the server has the Query Engine (FT.*), checked once."""
         if self._query_engine is None:
             try:
                 mods = await self.db.execute_command("MODULE", "LIST")
-                names = {str(m.get("name", m.get(b"name", ""))).lower() for m in mods
+                names = {as_str(m.get("name", m.get(b"name", ""))).lower() for m in mods
                          if isinstance(m, dict)}
                 self._query_engine = bool(names & {"search", "ft", "searchlight"})
             except rexc.ResponseError:
@@ -122,20 +111,18 @@ class Registry(EdgeRegistry):
         """Store (or replace) a scope's config and apply its policy to the write script."""
         old = await self.get_scope(config.scope_id)
         created = old.created_at if old else config.created_at or int(time.time() * 1000)
-        lim = config.limits
         rec = self.Scope(
             pk=config.scope_id, scope_id=config.scope_id, kind=config.kind.value,
             owner=config.owner, level=config.level.value if config.level else "",
-            ttl=lim.ttl or 0.0, max_entries=lim.max_entries, on_full=lim.on_full,
-            decay_rate=lim.decay_rate, decay_tick=lim.decay_tick,
-            evict_threshold=lim.evict_threshold, max_entry_bytes=lim.max_entry_bytes,
-            feed_maxlen=lim.feed_maxlen, created_at=created,
+            created_at=created,
         )
         # Policy first: a registered scope is always enforced as recorded.
-        await self.bb.scope(config.scope_id).set_policy(config.policy())
+        scope = self.bb.scope(config.scope_id)
+        await scope.set_policy(config.policy())
         await rec.save()
         await self.db.sadd(SCOPE_RECORDS, config.scope_id)
-        return _to_config(rec)
+        # Read back: the cfg hash stores times in ms, and what is stored is what counts.
+        return _to_config(rec, await scope.policy())
 
     async def ensure_scope(self, scope_id: str, **overrides: Any) -> ScopeConfig:
         """The scope's registered config; registers the level default when it has none."""
@@ -145,12 +132,7 @@ class Registry(EdgeRegistry):
         return await self.register_scope(default_config(scope_id, **overrides))
 
     async def get_scope(self, scope_id: str) -> ScopeConfig | None:
-        try:
-            return _to_config(await self.Scope.get(scope_id))
-        except Exception as exc:  # redis-om raises its own NotFoundError
-            if type(exc).__name__ == "NotFoundError":
-                return None
-            raise
+        return (await self.get_scopes([scope_id])).get(scope_id)
 
     async def list_scopes(self, *, owner: str | None = None) -> list[ScopeConfig]:
         """Registered scopes (optionally of one owner), sorted by id. O(scopes)."""
@@ -162,15 +144,19 @@ class Registry(EdgeRegistry):
                 log.warning("registry find() failed, listing the pk set instead: %s", exc)
         if records is None:
             records = await self._all(self.Scope, SCOPE_RECORDS)
-        out = [_to_config(r) for r in records]
+        out = await self._configs(records)
         if owner is not None:
             out = [c for c in out if c.owner == owner]
         return sorted(out, key=lambda c: c.scope_id)
 
     async def get_scopes(self, scope_ids: list[str]) -> dict[str, ScopeConfig]:
-        """Configs of the given scopes that are registered; one round trip."""
-        recs = await self._many(self.Scope, scope_ids)
-        return {r.scope_id: _to_config(r) for r in recs}
+        """Configs of the given scopes that are registered; two round trips (the records,
+        then their cfg hashes)."""
+        return {c.scope_id: c for c in await self._configs(await self._many(self.Scope, scope_ids))}
+
+    async def _configs(self, records: list[Any]) -> list[ScopeConfig]:
+        policies = await scope_policies(self.bb, [r.scope_id for r in records])
+        return [_to_config(r, p) for r, p in zip(records, policies, strict=True)]
 
     # -- plumbing -------------------------------------------------------------------------
 
@@ -192,7 +178,7 @@ class Registry(EdgeRegistry):
 
     async def _all(self, model: Any, pk_set: str) -> list[Any]:
         try:
-            pks = sorted(await self.db.smembers(pk_set))
+            pks = sorted(as_str(m) for m in await self.db.smembers(pk_set))
         except rexc.NoPermissionError:
             return []  # a confined agent user may not list the registry
         return await self._many(model, pks)
@@ -210,5 +196,5 @@ class Registry(EdgeRegistry):
             # others are simply not visible to it.
             if isinstance(d, Exception) and not isinstance(d, rexc.NoPermissionError):
                 raise d
-        return [model.model_validate({**d, "pk": pk}) for pk, d in zip(pks, docs, strict=True)
-                if d and not isinstance(d, Exception)]
+        return [model.model_validate({as_str(k): as_str(v) for k, v in d.items()} | {"pk": pk})
+                for pk, d in zip(pks, docs, strict=True) if d and not isinstance(d, Exception)]
