@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import numpy.typing as npt
 
-from blackboard.errors import InvalidArgument
+from blackboard import InvalidArgument
 
 from .analyzer import Analyzer
 from .bm25_variants import BM25Params, get_bm25_variant

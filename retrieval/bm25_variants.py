@@ -13,7 +13,7 @@ from dataclasses import dataclass
 import numpy as np
 import numpy.typing as npt
 
-from blackboard.errors import InvalidArgument
+from blackboard import InvalidArgument
 
 __all__ = [
     "BM25Params",

@@ -9,7 +9,7 @@ from dataclasses import dataclass
 import numpy as np
 import numpy.typing as npt
 
-from blackboard.entry import Entry
+from blackboard import Entry
 
 from .bm25 import BM25Index
 from .dense import DenseIndex

@@ -21,7 +21,7 @@ import faiss as _faiss
 import numpy as np
 import numpy.typing as npt
 
-from blackboard.errors import InvalidArgument
+from blackboard import InvalidArgument
 
 __all__ = ["DenseHits", "DenseIndex", "DenseManifest", "configure_faiss_threads"]
 

@@ -11,7 +11,7 @@ import threading
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from blackboard.errors import InvalidArgument
+from blackboard import InvalidArgument
 
 __all__ = [
     "LensPreset",

@@ -25,7 +25,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from blackboard.entry import Entry
+from blackboard import Entry
 
 __all__ = ["SNAPSHOT_FORMAT", "Snapshot", "SnapshotManifest", "load_snapshot", "save_snapshot"]
 

@@ -10,7 +10,7 @@ from typing import Protocol, runtime_checkable
 import numpy as np
 import numpy.typing as npt
 
-from blackboard.errors import BlackboardError, InvalidArgument
+from blackboard import BlackboardError, InvalidArgument
 
 __all__ = [
     "Embedder",
