@@ -16,10 +16,10 @@ from blackboard import (
     EventType,
     InvalidArgument,
     NotFound,
+    deterministic_id,
     reconnect,
     scopes_holding,
 )
-from blackboard.ids import deterministic_id
 from retrieval.query import MemoryQuery, as_query
 from retrieval.scoring import ScoredEntry
 from retrieval.structured import StructuredRetriever

@@ -12,7 +12,7 @@ from typing import Literal
 import numpy as np
 import numpy.typing as npt
 
-from blackboard.entry import Entry, ScopePolicy
+from blackboard import Entry, ScopePolicy
 
 from .bm25 import BM25Index
 from .bm25_variants import BM25Params

@@ -11,8 +11,7 @@ from dataclasses import dataclass
 import numpy as np
 import numpy.typing as npt
 
-from blackboard.decay import strength_at
-from blackboard.entry import Entry
+from blackboard import Entry, strength_at
 
 __all__ = [
     "ScoredEntry",

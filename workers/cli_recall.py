@@ -16,17 +16,11 @@ from typing import Annotated, Any
 
 import typer
 
-from blackboard import NotFound
-from blackboard.entry import value_text
+from blackboard import NotFound, value_text
+
+from .cli_options import Json, RedisUrl
 
 __all__ = ["hit_record", "register", "require_agent"]
-
-# Same options as workers.cli (typer resolves annotations in this module's globals).
-RedisUrl = Annotated[
-    str | None,
-    typer.Option("--redis-url", envvar="BLACKBOARD_REDIS_URL", help="Redis URL (redis://...)."),
-]
-Json = Annotated[bool, typer.Option("--json", help="Print JSON for programs.")]
 
 #: Below this width the table keeps rank, score, scope and text; the breakdown goes to
 #: ``--explain`` lines (wrapped), so the text is never squeezed into a few columns.
@@ -78,7 +72,8 @@ def _num(x: float | None) -> str:
 
 def register(app: typer.Typer) -> None:
     """Add the ``recall`` command to ``app``."""
-    from .cli import _need_url, _run
+    from .cli_options import need_url as _need_url
+    from .cli_options import run as _run
 
     @app.command()
     def recall(
