@@ -90,6 +90,22 @@ async def test_observe_sync_outside_loop_uses_bridge(mem: AgentMemory) -> None:
     assert mem.producer_errors == 0
 
 
+async def test_bridge_writes_through_store(mem: AgentMemory, bb: Blackboard) -> None:
+    # The blocking path ends in the same AgentMemory.store as the async one: the scope is
+    # registered with its level's defaults (sensory: a TTL) on the twin's connection.
+    @mem.observe(level=MemoryLevel.SENSORY, tags={"raw"})
+    def sense(x: int) -> int:
+        return x
+
+    assert await asyncio.to_thread(sense, 1) == 1
+    got = [h.entry for h in await mem.recall(_newest(all_of={"raw"}))]
+    assert len(got) == 1 and got[0].scope == "agent:a1:sensory"
+    assert 0 < got[0].expires_at - got[0].created_at <= 300_000
+    assert (await bb.scope("agent:a1:sensory").policy()).ttl == 300
+    await mem.aclose()  # closes the twin and its connection, then the bridge thread
+    assert mem.producers._bridge is None and mem.producer_errors == 0
+
+
 async def test_custom_extractor_and_skip(mem: AgentMemory) -> None:
     def extract(call: CallRecord) -> Observation | None:
         if call.args[0] == "skip":
