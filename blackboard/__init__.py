@@ -27,7 +27,7 @@ from .errors import (
     ServerUnavailable,
     VersionConflict,
 )
-from .feeds import newest_ids, read_feeds, read_ranges
+from .feeds import newest_event_ids, newest_ids, read_feeds, read_ranges, read_scopes
 from .fetch import EntryRef, fetch_entries
 from .handler_loop import BatchHandler, handle_batches
 from .ids import deterministic_id, new_ulid
@@ -117,10 +117,12 @@ __all__ = [
     "fetch_entries",
     "handle_batches",
     "new_ulid",
+    "newest_event_ids",
     "newest_ids",
     "partition_of",
     "read_feeds",
     "read_ranges",
+    "read_scopes",
     "reconnect",
     "relay_all",
     "scope_policies",

@@ -11,11 +11,12 @@ from typing import TYPE_CHECKING
 
 from .codec import as_str
 from .entry import Event, decode_event
+from .errors import InvalidArgument
 
 if TYPE_CHECKING:
     from .board import Blackboard
 
-__all__ = ["newest_ids", "read_feeds", "read_ranges"]
+__all__ = ["newest_event_ids", "newest_ids", "read_feeds", "read_ranges", "read_scopes"]
 
 
 async def newest_ids(bb: Blackboard, feeds: Sequence[str]) -> dict[str, str]:
@@ -29,6 +30,30 @@ async def newest_ids(bb: Blackboard, feeds: Sequence[str]) -> dict[str, str]:
     return {
         f: (last[0][0].decode() if last else "0-0") for f, last in zip(feeds, lasts, strict=True)
     }
+
+
+async def newest_event_ids(bb: Blackboard, scope_ids: Sequence[str]) -> dict[str, str]:
+    """Scope -> id of the newest event of its feed (``0-0`` when empty), in one round trip."""
+    feeds = {bb.scope(s).keys.feed: s for s in scope_ids}
+    got = await newest_ids(bb, list(feeds))
+    return {s: got[f] for f, s in feeds.items()}
+
+
+async def read_scopes(
+    bb: Blackboard, positions: Mapping[str, str], partition: int, *, count: int, block_ms: int
+) -> list[tuple[str, Event]]:
+    """:func:`read_feeds` by scope: events after ``positions`` (scope -> last feed id seen)
+    of scopes of ``partition``, as (scope, event); InvalidArgument for a scope of another
+    partition (one XREAD must stay in one hash slot)."""
+    feeds: dict[str, str] = {}
+    for s in positions:
+        sc = bb.scope(s)
+        if sc.partition != partition:
+            raise InvalidArgument(f"scope {s!r} is not in partition {partition}")
+        feeds[sc.keys.feed] = s
+    got = await read_feeds(bb, {f: positions[s] for f, s in feeds.items()}, partition,
+                           count=count, block_ms=block_ms)
+    return [(feeds[f], ev) for f, ev in got]
 
 
 async def read_feeds(

@@ -14,7 +14,7 @@ from collections import defaultdict
 from collections.abc import Awaitable, Callable, Collection, Sequence
 from typing import Any
 
-from blackboard import Blackboard, Event, EventType, newest_ids, read_feeds
+from blackboard import Blackboard, Event, EventType, newest_event_ids, read_scopes
 
 from .subscriptions import TagMatch
 
@@ -74,12 +74,11 @@ class ChangeHandle:
         return any(not t.done() for t in self._tasks)
 
     async def _read(self, partition: int, scopes: list[str]) -> None:
-        feeds = {self._bb.scope(s).keys.feed: s for s in scopes}
         try:
             if self._since is not None:
-                pos = dict.fromkeys(feeds, self._since)
+                pos = dict.fromkeys(scopes, self._since)
             else:
-                pos = await newest_ids(self._bb, list(feeds))
+                pos = await newest_event_ids(self._bb, scopes)
         finally:
             self._pending_ready -= 1
             if self._pending_ready <= 0:
@@ -88,8 +87,8 @@ class ChangeHandle:
         # surface as a TimeoutError that the client retries, losing the cancellation.
         while not self._stopped:
             try:
-                got = await read_feeds(self._bb, pos, partition, count=100,
-                                       block_ms=self._block_ms)
+                got = await read_scopes(self._bb, pos, partition, count=100,
+                                        block_ms=self._block_ms)
             except asyncio.CancelledError:
                 raise
             except Exception:  # a dropped connection must not end the subscription
@@ -98,8 +97,8 @@ class ChangeHandle:
                 log.exception("on_change reader of partition %d failed; retrying", partition)
                 await asyncio.sleep(0.5)
                 continue
-            for key, ev in got:
-                pos[key] = ev.id
+            for scope, ev in got:
+                pos[scope] = ev.id
                 await self._deliver(ev)
 
     async def _deliver(self, ev: Event) -> None:

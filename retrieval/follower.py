@@ -33,9 +33,9 @@ from blackboard import (
     EventType,
     entries_across,
     feed_heads,
-    newest_ids,
-    read_feeds,
+    newest_event_ids,
     read_ranges,
+    read_scopes,
 )
 
 from .embedding_sync import EmbeddingSync
@@ -227,9 +227,7 @@ class IndexFollower:
     # -- loading --------------------------------------------------------------------------
 
     async def _newest(self, scopes: Sequence[str]) -> dict[str, str]:
-        feeds = {s: self.bb.scope(s).keys.feed for s in scopes}
-        newest = await newest_ids(self.bb, list(feeds.values()))
-        return {s: newest[f] for s, f in feeds.items()}
+        return await newest_event_ids(self.bb, scopes)
 
     async def _from_snapshot(self, scopes: list[str]) -> set[str]:
         """Load the scopes a current snapshot holds: its feed id for them is still in the
@@ -335,9 +333,9 @@ class IndexFollower:
     async def _read(self, partition: int) -> None:
         while not self._stopped:
             scopes = sorted(self._by_part[partition])
-            pos = {self.bb.scope(s).keys.feed: self._applied[s] for s in scopes}
+            pos = {s: self._applied[s] for s in scopes}
             try:
-                got = await read_feeds(self.bb, pos, partition, count=200, block_ms=self.block_ms)
+                got = await read_scopes(self.bb, pos, partition, count=200, block_ms=self.block_ms)
             except asyncio.CancelledError:
                 raise
             except Exception:  # a dropped connection must not end the follower
@@ -346,7 +344,7 @@ class IndexFollower:
                 log.exception("index follower of partition %d failed; retrying", partition)
                 await asyncio.sleep(0.5)
                 continue
-            events = [ev for _feed, ev in got]
+            events = [ev for _scope, ev in got]
             if events:
                 async with self._lock:
                     await self._apply(events)
