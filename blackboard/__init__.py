@@ -27,7 +27,14 @@ from .errors import (
     ServerUnavailable,
     VersionConflict,
 )
-from .feeds import newest_event_ids, newest_ids, read_feeds, read_ranges, read_scopes
+from .feeds import (
+    newest_event_ids,
+    newest_ids,
+    read_feeds,
+    read_ranges,
+    read_scopes,
+    read_scopes_or_pause,
+)
 from .fetch import EntryRef, fetch_entries
 from .handler_loop import BatchHandler, handle_batches
 from .ids import deterministic_id, new_ulid
@@ -123,6 +130,7 @@ __all__ = [
     "read_feeds",
     "read_ranges",
     "read_scopes",
+    "read_scopes_or_pause",
     "reconnect",
     "relay_all",
     "scope_policies",

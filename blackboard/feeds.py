@@ -6,7 +6,9 @@ partition; callers (observers, index followers, ``Scope.feed``) group by partiti
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+import asyncio
+import logging
+from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING
 
 from .codec import as_str
@@ -16,7 +18,16 @@ from .errors import InvalidArgument
 if TYPE_CHECKING:
     from .board import Blackboard
 
-__all__ = ["newest_event_ids", "newest_ids", "read_feeds", "read_ranges", "read_scopes"]
+__all__ = [
+    "newest_event_ids",
+    "newest_ids",
+    "read_feeds",
+    "read_ranges",
+    "read_scopes",
+    "read_scopes_or_pause",
+]
+
+log = logging.getLogger(__name__)
 
 
 async def newest_ids(bb: Blackboard, feeds: Sequence[str]) -> dict[str, str]:
@@ -54,6 +65,31 @@ async def read_scopes(
     got = await read_feeds(bb, {f: positions[s] for f, s in feeds.items()}, partition,
                            count=count, block_ms=block_ms)
     return [(feeds[f], ev) for f, ev in got]
+
+
+async def read_scopes_or_pause(
+    bb: Blackboard,
+    positions: Mapping[str, str],
+    partition: int,
+    *,
+    count: int,
+    block_ms: int,
+    stopped: Callable[[], bool],
+    reader: str,
+) -> list[tuple[str, Event]]:
+    """:func:`read_scopes` for a reader that runs until ``stopped()``: a failed read (a
+    dropped connection) must not end it, so it is logged (unless stopping) and answered,
+    after half a second, with no events; the caller's loop reads again."""
+    try:
+        return await read_scopes(bb, positions, partition, count=count, block_ms=block_ms)
+    except asyncio.CancelledError:
+        raise
+    except Exception:
+        if stopped():
+            return []
+        log.exception("%s of partition %d failed; retrying", reader, partition)
+        await asyncio.sleep(0.5)
+        return []
 
 
 async def read_feeds(

@@ -14,7 +14,7 @@ from collections import defaultdict
 from collections.abc import Awaitable, Callable, Collection, Sequence
 from typing import Any
 
-from blackboard import Blackboard, Event, EventType, newest_event_ids, read_scopes
+from blackboard import Blackboard, Event, EventType, newest_event_ids, read_scopes_or_pause
 
 from .subscriptions import TagMatch
 
@@ -86,17 +86,9 @@ class ChangeHandle:
         # The flag as well as cancel(): a cancel racing the client's read timeout can
         # surface as a TimeoutError that the client retries, losing the cancellation.
         while not self._stopped:
-            try:
-                got = await read_scopes(self._bb, pos, partition, count=100,
-                                        block_ms=self._block_ms)
-            except asyncio.CancelledError:
-                raise
-            except Exception:  # a dropped connection must not end the subscription
-                if self._stopped:
-                    return
-                log.exception("on_change reader of partition %d failed; retrying", partition)
-                await asyncio.sleep(0.5)
-                continue
+            got = await read_scopes_or_pause(
+                self._bb, pos, partition, count=100, block_ms=self._block_ms,
+                stopped=lambda: self._stopped, reader="on_change reader")
             for scope, ev in got:
                 pos[scope] = ev.id
                 await self._deliver(ev)

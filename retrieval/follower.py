@@ -35,7 +35,7 @@ from blackboard import (
     feed_heads,
     newest_event_ids,
     read_ranges,
-    read_scopes,
+    read_scopes_or_pause,
 )
 
 from .embedding_sync import EmbeddingSync
@@ -334,16 +334,9 @@ class IndexFollower:
         while not self._stopped:
             scopes = sorted(self._by_part[partition])
             pos = {s: self._applied[s] for s in scopes}
-            try:
-                got = await read_scopes(self.bb, pos, partition, count=200, block_ms=self.block_ms)
-            except asyncio.CancelledError:
-                raise
-            except Exception:  # a dropped connection must not end the follower
-                if self._stopped:
-                    return
-                log.exception("index follower of partition %d failed; retrying", partition)
-                await asyncio.sleep(0.5)
-                continue
+            got = await read_scopes_or_pause(
+                self.bb, pos, partition, count=200, block_ms=self.block_ms,
+                stopped=lambda: self._stopped, reader="index follower")
             events = [ev for _scope, ev in got]
             if events:
                 async with self._lock:
