@@ -26,8 +26,10 @@ async def list_entries(
     limit: int | None = 100,
     newest_first: bool = True,
 ) -> list[Entry]:
-    """:meth:`Scope.entries`: tag sets narrow the candidates on the server (SINTER/SUNION),
-    the time order comes from the ``ix`` zset, ``none_of`` is applied to the fetched entries."""
+    """Live entries of ``scope`` matching the tag filter and time range (created_at, ms,
+    inclusive); :meth:`Scope.entries` is this function. Tag sets narrow the candidates on
+    the server (SINTER/SUNION), the time order comes from the ``ix`` zset, ``none_of`` is
+    applied to the fetched entries; ``limit=None`` returns every match."""
     a, o, n = validate_tags(all_of), validate_tags(any_of), set(validate_tags(none_of))
     if limit is not None and (isinstance(limit, bool) or not isinstance(limit, int) or limit < 0):
         raise InvalidArgument(f"limit must be a non-negative int or None, got {limit!r}")

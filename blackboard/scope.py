@@ -322,26 +322,9 @@ class Scope:
         hi = "+inf" if end_ms is None else end_ms
         return [i.decode() for i in await self.bb.client.zrangebyscore(self.keys.ix, lo, hi)]
 
-    async def entries(
-        self,
-        *,
-        all_of: Iterable[str] | None = None,
-        any_of: Iterable[str] | None = None,
-        none_of: Iterable[str] | None = None,
-        start_ms: int | None = None,
-        end_ms: int | None = None,
-        limit: int | None = 100,
-        newest_first: bool = True,
-    ) -> list[Entry]:
-        """Live entries matching the tag filter and time range (created_at, ms, inclusive).
-
-        Tag sets narrow the candidates on the server (SINTER/SUNION); the time order comes
-        from the ``ix`` zset. ``limit=None`` returns every match.
-        """
-        return await list_entries(
-            self, all_of=all_of, any_of=any_of, none_of=none_of, start_ms=start_ms,
-            end_ms=end_ms, limit=limit, newest_first=newest_first,
-        )
+    #: Live entries matching a tag filter and a time range (created_at, ms, inclusive):
+    #: :func:`blackboard.listing.list_entries`, kept in a module of its own for its size.
+    entries = list_entries
 
     # -- events ---------------------------------------------------------------------------
 
