@@ -11,6 +11,7 @@ from retrieval.scoring import ScoredEntry
 
 from .access import AccessPolicy
 from .agent import AgentMemory, Retriever
+from .catalog import TransformerCatalog, known_transformers
 from .config import DEFAULT_LEVEL_CONFIGS, LevelConfig, ScopeConfig, default_config
 from .conversation import ConversationConfig, Message, message_of
 from .errors import EdgeCycle, EdgeVersionConflict, InvalidEdge, SemanticRecallUnavailable
@@ -31,7 +32,6 @@ from .producers import CallRecord, Observation, Producers, default_extractor, js
 from .registry import Registry
 from .stats import ScopeStats, StrengthHistogram
 from .subscriptions import (
-    KNOWN_TRANSFORMERS,
     MemorySubscription,
     TagMatch,
     Trigger,
@@ -42,7 +42,6 @@ from .sync import SyncMemory
 __all__ = [
     "COLLECTIVE",
     "DEFAULT_LEVEL_CONFIGS",
-    "KNOWN_TRANSFORMERS",
     "LONG_TERM",
     "AccessPolicy",
     "AgentMemory",
@@ -75,6 +74,7 @@ __all__ = [
     "SyncMemory",
     "TagFilter",
     "TagMatch",
+    "TransformerCatalog",
     "Trigger",
     "agent_scope",
     "agent_scopes",
@@ -83,6 +83,7 @@ __all__ = [
     "default_extractor",
     "install_default_hierarchy",
     "json_safe",
+    "known_transformers",
     "message_of",
     "parse_scope",
     "register_transformer_name",
