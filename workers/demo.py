@@ -28,9 +28,7 @@ from rich.progress import (
     TimeElapsedColumn,
 )
 
-from blackboard import Blackboard, BlackboardError, InvalidArgument
-from blackboard.feeds import newest_ids
-from blackboard.keys import PartitionKeys
+from blackboard import Blackboard, BlackboardError, InvalidArgument, newest_ids
 from blackboard.redact import mask_url
 from memory import AgentMemory, MemoryLevel
 from memory.memory_map import MemoryMap
@@ -43,10 +41,9 @@ from .demo_report import TEAM, build_report, print_report
 from .embedded import redis_or_embedded
 from .heartbeat import list_workers
 from .output import console, print_json
-from .settings import CONSUMING_ROLES, ROLES
+from .roles import CONSUMING_ROLES, EDGE_ROLES, ROLES
 from .stats import collect_stats
 from .supervisor import worker_command, worker_env
-from .transform import ROLE_TRANSFORMERS
 
 __all__ = ["run_demo"]
 
@@ -121,13 +118,12 @@ async def _backlog(bb: Blackboard) -> int:
     group, or not yet delivered to it (its last delivered id behind the bus's newest)."""
     n = 0
     st = await collect_stats(bb)
-    buses = [PartitionKeys(b.partition).bus for b in st.buses]
+    buses = [bb.bus(b.partition).stream for b in st.buses]
     newest = await newest_ids(bb, buses)
     for b, bus in zip(st.buses, buses, strict=True):
-        pk = PartitionKeys(b.partition)
-        n += await bb.client.scard(pk.pendings) + await bb.client.hlen(pk.inflight)
+        n += await bb.pending(b.partition).backlog()
         for g in b.groups:
-            if g.role not in ROLE_TRANSFORMERS:
+            if g.role not in EDGE_ROLES:
                 continue  # the index role catches up on its own; recall embeds what it lacks
             behind = g.lag if g.lag is not None else int(g.last_delivered != newest[bus])
             n += g.pending + behind
