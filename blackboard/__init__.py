@@ -56,7 +56,7 @@ from .scope_reads import (
 )
 from .scope_stats import STRENGTH_EDGES, ScopeStats, StrengthHistogram, scope_stats
 from .server import RedisServer
-from .settings import ClientSettings
+from .settings import ClientSettings, settings_from_env
 from .tasks import cancel_and_wait
 from .upkeep import SweepReport, TrimReport, Upkeep
 from .validation import validate_scope, validate_tag, validate_tags
@@ -136,6 +136,7 @@ __all__ = [
     "scope_policies",
     "scope_stats",
     "scopes_holding",
+    "settings_from_env",
     "settled",
     "strength_at",
     "validate_scope",

@@ -3,11 +3,10 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import Any
 
-from blackboard.errors import InvalidArgument
-from blackboard.settings import env_values
+from blackboard import InvalidArgument, settings_from_env
 
 __all__ = ["WorkerSettings"]
 
@@ -63,5 +62,4 @@ class WorkerSettings:
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None, **overrides: Any) -> WorkerSettings:
         """Settings from ``BLACKBOARD_WORKER_<FIELD>`` variables, then ``overrides``."""
-        values = env_values(cls, ENV_PREFIX, env)
-        return replace(cls(**values), **{k: v for k, v in overrides.items() if v is not None})
+        return settings_from_env(cls, ENV_PREFIX, env, overrides)
