@@ -1,4 +1,6 @@
-"""The blackboard: a connection to Redis (single or cluster) and the operations across scopes."""
+"""The blackboard: a connection to Redis (single or cluster), handles on what it holds --
+scopes, and per partition its bus, dataflow buffers and upkeep; the lease table and the
+workers' presence -- and the operations across partitions (sweep, trim, consume)."""
 
 from __future__ import annotations
 
@@ -49,7 +51,7 @@ class Blackboard:
         self._reserved = 0
         #: Invalid members the TTL sweep removed from the schedules (each logged).
         self.dropped_schedule_members = 0
-        #: scopes a sweep passed over because their keys were damaged by raw commands
+        #: scopes a sweep or prune passed over because raw commands damaged their keys
         self.damaged_scopes_skipped = 0
 
     @staticmethod

@@ -124,13 +124,13 @@ async def warn_on_unsafe_server(client: Any) -> None:
     if flat.get("appendonly", "yes") != "yes":
         warnings.warn(
             "Redis runs without AOF persistence (appendonly no): acknowledged writes can "
-            "be lost on a crash", RuntimeWarning, stacklevel=4,
+            "be lost on a crash", RuntimeWarning, stacklevel=3,
         )
     policy = flat.get("maxmemory-policy", "noeviction")
     if policy != "noeviction":
         warnings.warn(
             f"Redis maxmemory-policy is {policy!r}: Redis may evict entries and index keys "
-            "behind the blackboard's back; use noeviction", RuntimeWarning, stacklevel=4,
+            "behind the blackboard's back; use noeviction", RuntimeWarning, stacklevel=3,
         )
 
 
