@@ -69,8 +69,8 @@ def lease(role: str, partition: int) -> str:
 
 
 def lease_table() -> str:
-    """Hash of every role's partition leases and their holders' beats (``workers.leases``):
-    ``h:<role>:<p>`` -> holder, ``b:<role>:<holder>`` -> last beat (ms, Redis clock)."""
+    """Hash of every role's partition leases and their holders' beats: ``bb:leases`` (its
+    fields are :class:`blackboard.lease.LeaseTable`'s)."""
     return f"{ROOT}:leases"
 
 
