@@ -167,7 +167,9 @@ class Scope:
         if embedding is not _UNSET:
             if embedding is not None:
                 check_embedding(embedding)
-            pairs += ["embedding", embedding or b"", "embedder", embedder or ""]
+            # Without ``embedder`` the vector is stored under no embedder's name.
+            name = "" if embedder is _UNSET else embedder or ""
+            pairs += ["embedding", embedding or b"", "embedder", name]
         if op_id is not None:
             pairs += ["op_id", _check_id(op_id)]
         if expected_version is not None and (
