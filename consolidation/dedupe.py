@@ -11,7 +11,7 @@ from enum import StrEnum
 
 import numpy as np
 
-from blackboard.entry import Entry
+from blackboard import Entry
 
 from .text import entry_text, l2_normalise, normalise_text
 

@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any
 
-from blackboard.ids import deterministic_id
+from blackboard import deterministic_id
 
 __all__ = ["Draft", "Provenance"]
 

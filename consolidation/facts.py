@@ -28,7 +28,7 @@ import re
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from blackboard.entry import Entry
+from blackboard import Entry
 
 from .signals import actors_of
 from .text import entry_text, slug, split_sentences

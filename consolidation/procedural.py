@@ -20,7 +20,7 @@ from dataclasses import dataclass
 
 from pydantic import BaseModel, Field
 
-from blackboard.entry import Entry
+from blackboard import Entry
 
 from .draft import Draft
 from .params import parse_params

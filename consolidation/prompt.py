@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from datetime import UTC, datetime
 
-from blackboard.entry import Entry
+from blackboard import Entry
 
 from .signals import actors_of
 from .text import entry_text, truncate_tokens

@@ -36,7 +36,7 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 
-from blackboard.entry import Entry
+from blackboard import Entry
 
 from .draft import Draft
 from .facts import (

@@ -10,7 +10,7 @@ from collections.abc import Iterable, Sequence
 from enum import StrEnum
 from typing import Any
 
-from blackboard.entry import Entry
+from blackboard import Entry
 
 __all__ = [
     "Outcome",

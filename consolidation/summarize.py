@@ -14,7 +14,7 @@ from dataclasses import dataclass
 import numpy as np
 from pydantic import BaseModel, Field
 
-from blackboard.entry import Entry
+from blackboard import Entry
 
 from .draft import Draft
 from .params import parse_params

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from blackboard.entry import Entry
+from blackboard import Entry
 
 from .dedupe import MIN_NEAR_THRESHOLD, content_hash, exact_groups, near_duplicate_clusters
 from .draft import Draft

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any, Protocol, TypeVar, runtime_checkable
 
 import numpy as np
 
-from blackboard.entry import Entry
+from blackboard import Entry
 
 from .draft import Draft, Provenance
 from .signals import chronological, occurred_at, origin_id

@@ -8,7 +8,7 @@ Everything else is refused with :class:`blackboard.AccessDenied` naming the scop
 from __future__ import annotations
 
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from blackboard import AccessDenied, Blackboard
 
@@ -24,6 +24,17 @@ class AccessPolicy:
 
     agent_id: str
     teams: frozenset[str] = frozenset()
+    #: The scopes the agent writes, by name: its level scopes, then each team's root and
+    #: level scopes. Derived once: every store and recall asks for them.
+    writable_names: tuple[str, ...] = field(init=False, repr=False, compare=False)
+    _readable: tuple[str, ...] = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        names = list(agent_scopes(self.agent_id))
+        for t in sorted(self.teams):
+            names += [team_scope(t), *(team_scope(t, lvl) for lvl in MemoryLevel)]
+        object.__setattr__(self, "writable_names", tuple(names))
+        object.__setattr__(self, "_readable", tuple(sorted({*names, COLLECTIVE})))
 
     def _own_or_team(self, scope_id: str) -> bool:
         if scope_id.startswith(f"agent:{self.agent_id}:"):
@@ -50,12 +61,10 @@ class AccessPolicy:
     def known_readable(self, registered: Iterable[str] = ()) -> list[str]:
         """The readable scopes by name (own levels, team roots and levels, collective)
         plus the readable ones among ``registered``; sorted, no duplicates."""
-        names = set(agent_scopes(self.agent_id)) | {COLLECTIVE}
-        for t in self.teams:
-            names.add(team_scope(t))
-            names.update(team_scope(t, lvl) for lvl in MemoryLevel)
-        names.update(s for s in registered if self.can_read(s))
-        return sorted(names)
+        extra = [s for s in registered if self.can_read(s)]
+        if not extra:
+            return list(self._readable)
+        return sorted({*self._readable, *extra})
 
     def writable(self, scope_ids: Iterable[str]) -> list[str]:
         return [s for s in scope_ids if self.can_write(s)]

@@ -4,7 +4,7 @@ teams' scopes, and read access to ``collective``)."""
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from typing import Any, Protocol
 
 from redis import exceptions as rexc
@@ -32,7 +32,7 @@ from .levels import MemoryLevel
 from .memory_map import MemoryMap, build_memory_map
 from .naming import agent_scope, agent_scopes, parse_scope, team_scope
 from .observers import ChangeHandle, Handler
-from .producers import CallRecord, Producers
+from .producers import Producers
 from .registry import Registry
 from .stats import ScopeStats, scope_stats
 from .subscriptions import TagMatch, pattern_matches
@@ -69,6 +69,8 @@ class AgentMemory:
         for t in self.teams:
             team_scope(t)
         self.access = AccessPolicy(agent_id, frozenset(self.teams))
+        #: scope_for's answers: store asks for one on every call.
+        self._scope_names: dict[tuple[MemoryLevel | str | None, str | None], str] = {}
         self.retriever = retriever
         # No retriever given: the retrieval layer's default one, made on the first ranked
         # recall (it loads an embedder and indexes the readable scopes) and closed with us.
@@ -76,6 +78,10 @@ class AgentMemory:
         self._owns_retriever = False
         self._newest = StructuredRetriever(bb)  # order="newest": straight from the indexes
         self.producers = Producers(self, self._twin)
+        #: Decorator recording each call of a sync or async callable through :meth:`store`
+        #: (``@mem.observe`` or ``@mem.observe(level=..., tags=...)``; see
+        #: :meth:`memory.producers.Producers.observe`).
+        self.observe = self.producers.observe
         self._owns_bb = False  # a twin (see _twin) closes its own connection
         self._registry = registry
         self._owns_registry = registry is None
@@ -118,17 +124,21 @@ class AgentMemory:
                   team: str | None = None) -> str:
         """The scope of ``level`` (the agent's, or team ``team``'s; a team with level None
         is its root scope ``team:<t>``)."""
+        sid = self._scope_names.get((level, team))
+        if sid is not None:
+            return sid
         if team is not None:
-            return team_scope(team, level)
-        if level is None:
+            sid = team_scope(team, level)
+        elif level is None:
             raise InvalidArgument("an agent scope needs a level")
-        return agent_scope(self.agent_id, level)
+        else:
+            sid = agent_scope(self.agent_id, level)
+        if team is None or team in self.teams:  # bounded: levels x (own teams + self)
+            self._scope_names[(level, team)] = sid
+        return sid
 
     def writable_scopes(self) -> list[str]:
-        out = agent_scopes(self.agent_id)
-        for t in self.teams:
-            out += [team_scope(t), *(team_scope(t, lvl) for lvl in MemoryLevel)]
-        return out
+        return list(self.access.writable_names)
 
     def readable_scopes(self) -> list[str]:
         return self.access.known_readable()
@@ -333,17 +343,6 @@ class AgentMemory:
                                       self.readable_scopes())
 
     # -- producers ------------------------------------------------------------------------
-
-    def observe(
-        self, fn: Callable[..., Any] | None = None, *,
-        level: MemoryLevel | str | None = MemoryLevel.WORKING, tags: Iterable[str] = (),
-        extractor: Callable[[CallRecord], Any] | None = None, team: str | None = None,
-        importance: float = 0.5,
-    ) -> Any:
-        """Decorator recording each call of a sync or async callable through :meth:`store`
-        (see :mod:`memory.producers`). Usable bare (``@mem.observe``) or with arguments."""
-        return self.producers.observe(fn, level=level, tags=tags, extractor=extractor,
-                                      team=team, importance=importance)
 
     async def flush(self) -> None:
         """Wait for producer writes scheduled from sync callables."""

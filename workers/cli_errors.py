@@ -30,8 +30,8 @@ from blackboard import (
     InvalidArgument,
     NotFound,
     ServerUnavailable,
+    redact,
 )
-from blackboard.redact import redact
 
 from .output import err_console
 

@@ -28,8 +28,7 @@ from rich.progress import (
     TimeElapsedColumn,
 )
 
-from blackboard import Blackboard, BlackboardError, InvalidArgument, newest_ids
-from blackboard.redact import mask_url
+from blackboard import Blackboard, BlackboardError, InvalidArgument, mask_url, newest_ids
 from memory import AgentMemory, MemoryLevel
 from memory.memory_map import MemoryMap
 from memory.producers import CallRecord, Observation

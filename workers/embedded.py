@@ -6,7 +6,7 @@ import contextlib
 import os
 from collections.abc import Iterator
 
-from blackboard.server import RedisServer
+from blackboard import RedisServer
 
 __all__ = ["redis_or_embedded"]
 
