@@ -38,11 +38,13 @@ from .feeds import (
 from .fetch import EntryRef, fetch_entries
 from .handler_loop import BatchHandler, handle_batches
 from .ids import deterministic_id, new_ulid
-from .keys import EDGE_RECORDS, EDGES, SCOPE_RECORDS, SCOPES, partition_of
+from .keys import partition_of
 from .lease import Lease, LeaseRows, LeaseTable
 from .pending import BufferState, PendingBuffer
 from .presence import Presence
 from .reconnect import reconnect
+from .records import EdgeDefinition, EdgeRecord, Records, ScopeRecord
+from .redact import mask_url, redact
 from .relay import relay_all
 from .request import WriteRequest
 from .scope import Scope
@@ -62,10 +64,6 @@ from .upkeep import SweepReport, TrimReport, Upkeep
 from .validation import validate_scope, validate_tag, validate_tags
 
 __all__ = [
-    "EDGES",
-    "EDGE_RECORDS",
-    "SCOPES",
-    "SCOPE_RECORDS",
     "STRENGTH_EDGES",
     "AccessDenied",
     "Backlog",
@@ -80,6 +78,8 @@ __all__ = [
     "ConfigMismatch",
     "ConsumeCounters",
     "ConsumeOptions",
+    "EdgeDefinition",
+    "EdgeRecord",
     "Entry",
     "EntryRef",
     "EntryTooLarge",
@@ -99,11 +99,13 @@ __all__ = [
     "NotFound",
     "PendingBuffer",
     "Presence",
+    "Records",
     "RedisServer",
     "Scope",
     "ScopeDamaged",
     "ScopeFull",
     "ScopePolicy",
+    "ScopeRecord",
     "ScopeStats",
     "ServerUnavailable",
     "StrengthHistogram",
@@ -123,6 +125,7 @@ __all__ = [
     "feed_heads",
     "fetch_entries",
     "handle_batches",
+    "mask_url",
     "new_ulid",
     "newest_event_ids",
     "newest_ids",
@@ -132,6 +135,7 @@ __all__ = [
     "read_scopes",
     "read_scopes_or_pause",
     "reconnect",
+    "redact",
     "relay_all",
     "scope_policies",
     "scope_stats",

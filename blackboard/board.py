@@ -22,6 +22,7 @@ from .keys import ScopeKeys
 from .lease import Lease, LeaseTable
 from .pending import PendingBuffer
 from .presence import Presence
+from .records import Records
 from .redact import mask_url
 from .relay import Relays
 from .scope import Scope
@@ -224,6 +225,11 @@ class Blackboard:
     def presence(self) -> Presence:
         """The workers' heartbeat records."""
         return Presence(self)
+
+    @functools.cached_property
+    def records(self) -> Records:
+        """The registry's scope and edge records (redis-om models on this client)."""
+        return Records(self)
 
     # -- maintenance ----------------------------------------------------------------------
 

@@ -41,8 +41,8 @@ async def test_scope_config_round_trip(bb: Blackboard, clean_redis: redis.Redis)
         # Records live at the keys blackboard/keys.py names, with their pk in the plain set.
         assert clean_redis.exists(K.scope_record("agent:a1:stm"))
         assert clean_redis.smembers(K.SCOPE_RECORDS) == {b"agent:a1:stm"}
-        assert reg.Scope.make_primary_key("x") == K.scope_record("x")
-        assert reg.Edge.make_primary_key("y") == K.edge_record("y")
+        assert bb.records.Scope.make_primary_key("x") == K.scope_record("x")
+        assert bb.records.Edge.make_primary_key("y") == K.edge_record("y")
         # The policy reached the write script's cfg hash.
         pol = await bb.scope("agent:a1:stm").policy()
         assert (pol.max_entries, pol.ttl, pol.decay_rate) == (7, 60.0, 0.3)
@@ -54,7 +54,7 @@ async def test_scope_config_round_trip(bb: Blackboard, clean_redis: redis.Redis)
         await reg.ensure_scope("team:t1")
         assert [c.scope_id for c in await reg.list_scopes()] == ["agent:a1:stm", "team:t1"]
         assert [c.scope_id for c in await reg.list_scopes(owner="t1")] == ["team:t1"]
-        assert await reg.has_query_engine() in (True, False)
+        assert await bb.records.has_query_engine() in (True, False)
     finally:
         await reg.aclose()
 

@@ -34,8 +34,9 @@ async def test_limits_live_in_the_cfg_hash_only(bb: Blackboard, clean_redis: red
 
 async def test_registry_shares_the_blackboards_pool(bb: Blackboard) -> None:
     reg = Registry(bb)
-    assert reg.db is bb.client
-    assert reg.Scope._meta.database is bb.client and reg.Edge._meta.database is bb.client
+    assert reg.records is bb.records
+    assert bb.records.Scope._meta.database is bb.client
+    assert bb.records.Edge._meta.database is bb.client
     await reg.ensure_scope(SCOPE)
     await reg.aclose()  # the Blackboard owns the connection: it stays usable
     assert await bb.scope(SCOPE).count() == 0
