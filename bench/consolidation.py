@@ -36,7 +36,9 @@ from rich.console import Console
 from rich.table import Table
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-sys.path.insert(0, str(Path(__file__).resolve().parent))  # cpu_budget beside this script
+sys.path.append(str(Path(__file__).resolve().parent))  # cpu_budget beside this script; after
+# the root, so that `consolidation` is the package (memory loads it through its catalog), not
+# this script
 
 from cpu_budget import cpu_budget, cpu_seconds
 from drain import drain_rate, sample_until_done
