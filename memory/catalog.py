@@ -73,7 +73,13 @@ def catalog() -> TransformerCatalog:
                         f"no transformer catalog: no package declares the {ENTRY_POINT_GROUP!r}"
                         " entry point (install the package, or call memory.catalog.set_catalog)"
                     )
-                c = found[0].load()
+                try:
+                    c = found[0].load()
+                except ImportError as exc:
+                    # e.g. a script named consolidation.py first on sys.path shadows the package
+                    raise LookupError(
+                        f"the transformer catalog {found[0].value!r} does not import: {exc}"
+                    ) from exc
                 if not isinstance(c, TransformerCatalog):
                     raise TypeError(f"entry point {found[0].value} is not a TransformerCatalog")
                 _catalog = c
