@@ -60,6 +60,7 @@ def create_app(settings: GatewaySettings | None = None, *,
                 svc = await Blackboard.connect(s.bookkeeping_url or None)
                 stack.push_async_callback(svc.close)
                 app.state.service = svc
+                await _load_scripts(svc)
                 if s.rate > 0:
                     app.state.limiter = RateLimiter(svc.client, s.rate, s.burst)
             stack.push_async_callback(app.state.callers.aclose)
@@ -108,6 +109,18 @@ def _count_refusals(app: FastAPI) -> None:
 
     for typ in (GatewayError, BlackboardError, rexc.RedisError):
         app.add_exception_handler(typ, on_error)
+
+
+async def _load_scripts(svc: Blackboard) -> None:
+    """Agents may only EVALSHA: make sure the scripts are there (a service connection
+    may load them; one that may not leaves it to `blackboard acl grant`, and /readyz
+    says what is missing)."""
+    from blackboard.acl import AclAdmin
+
+    try:
+        await AclAdmin(svc).load_scripts()
+    except rexc.NoPermissionError:
+        pass
 
 
 def app_from_env() -> FastAPI:

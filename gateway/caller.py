@@ -21,7 +21,7 @@ from blackboard import Blackboard, ServerUnavailable
 from blackboard.acl import SERVICE_USER
 from memory import AgentMemory
 
-from .errors import Unauthorized
+from .refusals import Unauthorized
 from .settings import GatewaySettings
 from .tokens import TokenClaims, parse_token
 

@@ -34,40 +34,12 @@ from blackboard import (
 )
 from memory.wire import ErrorBody
 
-__all__ = ["BodyTooLarge", "GatewayError", "RateLimited", "Unauthorized", "error_response",
-           "install_handlers", "status_of"]
+from .refusals import BodyTooLarge, Forbidden, GatewayError, RateLimited, Unauthorized
+
+__all__ = ["BodyTooLarge", "Forbidden", "GatewayError", "RateLimited", "Unauthorized",
+           "error_response", "install_handlers", "status_of"]
 
 log = logging.getLogger(__name__)
-
-
-class GatewayError(Exception):
-    """A refusal of the gateway itself (not the library's): ``status`` and ``kind``."""
-
-    status = 400
-    kind = "bad_request"
-
-    def __init__(self, detail: str, *, field: str | None = None,
-                 headers: dict[str, str] | None = None) -> None:
-        super().__init__(detail)
-        self.detail = detail
-        self.field = field
-        self.headers = headers or {}
-
-
-class Unauthorized(GatewayError):
-    status, kind = 401, "unauthorized"
-
-
-class Forbidden(GatewayError):
-    status, kind = 403, "AccessDenied"
-
-
-class BodyTooLarge(GatewayError):
-    status, kind = 413, "body_too_large"
-
-
-class RateLimited(GatewayError):
-    status, kind = 429, "rate_limited"
 
 
 # Most specific first: the first isinstance match wins.

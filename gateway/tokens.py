@@ -19,7 +19,7 @@ from blackboard import Blackboard, NotFound
 from blackboard.acl import SERVICE_USER, AclAdmin, agent_username
 from blackboard.tokens import TokenRecord, TokenStore
 
-from .errors import Unauthorized
+from .refusals import Unauthorized
 
 __all__ = ["PREFIX", "TokenClaims", "create_token", "list_tokens", "parse_token",
            "revoke_token"]
