@@ -22,7 +22,7 @@ from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 from mcp.server.transport_security import TransportSecuritySettings
 from mcp.types import ToolAnnotations
-from pydantic import BaseModel, Field, JsonValue, ValidationError, WithJsonSchema
+from pydantic import AfterValidator, BaseModel, Field, JsonValue, ValidationError, WithJsonSchema
 from redis import exceptions as rexc
 from starlette.requests import Request
 from starlette.routing import BaseRoute, Route
@@ -54,8 +54,17 @@ INSTRUCTIONS = (
 )
 
 
+
+
+def _known_level(v: str) -> str:
+    if MemoryLevel.from_segment(v) is None and v not in _LEVELS:
+        raise ValueError(f"unknown memory level {v!r}; levels: {', '.join(map(str, _LEVELS))}")
+    return v
+
+
 #: A level name; its schema lists the levels so a model picks a valid one.
-LevelName = Annotated[str, WithJsonSchema({"type": "string", "enum": _LEVELS})]
+LevelName = Annotated[str, AfterValidator(_known_level),
+                      WithJsonSchema({"type": "string", "enum": _LEVELS})]
 
 
 class Remembered(BaseModel):
