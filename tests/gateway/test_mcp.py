@@ -112,7 +112,7 @@ async def test_cross_agent_attempts_refused_and_counted(gateway: GatewayProc) ->
                                             "team": "t2"}).json()
     before = denied_count(gateway)
     async with mcp_client(gateway, alice) as c:
-        attempts = [
+        attempts: list[tuple[str, dict[str, Any]]] = [
             ("recall", {"query": "secret plan", "scopes": ["agent:bob:working"]}),
             ("recall", {"query": "roadmap", "scopes": ["team:t2"]}),
             ("recall", {"scopes": ["agent:bob:*"]}),  # a forged pattern, not a scope id
