@@ -7,6 +7,8 @@ changing the constructor; errors arrive as the library's types; ``on_change`` re
 from __future__ import annotations
 
 import asyncio
+import subprocess
+import sys
 import time
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
@@ -28,7 +30,7 @@ from blackboard import (
 from gateway.tokens import parse_token
 from memory import AgentMemory, MemoryLevel, MemoryQuery, TagFilter
 from memory.remote import RemoteMemory
-from tests.gateway.conftest import GatewayProc
+from tests.gateway.conftest import ROOT, GatewayProc
 
 Opener = Callable[[str, list[str]], Any]
 
@@ -209,3 +211,18 @@ def _wait_sync(cond: Callable[[], bool]) -> None:
     while not cond():
         assert time.monotonic() < deadline, "timed out"
         time.sleep(0.05)
+
+
+def test_memory_imports_without_httpx() -> None:
+    """``import memory`` never needs httpx; ``memory.remote`` says what to install."""
+    code = ("import sys; sys.modules['httpx'] = None\n"
+            "import memory\n"
+            "from memory import AgentMemory, MemoryQuery\n"
+            "try:\n"
+            "    import memory.remote\n"
+            "except ImportError as e:\n"
+            "    print(e)\n")
+    p = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True,
+                       text=True, timeout=120)
+    assert p.returncode == 0, p.stderr
+    assert "memory.remote needs httpx" in p.stdout and "[gateway]" in p.stdout
