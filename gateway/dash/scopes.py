@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 
 from blackboard import AccessDenied, BlackboardError, Entry
-from memory import MemorySubscription, parse_scope
+from memory import MemorySubscription, default_edges, parse_scope
 
 from ..caller import Caller
 from ..operator import all_scopes
@@ -30,8 +30,14 @@ def check_read(caller: Caller, scope: str) -> str:
 
 
 async def edges(caller: Caller) -> list[MemorySubscription]:
-    """The stored dataflow edges (the registry; readable by every user)."""
-    return await caller.memory.registry.list_edges()
+    """The dataflow edges as the caller's user reads them from the registry. An agent's
+    user may not read the edge records (Redis shows it none), so for an agent whose read
+    finds none, its default hierarchy stands in: where its entries flow unless an operator
+    installed other edges."""
+    stored = await caller.memory.registry.list_edges()
+    if stored or caller.operator:
+        return stored
+    return default_edges(caller.agent_id, caller.teams)
 
 
 def owner_first(scope: str, scopes: Iterable[str]) -> list[str]:

@@ -64,7 +64,11 @@ export async function followEvents(onEvent, onStatus, signal) {
     try {
       const extra = {Accept: 'text/event-stream'};
       if (last) extra['Last-Event-ID'] = last;
-      const r = await fetch('/v1/events', {headers: headers(extra), signal});
+      // Every visible scope by name: the map lists them (registered or holding entries),
+      // and a pattern would have to match each of the caller's levels and teams.
+      const m = await api('/v1/map', {signal});
+      const r = await fetch(`/v1/events${query({scope: m.scopes.map((s) => s.scope)})}`,
+        {headers: headers(extra), signal});
       if (r.status === 401 || r.status === 403) {
         onStatus('denied', `HTTP ${r.status}`);
         return;

@@ -21,6 +21,7 @@ const hub = new LiveHub();
 let me = null;
 let current = null;
 window.__paint = {};
+window.__dashboard = {hub};  // for the browser tests (history cap)
 
 function parseHash() {
   const raw = location.hash.replace(/^#\/?/, '');

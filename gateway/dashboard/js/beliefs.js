@@ -62,8 +62,7 @@ export default function beliefsView(root, ctx) {
     } catch (e) { if (!stopped) ctx.fail(e); }
   };
   load();
-  const off = ctx.hub.on(throttle((ev) => {
-    if (!stopped && /semantic|procedural/.test(ev.scope)) load();
-  }, 1000));
+  const refresh = throttle(() => { if (!stopped) load(); }, 1000);
+  const off = ctx.hub.on((ev) => { if (/semantic|procedural/.test(ev.scope)) refresh(); });
   return {dispose() { stopped = true; off(); }};
 }

@@ -66,7 +66,9 @@ export function renderMap(el, m) {
   const pending = m.edges.reduce((n, e) => n + e.pending, 0);
   fill(el,
     h('p.summary', null, `${m.scopes.length} scopes, ${total} entries, ${m.edges.length} edges, `,
-      h('span#pending-total', null, String(pending)), ' pending in edge buffers'),
+      h('span#pending-total', null, String(pending)), ' pending in edge buffers',
+      m.edges.length ? '' : ' (an agent\'s Redis user cannot read the edge records and ' +
+        'buffers: an operator token shows them)'),
     [...groups.entries()].sort().map(([k, scopes]) => h('section.group', {dataset: {group: k}},
       h('h2', null, k),
       h('div.scopes', null, scopes.sort((a, b) => levelRank(a) - levelRank(b) ||
