@@ -34,6 +34,7 @@ from retrieval.lens import known_lenses
 
 from .caller import Caller, bearer
 from .errors import error_response, status_of
+from .operator import operator_map
 
 __all__ = ["MCP_PATH", "CallerOf", "build_mcp", "mount", "mount_mcp", "tool_error"]
 
@@ -269,9 +270,11 @@ def build_mcp(caller_of: CallerOf) -> MCPServer:
     @mcp.tool(annotations=ToolAnnotations(title="Memory map", read_only_hint=True))
     async def memory_map(ctx: Context) -> MapOut:
         """The scopes you can see (level, size, writable) and the dataflow edges that
-        consolidate memories between them."""
+        consolidate memories between them (an operator token: every scope)."""
         async with _refusals(ctx):
             caller = await caller_of(ctx)
+            if caller.operator:  # every registered scope, as GET /v1/map shows it
+                return MapOut.model_validate(await operator_map(caller))
             m = await caller.memory.memory_map()
         return MapOut.model_validate(m.to_dict())
 

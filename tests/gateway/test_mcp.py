@@ -97,6 +97,9 @@ async def test_tools_listed_with_schemas_and_each_called(gateway: GatewayProc) -
         assert "contradictory" in bad
         assert "level" in refused(await c.call_tool("remember", {"content": "x",
                                                                  "level": "nope"}))
+    async with mcp_client(gateway, gateway.operator_token()) as ops:
+        m = ok(await ops.call_tool("memory_map", {}))
+        assert m["agent"] == "*" and "team:t1:ltm:semantic" in {s["scope"] for s in m["scopes"]}
     # the REST view agrees: the forgotten entry is gone, the team one is there
     with gateway.client(tok) as h:
         assert h.get(f"/v1/memories/{a['id']}").status_code == 404
