@@ -35,6 +35,7 @@ from retrieval.lens import known_lenses
 from .caller import Caller, bearer
 from .errors import error_response, status_of
 from .operator import operator_map
+from .routes.deps import authorized
 
 __all__ = ["MCP_PATH", "CallerOf", "build_mcp", "mount", "mount_mcp", "tool_error"]
 
@@ -293,8 +294,9 @@ async def _http_caller(ctx: Context) -> Caller:
 
 
 class _Authenticated:
-    """Refuse a request whose token does not log in (401 with the REST error body) before
-    the MCP transport sees it; a tool then finds the caller in the pool cache."""
+    """Before the MCP transport sees a request: refuse it if its token does not log in
+    (401) or is over its rate limit (429, the same bucket as REST), with the REST error
+    body; a tool then finds the caller in the pool cache."""
 
     def __init__(self, app: ASGIApp) -> None:
         self.app = app
@@ -302,7 +304,7 @@ class _Authenticated:
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         request = Request(scope)
         try:
-            await request.app.state.callers.resolve(bearer(request))
+            await authorized(request)
         except Exception as exc:
             await error_response(exc)(scope, receive, send)
             return

@@ -155,3 +155,20 @@ def test_mcp_without_a_valid_token_is_401(gateway: GatewayProc) -> None:
     r = httpx.post(gateway.url + "/mcp", json=init,
                    headers=hdrs | {"Authorization": f"Bearer {tok}"}, timeout=60)
     assert r.status_code == 401 and r.json()["error"] == "unauthorized"
+
+
+def test_mcp_shares_the_tokens_rate_limit(start_gateway: Any) -> None:
+    gw = start_gateway(rate=0.2, burst=3)
+    tok = gw.token("alice")
+    call = {"jsonrpc": "2.0", "id": 1, "method": "tools/call",
+            "params": {"name": "list_tags", "arguments": {}}}
+    hdrs = {"Accept": "application/json, text/event-stream", "Authorization": f"Bearer {tok}",
+            "MCP-Protocol-Version": "2025-06-18"}
+    with gw.client(tok) as h:
+        assert h.get("/v1/tags").status_code == 200  # REST and MCP draw on one bucket
+    codes = [httpx.post(gw.url + "/mcp", json=call, headers=hdrs, timeout=60).status_code
+             for _ in range(3)]
+    assert codes[:2] == [200, 200] and codes[2] == 429, codes
+    r = httpx.post(gw.url + "/mcp", json=call, headers=hdrs, timeout=60)
+    assert r.status_code == 429 and r.json()["error"] == "rate_limited"
+    assert int(r.headers["Retry-After"]) >= 1
