@@ -24,6 +24,7 @@ function factCard(f) {
     h('div.fact-head', null, entryLink(f.scope, c.id, c.statement),
       h('span.status', {dataset: {status: c.status}}, c.status),
       h('span.conf', null, `confidence ${fmtNum(c.confidence, 2)}`)),
+    h('div.hit-scope', null, f.scope),
     h('div.bars', null, COMPONENTS.map((k) => bar(k, comp[k])),
       h('p.muted', null, `${comp.source_count ?? '?'} sources from ${comp.agents ?? '?'} agents; `,
         `support ${fmtNum(comp.support_weight, 2)} vs contradiction ${fmtNum(comp.contradiction_weight, 2)}`)),
@@ -39,6 +40,7 @@ function procCard(p) {
   return h('article.proc', {dataset: {key: p.key}},
     h('div.fact-head', null, entryLink(p.scope, p.id, p.name || `${p.task_kind} procedure`),
       h('span.conf', null, `support ${p.support} · v${p.procedure_version}`)),
+    h('div.hit-scope', null, p.scope),
     h('ol.steps', null, p.steps.map((s) => h('li', null, s))),
     bar('success rate', rate),
     h('p.muted', null, `${p.successes} succeeded, ${p.failures} failed` +
