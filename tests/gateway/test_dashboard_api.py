@@ -7,6 +7,10 @@ from __future__ import annotations
 
 import re
 
+import pytest
+from redis import exceptions as rexc
+
+from blackboard import AccessDenied
 from blackboard.keys import PartitionKeys
 from blackboard.relay import relay_all
 from tests.gateway.conftest import GatewayProc, run_async
@@ -139,3 +143,44 @@ def test_the_page_and_its_assets_come_from_the_package(gateway: GatewayProc) -> 
             # No CDN, no font service: nothing the page loads names another origin.
             assert not re.search(r"https?://", r.text), path
         assert c.get("/v1/dashboard/me").status_code == 401
+
+
+def test_redis_refuses_another_agents_entry_even_without_the_gateways_check(
+        gateway: GatewayProc, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The access check in the dashboard code only makes the answer early and clear: with
+    it removed, the read still runs as agent b's Redis user, and Redis refuses it."""
+    from gateway.caller import Callers
+    from gateway.dash import beliefs, entry, scopes
+    from gateway.settings import GatewaySettings
+
+    e = _write(gateway, gateway.token("a"), "a's secret")
+    b = gateway.token("b")
+    monkeypatch.setattr(entry, "check_read", lambda caller, scope: scope)
+    monkeypatch.setattr(scopes, "check_read", lambda caller, scope: scope)
+    monkeypatch.setattr(entry, "visible_scopes", _everything)
+    monkeypatch.setattr(beliefs, "visible_scopes", _everything)
+
+    async def attempt() -> list[BaseException | object]:
+        callers = Callers(GatewaySettings.from_env(redis_url=gateway.redis.url))
+        try:
+            caller = await callers.resolve(b)
+            out: list[BaseException | object] = []
+            for coro in (entry.entry_detail(caller, e["scope"], e["id"]),
+                         entry.scope_entries(caller, e["scope"], 10),
+                         beliefs.beliefs(caller)):
+                try:
+                    out.append(await coro)
+                except (AccessDenied, rexc.NoPermissionError) as exc:
+                    out.append(exc)
+            return out
+        finally:
+            await callers.aclose()
+
+    got = run_async(attempt)
+    for x in got:
+        assert isinstance(x, AccessDenied | rexc.NoPermissionError), x
+        assert "NOPERM" in str(x) or "permission" in str(x).lower(), x
+
+
+async def _everything(caller: object) -> list[str]:
+    return ["agent:a:working", "agent:a:stm", "agent:a:ltm:semantic", "agent:a:ltm:procedural"]
