@@ -6,8 +6,8 @@ runs as the caller of the request's ``Authorization: Bearer`` token) and stdio f
 desktop clients (``blackboard mcp``; one caller, the token of ``BLACKBOARD_TOKEN``). Either
 way a tool runs on the caller's :class:`~gateway.caller.Caller`, a connection logged in as
 the token's Redis user, so Redis confines what a tool can reach exactly as it does a REST
-request. Failures reach the model as tool errors ``"<Kind>: <detail>"`` (the library's
-exception name), never a traceback.
+request. Failures reach the model as tool errors ``"<kind>: <detail>"``, the kind and
+detail of the REST error body (``AccessDenied``, ``NotFound``...), never a traceback.
 """
 
 from __future__ import annotations
@@ -54,8 +54,6 @@ INSTRUCTIONS = (
     "only your own memory, your teams' and the read-only collective one: anything else "
     "is refused."
 )
-
-
 
 
 def _known_level(v: str) -> str:
@@ -173,7 +171,7 @@ def build_mcp(caller_of: CallerOf) -> MCPServer:
                         "of your own.")] = None,
         key: Annotated[str | None, Field(
             description="A unique name within the level: storing again under the same "
-                        "key replaces the memory.")] = None,
+                        "key updates that memory instead of adding one.")] = None,
         importance: Annotated[float, Field(
             ge=0.0, le=1.0, description="0 (trivial) to 1 (critical); ranks recall.")] = 0.5,
         ttl_seconds: Annotated[float | None, Field(
