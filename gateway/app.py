@@ -21,7 +21,13 @@ from blackboard.ratelimit import RateLimiter
 from redis import exceptions as rexc
 
 from .caller import Callers
-from .errors import GatewayError, error_response, install_handlers, status_of
+from .errors import (
+    GatewayError,
+    error_response,
+    install_handlers,
+    refused_by_redis,
+    status_of,
+)
 from .limits import BodyLimit
 from .metrics import Metrics, MetricsMiddleware, route_of
 from .settings import GatewaySettings
@@ -101,10 +107,8 @@ def _count_refusals(app: FastAPI) -> None:
         status, body, _ = status_of(exc)
         request.state.error_kind = body.error
         if status == 403:
-            by_redis = isinstance(exc, rexc.NoPermissionError) or isinstance(
-                exc.__cause__, rexc.NoPermissionError) or "NOPERM" in str(exc)
-            app.state.metrics.denied.labels(route_of(request.scope),
-                                            "yes" if by_redis else "no").inc()
+            app.state.metrics.denied.labels(
+                route_of(request.scope), "yes" if refused_by_redis(exc) else "no").inc()
         return error_response(exc)
 
     for typ in (GatewayError, BlackboardError, rexc.RedisError):

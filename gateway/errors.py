@@ -64,14 +64,23 @@ def _one_line(text: str) -> str:
     return " ".join(text.split())[:500]
 
 
+def refused_by_redis(exc: BaseException) -> bool:
+    """Whether Redis itself refused (an ACL failure, directly or inside a script) rather
+    than the library's access check."""
+    cause = exc.__cause__
+    return (isinstance(exc, rexc.NoPermissionError)
+            or isinstance(cause, rexc.NoPermissionError)
+            or (isinstance(exc, AccessDenied) and isinstance(cause, rexc.RedisError)))
+
+
 def status_of(exc: BaseException) -> tuple[int, ErrorBody, dict[str, str]]:
     """The status, body and extra headers answering ``exc``."""
+    if refused_by_redis(exc):
+        return 403, ErrorBody(error="AccessDenied",
+                              detail=_one_line(f"refused by Redis (NOPERM): {exc}")), {}
     if isinstance(exc, GatewayError):
         return exc.status, ErrorBody(error=exc.kind, detail=_one_line(exc.detail),
                                      field=exc.field), exc.headers
-    if isinstance(exc, rexc.NoPermissionError):
-        return 403, ErrorBody(error="AccessDenied",
-                              detail=_one_line(f"refused by Redis: {exc}")), {}
     if isinstance(exc, rexc.AuthenticationError | rexc.AuthorizationError):
         return 401, ErrorBody(error="unauthorized",
                               detail=_one_line(f"Redis refused the login: {exc}")), {}
