@@ -1,7 +1,7 @@
 // View 1, the memory map: every visible scope grouped by owner (agent, team, collective)
 // and level, with count, capacity, TTL and decay, and the dataflow edges with their pending
 // buffers. Refreshed (throttled) as events arrive.
-import {api} from './api.js';
+import {memoryMap} from './api.js';
 import {h, fill, fmtNum} from './dom.js';
 import {throttle} from './live.js';
 
@@ -81,7 +81,7 @@ export default function mapView(root, ctx) {
   let stopped = false;
   const load = async () => {
     try {
-      const m = await api('/v1/map');
+      const m = await memoryMap();
       if (stopped) return;
       renderMap(body, m);
       ctx.ready();
