@@ -10,7 +10,7 @@ from typing import Any
 
 from fastapi import FastAPI
 
-from blackboard import BlackboardError
+from blackboard import BlackboardError, InvalidArgument
 from memory import MemoryLevel, MemoryQuery, ScoredEntry, parse_scope
 from memory.wire import Hit
 from retrieval import Retriever
@@ -64,8 +64,20 @@ async def _scopes(caller: Caller, q: MemoryQuery) -> list[str]:
     names = [check_read(caller, s) for s in q.scopes] if q.scopes else await visible_scopes(caller)
     if not q.levels:
         return names
-    want = {MemoryLevel.from_segment(x) or MemoryLevel(x) for x in q.levels}
+    want = {_named_level(x) for x in q.levels}
     return [s for s in names if _level_of(s) in want]
+
+
+def _named_level(name: str) -> MemoryLevel:
+    """A level by name (``semantic``) or scope suffix (``ltm:semantic``), as
+    ``AgentMemory.recall_scopes`` reads an agent's ``levels``."""
+    lvl = MemoryLevel.from_segment(name)
+    if lvl is None and name in {m.value for m in MemoryLevel}:
+        lvl = MemoryLevel(name)
+    if lvl is None:
+        raise InvalidArgument(f"unknown memory level {name!r}; levels: "
+                              f"{', '.join(m.value for m in MemoryLevel)}")
+    return lvl
 
 
 def _exclusions(q: MemoryQuery, cands: list[ScoredEntry]) -> dict[str, int]:
@@ -97,7 +109,9 @@ async def explore(app: FastAPI, caller: Caller, q: MemoryQuery) -> dict[str, Any
         **q.model_dump(exclude={"lens", "tag_filter", "time_range", "key_pattern",
                                 "min_strength"}),
         "max_results": max(CANDIDATES, q.max_results)})
-    cands = await r.recall(bare, scopes) if scopes and bare.query else []
+    # Without text every entry is a candidate: exclusions are counted for text queries.
+    cands = await r.recall(bare, scopes) if scopes and bare.query else None
     await _trim(app)
     return {"hits": [Hit.of(h).model_dump() for h in hits], "scopes": scopes,
-            "candidates": len(cands), "excluded": _exclusions(q, cands)}
+            "candidates": None if cands is None else len(cands),
+            "excluded": _exclusions(q, cands or [])}

@@ -184,3 +184,22 @@ def test_redis_refuses_another_agents_entry_even_without_the_gateways_check(
 
 async def _everything(caller: object) -> list[str]:
     return ["agent:a:working", "agent:a:stm", "agent:a:ltm:semantic", "agent:a:ltm:procedural"]
+
+
+def test_recall_names_a_bad_level_for_agents_and_operators(gateway: GatewayProc) -> None:
+    for token in (gateway.token("a"), gateway.operator_token()):
+        with gateway.client(token) as c:
+            r = c.post("/v1/dashboard/recall", json={"query": "x", "levels": ["nope"]})
+        assert r.status_code == 422, r.text
+        assert "unknown memory level 'nope'" in r.json()["detail"]
+
+
+def test_recall_without_text_lists_by_filters_and_counts_no_exclusions(
+        gateway: GatewayProc) -> None:
+    a = gateway.token("a")
+    e = _write(gateway, a, "tagged for the filter", ["keep"])
+    _write(gateway, a, "not tagged")
+    with gateway.client(a) as c:
+        r = c.post("/v1/dashboard/recall", json={"tag_filter": {"all_of": ["keep"]}}).json()
+    assert [h["entry"]["id"] for h in r["hits"]] == [e["id"]]
+    assert r["candidates"] is None and not any(r["excluded"].values())

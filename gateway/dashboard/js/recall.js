@@ -64,11 +64,13 @@ function renderHits(el, r) {
   const maxBm25 = Math.max(1, ...r.hits.map((x) => x.components.bm25 || 0));
   const ex = Object.entries(r.excluded || {}).filter(([, n]) => n > 0);
   fill(el,
-    h('p.summary#recall-summary', null, `${r.hits.length} hits from ${r.scopes.length} scopes; `,
-      `${r.candidates} candidates before the hard filters`),
+    h('p.summary#recall-summary', null, `${r.hits.length} hits from ${r.scopes.length} scopes`,
+      r.candidates === null ? '' : `; ${r.candidates} candidates before the hard filters`),
     h('div#excluded', null, h('h2', null, 'Excluded by filters'),
-      ex.length ? h('ul', null, ex.map(([k, n]) => h('li', {dataset: {filter: k}}, `${k}: ${n}`)))
-        : h('p.muted', null, 'no candidate was excluded by a filter')),
+      r.candidates === null
+        ? h('p.muted', null, 'counted for text queries (without text every entry is a candidate)')
+        : ex.length ? h('ul', null, ex.map(([k, n]) => h('li', {dataset: {filter: k}}, `${k}: ${n}`)))
+          : h('p.muted', null, 'no candidate was excluded by a filter')),
     h('ol.hits', null, r.hits.map((x) => h('li.hit', {dataset: {id: x.entry.id}},
       h('div.hit-head', null, entryLink(x.scope, x.entry.id, clip(text(x.entry.value), 140)),
         h('span.score', null, `score ${fmtNum(x.score)}`)),
