@@ -8,6 +8,7 @@ import json
 import re
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
+from dataclasses import replace
 from typing import Any
 
 import httpx
@@ -16,6 +17,7 @@ from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
 from mcp.types import CallToolResult
 
+from gateway.tokens import encode_token, parse_token
 from tests.gateway.conftest import GatewayProc
 
 TOOLS = {"remember", "recall", "forget", "list_tags", "memory_map"}
@@ -172,3 +174,36 @@ def test_mcp_shares_the_tokens_rate_limit(start_gateway: Any) -> None:
     r = httpx.post(gw.url + "/mcp", json=call, headers=hdrs, timeout=60)
     assert r.status_code == 429 and r.json()["error"] == "rate_limited"
     assert int(r.headers["Retry-After"]) >= 1
+
+
+
+def _denied_by_redis(gw: GatewayProc) -> float:
+    return sum(float(v) for labels, v in re.findall(
+        r'^gateway_access_denied_total\{([^}]*)\} (\S+)$', gw.metrics(), re.M)
+        if 'route="/mcp"' in labels and 'by_redis="yes"' in labels)
+
+
+async def test_a_token_lying_about_its_claims_is_confined_by_redis(
+        gateway: GatewayProc) -> None:
+    """Alice's credential in a token claiming agent bob and team t2: the agent is taken
+    from the Redis user (alice), and the forged team passes the gateway's own check but
+    Redis refuses its keys (NOPERM), counted as refused by Redis."""
+    with gateway.client(gateway.token("bob", ["t2"])) as h:
+        plan = h.post("/v1/memories", json={"value": "t2 secret plan", "level": None,
+                                            "team": "t2", "tags": ["plan"]}).json()
+    forged = encode_token(replace(parse_token(gateway.token("alice")), agent="bob",
+                                  teams=("t2",)))
+    before = _denied_by_redis(gateway)
+    async with mcp_client(gateway, forged) as c:
+        mine = ok(await c.call_tool("remember", {"content": "as whom?"}))
+        assert mine["scope"] == "agent:alice:working"
+        for tool, args in (("recall", {"query": "secret plan", "scopes": ["team:t2"]}),
+                           ("remember", {"content": "planted", "team": "t2"}),
+                           ("forget", {"id": plan["id"], "scope": "team:t2"}),
+                           ("list_tags", {"team": "t2"})):
+            text = refused(await c.call_tool(tool, args))
+            assert "AccessDenied" in text and "secret plan" not in text, (tool, text)
+    assert _denied_by_redis(gateway) - before >= 4
+    with gateway.client(gateway.token("bob", ["t2"])) as h:
+        assert h.get(f"/v1/memories/{plan['id']}").json()["value"] == "t2 secret plan"
+        assert h.get("/v1/tags", params={"team": "t2"}).json()["tags"] == {"plan": 1}
