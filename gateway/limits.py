@@ -33,25 +33,33 @@ class BodyLimit:
                     await error_response(self._refusal())(scope, receive, send)
                     return
         seen = 0
-        started = False
+        over = False
 
         async def receive_() -> Message:
-            nonlocal seen
+            nonlocal seen, over
             msg = await receive()
             if msg["type"] == "http.request":
                 seen += len(msg.get("body", b""))
                 if seen > self.limit:
-                    raise self._refusal()  # the app's handler answers 413
+                    over = True
+                    # Whatever the app answers to a failed read (FastAPI: 400), send_
+                    # replaces it with the 413.
+                    raise self._refusal()
             return msg
 
+        replaced = False
+
         async def send_(msg: Message) -> None:
-            nonlocal started
-            if msg["type"] == "http.response.start":
-                started = True
+            nonlocal replaced
+            if over:
+                if not replaced:
+                    replaced = True
+                    await error_response(self._refusal())(scope, receive, send)
+                return
             await send(msg)
 
         try:
             await self.app(scope, receive_, send_)
         except BodyTooLarge:
-            if not started:
+            if not replaced:
                 await error_response(self._refusal())(scope, receive, send)

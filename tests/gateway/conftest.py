@@ -104,8 +104,10 @@ class GatewayProc:
         return self.log.read_text(errors="replace")
 
 
-def spawn_gateway(redis: Secure, **settings: Any) -> GatewayProc:
-    """Start `python -m gateway` on a free port; wait until /healthz answers."""
+def spawn_gateway(redis: Secure, env_extra: dict[str, str] | None = None,
+                  **settings: Any) -> GatewayProc:
+    """Start `python -m gateway` on a free port (``settings``: BLACKBOARD_GATEWAY_<K>,
+    ``env_extra``: other variables); wait until /healthz answers."""
     port = free_port()
     env = dict(os.environ)
     env.update({
@@ -113,9 +115,13 @@ def spawn_gateway(redis: Secure, **settings: Any) -> GatewayProc:
         "BLACKBOARD_GATEWAY_SERVICE_URL": redis.admin_url,
         "BLACKBOARD_GATEWAY_RATE": "10000",
         "BLACKBOARD_GATEWAY_BURST": "10000",
+        # as the secure fixtures pin it (the gateway's own connection adopts it, but on an
+        # empty server it would pin the default first)
+        "BLACKBOARD_PARTITIONS": "8",
         "PYTHONPATH": str(ROOT),
     })
     env.update({f"BLACKBOARD_GATEWAY_{k.upper()}": str(v) for k, v in settings.items()})
+    env.update(env_extra or {})
     env.pop("BLACKBOARD_REDIS_URL", None)
     log = Path(tempfile.mkstemp(prefix="gateway-", suffix=".log")[1])
     with log.open("wb") as out:
@@ -156,8 +162,8 @@ def gateway(gateway_process: GatewayProc) -> GatewayProc:
 def start_gateway(secure_redis: Secure) -> Iterator[Callable[..., GatewayProc]]:
     started: list[GatewayProc] = []
 
-    def start(**settings: Any) -> GatewayProc:
-        gw = spawn_gateway(secure_redis, **settings)
+    def start(env_extra: dict[str, str] | None = None, **settings: Any) -> GatewayProc:
+        gw = spawn_gateway(secure_redis, env_extra, **settings)
         started.append(gw)
         return gw
 
