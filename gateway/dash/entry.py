@@ -87,4 +87,5 @@ async def entry_detail(caller: Caller, scope: str, entry_id: str) -> dict[str, A
         "provenance": prov if isinstance(prov, dict) else None,
         "sources": [_link(found.get(i), i) for i in src_ids],
         "derived": [_link(d, d.id) for d in sorted(derived, key=lambda d: d.created_at)],
+        "derived_scopes": sorted(targets),
     }

@@ -103,10 +103,12 @@ export default function entryView(root, ctx) {
   fill(root, el);
   if (!scope) { pickScope(el, ctx); return null; }
   let stopped = false;
+  let watch = new Set([scope]);  // where a change shows on this page
   const load = async () => {
     try {
       if (id) {
         const d = await api(`/v1/dashboard/entries/${encodeURIComponent(id)}${query({scope})}`);
+        watch = new Set([scope, ...d.derived_scopes]);
         if (!stopped) renderEntry(el, d);
       } else {
         const d = await api(`/v1/dashboard/scopes/${encodeURIComponent(scope)}/entries${query({limit: 100})}`);
@@ -117,8 +119,12 @@ export default function entryView(root, ctx) {
   };
   load();
   const refresh = throttle(() => { if (!stopped) load(); }, 1000);
-  // An entry page reloads when the entry changes or something derives from it (a write
-  // elsewhere); a list when its scope is written.
-  const off = ctx.hub.on((ev) => { if (id ? ev.entry_id === id || ev.scope !== scope : ev.scope === scope) refresh(); });
+  // An entry page reloads when the entry changes or a scope its derivatives go to is
+  // written; a list when its scope is written.
+  const off = ctx.hub.on((ev) => {
+    if (id ? ev.entry_id === id || (ev.scope !== scope && watch.has(ev.scope)) : ev.scope === scope) {
+      refresh();
+    }
+  });
   return {dispose() { stopped = true; off(); }};
 }
