@@ -24,8 +24,9 @@ TOOLS = {"remember", "recall", "forget", "list_tags", "memory_map"}
 
 
 @asynccontextmanager
-async def mcp_client(gw: GatewayProc, token: str) -> AsyncIterator[Client]:
-    http = httpx2.AsyncClient(headers={"Authorization": f"Bearer {token}"}, timeout=30)
+async def mcp_client(gw: GatewayProc, token: str | None) -> AsyncIterator[Client]:
+    auth = {"Authorization": f"Bearer {token}"} if token else {}
+    http = httpx2.AsyncClient(headers=auth, timeout=30)
     async with http, Client(streamable_http_client(gw.url + "/mcp", http_client=http)) as c:
         yield c
 
@@ -207,3 +208,23 @@ async def test_a_token_lying_about_its_claims_is_confined_by_redis(
     with gateway.client(gateway.token("bob", ["t2"])) as h:
         assert h.get(f"/v1/memories/{plan['id']}").json()["value"] == "t2 secret plan"
         assert h.get("/v1/tags", params={"team": "t2"}).json()["tags"] == {"plan": 1}
+
+
+async def test_insecure_local_mcp_needs_no_token_but_refuses_foreign_hosts(
+        gateway: GatewayProc, start_gateway: Any) -> None:
+    """``--insecure-local``: no token, and (DNS rebinding) a request whose Host or Origin
+    is not localhost's is refused before any tool runs."""
+    gw = start_gateway(insecure_local="true", redis_url=gateway.redis.admin_url)
+    async with mcp_client(gw, None) as c:
+        e = ok(await c.call_tool("remember", {"content": "local note", "tags": ["note"]}))
+        assert e["scope"] == "agent:local:working"
+    call = {"jsonrpc": "2.0", "id": 1, "method": "tools/call",
+            "params": {"name": "remember",
+                       "arguments": {"content": "rebound", "tags": ["rebound"]}}}
+    hdrs = {"Accept": "application/json, text/event-stream",
+            "MCP-Protocol-Version": "2025-06-18"}
+    for bad in ({"Host": "evil.example:80"}, {"Origin": "http://evil.example"}):
+        r = httpx.post(gw.url + "/mcp", json=call, headers=hdrs | bad, timeout=60)
+        assert r.status_code in (403, 421), (bad, r.status_code, r.text)
+    with gw.client() as h:
+        assert h.get("/v1/tags").json()["tags"] == {"note": 1}
