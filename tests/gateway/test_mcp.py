@@ -223,8 +223,9 @@ async def test_insecure_local_mcp_needs_no_token_but_refuses_foreign_hosts(
                        "arguments": {"content": "rebound", "tags": ["rebound"]}}}
     hdrs = {"Accept": "application/json, text/event-stream",
             "MCP-Protocol-Version": "2025-06-18"}
-    for bad in ({"Host": "evil.example:80"}, {"Origin": "http://evil.example"}):
-        r = httpx.post(gw.url + "/mcp", json=call, headers=hdrs | bad, timeout=60)
-        assert r.status_code in (403, 421), (bad, r.status_code, r.text)
+    async with httpx.AsyncClient(timeout=60) as http:
+        for bad in ({"Host": "evil.example:80"}, {"Origin": "http://evil.example"}):
+            r = await http.post(gw.url + "/mcp", json=call, headers=hdrs | bad)
+            assert r.status_code in (403, 421), (bad, r.status_code, r.text)
     with gw.client() as h:
         assert h.get("/v1/tags").json()["tags"] == {"note": 1}
