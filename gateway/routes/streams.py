@@ -31,10 +31,12 @@ QUEUE = 1000
 KEEPALIVE_S = 15.0
 
 
-async def _scopes(caller: Caller, patterns: list[str]) -> list[str]:
-    """Scopes matching the patterns: each checked readable (403 names the first refused;
-    an operator may watch any registered scope)."""
+async def _scopes(caller: Caller, patterns: list[str] | None) -> list[str]:
+    """Scopes matching the patterns (None: every readable one), each checked readable
+    (403 names the first refused); an operator may watch any registered scope."""
     pool = await all_scopes(caller) if caller.operator else caller.memory.readable_scopes()
+    if not patterns:
+        return pool
     out: list[str] = []
     for p in patterns:
         got = [s for s in pool if pattern_matches(p, s)]
@@ -59,7 +61,9 @@ def _since(last_event_id: str | None) -> str | None:
 @router.get("/events")
 async def events(
     request: Request, caller: CallerDep,
-    scope: list[str] = Query(["*"], description="Scope ids or patterns (`*` in segments)."),
+    scope: list[str] | None = Query(
+        None, description="Scope ids or patterns (`*` within a segment); none: every "
+                          "scope the caller may read."),
     types: list[EventType] | None = Query(None),
     tag: list[str] | None = Query(None, description="Events must carry all of these tags."),
     last_event_id: str | None = Header(None),
