@@ -12,6 +12,7 @@ Needs an admin connection (``ACL SETUSER`` and ``CLIENT KILL`` are admin command
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import time
@@ -89,11 +90,10 @@ class TokenStore:
         for node in self.acl.nodes():
             # A user already deleted (`acl revoke`) has no password left to remove.
             if await self.acl.on_node(node, "ACL", "GETUSER", rec.user) is not None:
-                try:
+                # The password may be gone already (a retried revoke, a reset user).
+                with contextlib.suppress(rexc.ResponseError):
                     await self.acl.on_node(node, "ACL", "SETUSER", rec.user,
                                            f"!{rec.sha256}")
-                except rexc.ResponseError:
-                    pass  # the password is gone already (a retried revoke, a reset user)
                 await self.acl.on_node(node, "CLIENT", "KILL", "USER", rec.user)
         await self.acl.save()
         await self.acl.bb.client.hdel(TOKENS, token_id)

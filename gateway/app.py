@@ -8,6 +8,7 @@ app's lifetime (the MCP session manager needs one).
 
 from __future__ import annotations
 
+import contextlib
 import importlib
 from collections.abc import AsyncIterator, Callable
 from contextlib import AbstractAsyncContextManager, AsyncExitStack, asynccontextmanager
@@ -15,10 +16,10 @@ from typing import Any
 
 from fastapi import FastAPI, Request
 from fastapi.responses import Response
+from redis import exceptions as rexc
 
 from blackboard import Blackboard, BlackboardError
 from blackboard.ratelimit import RateLimiter
-from redis import exceptions as rexc
 
 from .caller import Callers
 from .errors import (
@@ -121,10 +122,8 @@ async def _load_scripts(svc: Blackboard) -> None:
     says what is missing)."""
     from blackboard.acl import AclAdmin
 
-    try:
+    with contextlib.suppress(rexc.NoPermissionError):
         await AclAdmin(svc).load_scripts()
-    except rexc.NoPermissionError:
-        pass
 
 
 def app_from_env() -> FastAPI:

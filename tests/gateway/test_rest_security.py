@@ -60,7 +60,7 @@ def test_another_agents_entry_is_refused(gateway):
 def test_a_token_lying_about_its_teams_is_refused_by_redis(gateway):
     """alice's token edited to claim team t2: the gateway's check passes, Redis (alice's
     ACL user) refuses with NOPERM, answered 403 and counted as a Redis refusal."""
-    alice, own, team = seed(gateway)
+    alice, _, team = seed(gateway)
     forged = encode_token(replace(parse_token(alice), teams=("t1", "t2")))
     before = denied(gateway, "yes")
     with gateway.client(forged) as c:
@@ -123,6 +123,6 @@ def test_forged_scope_ids_are_refused(gateway):
             assert r.status_code in (403, 404, 422), (scope, r.text)
             assert r.status_code != 200
         r = c.post("/v1/memories", json={"value": "x", "team": "t1:working:x"})
-        assert r.status_code == 422 and r.json()["field"] is not None or r.status_code == 403
+        assert (r.status_code == 422 and r.json()["field"] is not None) or r.status_code == 403
         r = c.post("/v1/recall", json={"query": "x", "levels": ["agent:bob:working"]})
         assert r.status_code == 422 and "level" in r.json()["detail"]
