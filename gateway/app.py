@@ -21,7 +21,7 @@ from redis import exceptions as rexc
 from blackboard import Blackboard, BlackboardError
 from blackboard.ratelimit import RateLimiter
 
-from .caller import Callers
+from .caller import Callers, bearer
 from .errors import (
     GatewayError,
     error_response,
@@ -107,6 +107,11 @@ def _count_refusals(app: FastAPI) -> None:
     async def on_error(request: Request, exc: Exception) -> Response:
         status, body, _ = status_of(exc)
         request.state.error_kind = body.error
+        if status == 401 and not isinstance(exc, GatewayError):
+            # Redis refused a cached token's re-login (revoked): drop its pool for good.
+            token = bearer(request)
+            if token:
+                await app.state.callers.forget(token)
         if status == 403:
             app.state.metrics.denied.labels(
                 route_of(request.scope), "yes" if refused_by_redis(exc) else "no").inc()

@@ -25,7 +25,7 @@ from .refusals import Unauthorized
 from .settings import GatewaySettings
 from .tokens import TokenClaims, parse_token
 
-__all__ = ["LOCAL_AGENT", "Caller", "Callers", "resolve_caller"]
+__all__ = ["LOCAL_AGENT", "Caller", "Callers", "bearer", "resolve_caller"]
 
 #: The agent id of every caller of an ``--insecure-local`` gateway.
 LOCAL_AGENT = "local"
@@ -129,6 +129,7 @@ class Callers:
 
 
 def bearer(request: Request) -> str | None:
+    """The request's bearer token (None without one)."""
     h = request.headers.get("authorization", "")
     scheme, _, value = h.partition(" ")
     return value.strip() if scheme.lower() == "bearer" and value.strip() else None

@@ -81,7 +81,8 @@ def status_of(exc: BaseException) -> tuple[int, ErrorBody, dict[str, str]]:
     if isinstance(exc, GatewayError):
         return exc.status, ErrorBody(error=exc.kind, detail=_one_line(exc.detail),
                                      field=exc.field), exc.headers
-    if isinstance(exc, rexc.AuthenticationError | rexc.AuthorizationError):
+    if any(isinstance(e, rexc.AuthenticationError | rexc.AuthorizationError)
+           for e in (exc, exc.__cause__)):
         return 401, ErrorBody(error="unauthorized",
                               detail=_one_line(f"Redis refused the login: {exc}")), {}
     if isinstance(exc, rexc.ConnectionError | rexc.TimeoutError):

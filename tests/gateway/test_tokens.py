@@ -40,6 +40,9 @@ def test_create_list_revoke_through_the_cli(gateway):
         # at once: the revoked token's open pool was killed, its re-login refused
         r = a.get("/v1/tags")
         assert r.status_code == 401 and r.json()["error"] == "unauthorized", r.text
+        # and stays refused (its pool dropped, a fresh login refused too)
+        for _ in range(2):
+            assert a.post("/v1/memories", json={"value": "z"}).status_code == 401
         # the agent's other token keeps working (its connections re-login)
         assert b.get("/v1/tags").json() == {"tags": {}}
         assert b.post("/v1/memories", json={"value": "y"}).status_code == 201
