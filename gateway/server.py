@@ -11,12 +11,40 @@ from .settings import ENV_PREFIX, GatewaySettings
 __all__ = ["main", "serve"]
 
 
+async def preflight(settings: GatewaySettings) -> None:
+    """Fail before serving, in one line, when the gateway's own connection (rate buckets,
+    readiness) cannot log in: uvicorn would report it as a startup traceback."""
+    from redis import exceptions as rexc
+
+    from blackboard import Blackboard, InvalidArgument, ServerUnavailable
+
+    if settings.rate <= 0 and settings.insecure_local:
+        return
+    refused = False
+    try:
+        async with Blackboard.connect(settings.bookkeeping_url or None):
+            pass
+    except (ServerUnavailable, rexc.RedisError) as exc:
+        if not any(isinstance(e, rexc.AuthenticationError) for e in (exc, exc.__cause__)):
+            raise
+        refused = True
+    if refused:  # raised out here: the CLI's one-line report follows __context__ too
+        raise InvalidArgument(
+            f"Redis refused the gateway's own login: its connection (per-token rate "
+            f"buckets, /readyz) needs a service or admin user: set {ENV_PREFIX}SERVICE_URL "
+            f"(redis://bb-service:PASSWORD@host/0), or {ENV_PREFIX}RATE=0")
+
+
 def serve(settings: GatewaySettings, *, workers: int = 1) -> None:
     """Serve until interrupted. ``workers`` > 1: that many processes on one port, each
     building its app from the environment (the settings are passed down through it)."""
+    import asyncio
+
     import uvicorn
 
     from .app import create_app
+
+    asyncio.run(preflight(settings))
 
     if workers > 1:
         os.environ.update({ENV_PREFIX + f.name.upper(): str(getattr(settings, f.name))

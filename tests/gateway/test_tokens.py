@@ -77,3 +77,13 @@ def test_insecure_local_serves_without_tokens(gateway, start_gateway):
         r = c.post("/v1/memories", json={"value": "local note"})
         assert r.status_code == 201, r.text
         assert r.json()["scope"] == "agent:local:working"
+
+
+def test_gateway_without_a_usable_service_login_is_one_line(gateway):
+    env_url = gateway.redis.url  # no credentials: the protected default user refuses
+    p = subprocess.run([sys.executable, "-m", "workers", "gateway", "--redis-url", env_url,
+                        "--port", "1"], cwd=ROOT, capture_output=True, text=True, timeout=120,
+                       env={**os.environ, "PYTHONPATH": str(ROOT),
+                            "BLACKBOARD_GATEWAY_SERVICE_URL": ""})
+    assert p.returncode == 2, p.stderr
+    assert "SERVICE_URL" in p.stderr and len(p.stderr.strip().splitlines()) == 1
