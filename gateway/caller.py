@@ -29,6 +29,8 @@ __all__ = ["LOCAL_AGENT", "Caller", "Callers", "bearer", "resolve_caller"]
 
 #: The agent id of every caller of an ``--insecure-local`` gateway.
 LOCAL_AGENT = "local"
+#: Seconds an evicted caller's pool stays open for the requests still using it.
+RETIRE_S = 30.0
 
 
 @dataclass
@@ -61,6 +63,7 @@ class Callers:
         self.settings = settings
         self._cache: OrderedDict[str, Caller] = OrderedDict()
         self._opening: dict[str, asyncio.Future[Caller]] = {}
+        self._retiring: dict[asyncio.Task[None], Caller] = {}
 
     async def resolve(self, token: str | None) -> Caller:
         """The caller of ``token`` (the raw bearer token); :class:`Unauthorized` when it
@@ -94,8 +97,20 @@ class Callers:
         self._cache[key] = caller
         while len(self._cache) > self.settings.max_callers:
             _, old = self._cache.popitem(last=False)
-            await old.aclose()
+            self._retire(old)
         return caller
+
+    def _retire(self, caller: Caller) -> None:
+        """Close an evicted pool once requests already holding it are done with it
+        (closing at once would fail their commands)."""
+
+        async def later() -> None:
+            await asyncio.sleep(RETIRE_S)
+            await caller.aclose()
+
+        task = asyncio.get_running_loop().create_task(later())
+        self._retiring[task] = caller
+        task.add_done_callback(lambda t: self._retiring.pop(t, None))
 
     async def forget(self, token: str) -> None:
         """Close a token's pool (its login was refused or it was revoked)."""
@@ -126,6 +141,10 @@ class Callers:
         while self._cache:
             _, c = self._cache.popitem()
             await c.aclose()
+        for task, c in list(self._retiring.items()):
+            task.cancel()
+            await c.aclose()
+        self._retiring.clear()
 
 
 def bearer(request: Request) -> str | None:
