@@ -150,7 +150,11 @@ def _found(h: Hit, explain: bool) -> Found:
 
 def build_mcp(caller_of: CallerOf) -> MCPServer:
     """The memory tools; each runs as ``caller_of(ctx)``."""
-    mcp: MCPServer = MCPServer("reactive-blackboard", instructions=INSTRUCTIONS)
+    # The SDK configures the root logger at construction: WARNING, not its INFO default,
+    # or every INFO line of the process (an HTTP client's per-request line...) is rendered
+    # by rich, which costs milliseconds a call.
+    mcp: MCPServer = MCPServer("reactive-blackboard", instructions=INSTRUCTIONS,
+                               log_level="WARNING")
 
     @mcp.tool(annotations=ToolAnnotations(title="Remember", destructive_hint=False))
     async def remember(
