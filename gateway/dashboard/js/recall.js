@@ -38,7 +38,7 @@ function buildForm(q, onRun) {
   const tf = q.tag_filter || {};
   const inp = (name, value, attrs) => h('input', Object.assign({name, value: value ?? ''}, attrs || {}));
   const form = h('form.recall-form', {onsubmit: (e) => { e.preventDefault(); onRun(formToQuery(form)); }},
-    field('query', inp('query', q.query, {placeholder: 'free text', size: 40})),
+    field('query', inp('query', q.query, {placeholder: 'free text'})),
     h('fieldset', null, h('legend', null, 'levels'), LEVELS.map((l) => h('label.inline', null,
       h('input', {type: 'checkbox', name: `level-${l}`, checked: (q.levels || []).includes(l)}), l))),
     field('all of tags', inp('all_of', (tf.all_of || []).join(', '))),
@@ -86,8 +86,10 @@ export default function recallView(root, ctx) {
   try { if (ctx.params.get('q')) q = JSON.parse(ctx.params.get('q')); } catch { /* a bad link: defaults */ }
   const out = h('div#recall-results');
   let stopped = false;
+  let asked = false;  // a query was run: live updates re-run it
   const run = async (query, push) => {
     q = query;
+    asked = true;
     if (push) history.replaceState(null, '', `#/recall?q=${encodeURIComponent(JSON.stringify(q))}`);
     try {
       const r = await api('/v1/dashboard/recall', {method: 'POST', body: q});
@@ -99,9 +101,15 @@ export default function recallView(root, ctx) {
   };
   const form = buildForm(q, (query) => run(query, true));
   fill(root, h('h1', null, 'Recall explorer'), h('div.recall', null, form, out));
-  run(q, false);
+  if (ctx.params.get('q')) {
+    run(q, false);
+  } else {
+    fill(out, h('p.muted#recall-hint', null, 'Fill in the query and press Recall; the link then ' +
+      'carries the whole query.'));
+    ctx.ready();
+  }
   const off = ctx.hub.on(throttle(() => {
-    if (!stopped && form.elements.live.checked) run(q, false);
+    if (!stopped && asked && form.elements.live.checked) run(q, false);
   }, 2000));
   return {dispose() { stopped = true; off(); }};
 }

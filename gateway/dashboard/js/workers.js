@@ -66,8 +66,9 @@ export default function workersView(root, ctx) {
           x.scope, x.entry, String(x.deliveries), x.reason,
           h('button.redrive', {onclick: () => redrive(x), dataset: {id: x.id}}, 're-drive')])))
         : h('p.muted', null, 'no dead letters'));
-      fill(audit, au.items.length ? table(['at', 'by', 'action', 'partition', 'dead letter', 'new bus id'],
-        au.items.map((a) => [fmtTime(a.at), a.by, a.action, String(a.partition), a.dlq_id, a.bus_id]))
+      fill(audit, au.items.length ? h('div.scroll', null, table(
+        ['at', 'by', 'action', 'partition', 'dead letter', 'new bus id'],
+        au.items.map((a) => [fmtTime(a.at), a.by, a.action, String(a.partition), a.dlq_id, a.bus_id])))
         : h('p.muted', null, 'no re-drives yet'));
       ctx.ready();
     } catch (e) { if (!stopped) ctx.fail(e); }
