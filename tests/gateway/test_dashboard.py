@@ -399,8 +399,11 @@ def test_every_view_fits_a_phone(browser: Browser, demo: Demo) -> None:
 
 def test_login_refuses_a_bad_token_and_keeps_the_token_in_the_tab(browser: Browser,
                                                                   demo: Demo) -> None:
-    ctx = browser.new_context(bypass_csp=True)
+    ctx = browser.new_context()  # the page's own Content-Security-Policy in force
     page = ctx.new_page()
+    errors: list[str] = []
+    page.on("pageerror", lambda e: errors.append(str(e)))
+    page.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
     page.goto(f"{demo.gw.url}/#/map")
     page.fill("#token", "bbt_nope_AAAA")
     page.click("form.login button")
@@ -408,11 +411,16 @@ def test_login_refuses_a_bad_token_and_keeps_the_token_in_the_tab(browser: Brows
     page.fill("#token", demo.a1)
     page.click("form.login button")
     page.wait_for_selector("body[data-ready='map']", timeout=15_000)
+    # Styles set from script (meters, bars) apply under the policy: no inline style needed.
+    assert page.evaluate("""Math.max(...[...document.querySelectorAll('.meter span')]
+        .map((e) => e.getBoundingClientRect().width))""") > 0
     assert page.evaluate("sessionStorage.getItem('bb-dashboard-token')") == demo.a1
     assert page.evaluate("localStorage.length") == 0
     page.click("#logout")
     page.wait_for_selector("form.login", timeout=5_000)
     ctx.close()
+    # The refused token's 401 is the only console error (Chromium logs failed fetches).
+    assert [e for e in errors if "401" not in e] == [], errors
 
 
 # -- the live flow under load (last: its writes would crowd the seeded working memory) -----
