@@ -10,7 +10,8 @@ from memory import MemorySubscription, default_edges, parse_scope
 from ..caller import Caller
 from ..operator import all_scopes
 
-__all__ = ["check_read", "edges", "find_entries", "owner_first", "visible_scopes"]
+__all__ = ["bound_edges", "check_read", "edges", "find_entries", "owner_first",
+           "visible_scopes"]
 
 
 async def visible_scopes(caller: Caller) -> list[str]:
@@ -38,6 +39,22 @@ async def edges(caller: Caller) -> list[MemorySubscription]:
     if stored or caller.operator:
         return stored
     return default_edges(caller.agent_id, caller.teams)
+
+
+async def bound_edges(caller: Caller) -> list[dict[str, object]]:
+    """Each edge bound to each visible source scope whose target is visible too, as the
+    map shows edges; ``pending`` is None: the buffers are partition keys only the service
+    user reads (an operator's map has them)."""
+    visible = await visible_scopes(caller)
+    seen = set(visible)
+    out: list[dict[str, object]] = []
+    for e in await edges(caller):
+        for s in visible:
+            t = e.match(s)
+            if t is not None and t in seen:
+                out.append({"edge": e.id, "source": s, "target": t,
+                            "transformer": e.transformer, "pattern": e.source, "pending": None})
+    return out
 
 
 def owner_first(scope: str, scopes: Iterable[str]) -> list[str]:

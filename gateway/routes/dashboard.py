@@ -25,6 +25,7 @@ from ..dash import beliefs as beliefs_mod
 from ..dash import entry as entry_mod
 from ..dash import ops
 from ..dash import recall as recall_mod
+from ..dash import scopes as scopes_mod
 from ..errors import GatewayError
 from .deps import CallerDep
 
@@ -68,6 +69,13 @@ async def scope_entries(caller: CallerDep, scope: str,
 async def entry(caller: CallerDep, entry_id: str, scope: str) -> dict[str, Any]:
     """An entry with its decay curve and provenance both ways."""
     return await entry_mod.entry_detail(caller, scope, entry_id)
+
+
+@router.get("/edges")
+async def edges(caller: CallerDep) -> dict[str, Any]:
+    """The dataflow edges between the caller's scopes (for an agent, whose user cannot read
+    the edge records: its default hierarchy), without buffer sizes."""
+    return {"edges": await scopes_mod.bound_edges(caller)}
 
 
 @router.get("/beliefs")

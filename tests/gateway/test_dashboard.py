@@ -349,6 +349,9 @@ def test_an_agent_token_sees_no_other_agents_scope_in_any_view(page: Page, demo:
     scopes = page.eval_on_selector_all(".scope-card", "els => els.map(e => e.dataset.scope)")
     assert scopes and not [s for s in scopes if s.startswith("agent:agent1")]
     assert "agent:agent1" not in page.inner_text("main")
+    edges = demo.api(demo.a2, "GET", "/v1/dashboard/edges")["edges"]
+    assert edges and all(e["source"] in scopes and e["target"] in scopes for e in edges)
+    assert page.locator(".edges li").count() == len(edges)
 
     open_view(page, demo, "events")
     page.wait_for_selector("#live-status[data-state='live']", timeout=15_000)

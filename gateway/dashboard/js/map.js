@@ -1,7 +1,7 @@
 // View 1, the memory map: every visible scope grouped by owner (agent, team, collective)
 // and level, with count, capacity, TTL and decay, and the dataflow edges with their pending
 // buffers. Refreshed (throttled) as events arrive.
-import {memoryMap} from './api.js';
+import {api, memoryMap} from './api.js';
 import {h, fill, fmtNum} from './dom.js';
 import {throttle} from './live.js';
 
@@ -35,7 +35,8 @@ function scopeCard(s, edgesOut) {
     edgesOut.length ? h('ul.edges', null, edgesOut.map((e) => h('li', {dataset: {edge: e.edge}},
       '→ ', h('span.edge-target', null, e.target), ' ',
       h('span.transformer', null, e.transformer), ' ',
-      h('span.pending', {title: 'events buffered, not yet transformed'}, `${e.pending} pending`)))) : null);
+      e.pending === null ? null
+        : h('span.pending', {title: 'events buffered, not yet transformed'}, `${e.pending} pending`)))) : null);
 }
 
 function groupKey(s) {
@@ -63,12 +64,13 @@ export function renderMap(el, m) {
     bySource.get(e.source).push(e);
   }
   const total = m.scopes.reduce((n, s) => n + s.count, 0);
-  const pending = m.edges.reduce((n, e) => n + e.pending, 0);
+  const sized = m.edges.filter((e) => e.pending !== null);
+  const pending = sized.reduce((n, e) => n + e.pending, 0);
   fill(el,
-    h('p.summary', null, `${m.scopes.length} scopes, ${total} entries, ${m.edges.length} edges, `,
-      h('span#pending-total', null, String(pending)), ' pending in edge buffers',
-      m.edges.length ? '' : ' (an agent\'s Redis user cannot read the edge records and ' +
-        'buffers: an operator token shows them)'),
+    h('p.summary', null, `${m.scopes.length} scopes, ${total} entries, ${m.edges.length} edges`,
+      sized.length ? h('span', null, ', ', h('span#pending-total', null, String(pending)),
+        ' pending in edge buffers')
+        : ' (buffer sizes: an operator token; an agent\'s Redis user cannot read them)'),
     [...groups.entries()].sort().map(([k, scopes]) => h('section.group', {dataset: {group: k}},
       h('h2', null, k),
       h('div.scopes', null, scopes.sort((a, b) => levelRank(a) - levelRank(b) ||
@@ -81,7 +83,10 @@ export default function mapView(root, ctx) {
   let stopped = false;
   const load = async () => {
     try {
-      const m = await memoryMap();
+      let m = await memoryMap();
+      // An agent's map has no edges (its Redis user cannot read them): the gateway names
+      // the edges of its hierarchy, without buffer sizes.
+      if (!m.edges.length) m = {...m, edges: (await api('/v1/dashboard/edges')).edges};
       if (stopped) return;
       renderMap(body, m);
       ctx.ready();
