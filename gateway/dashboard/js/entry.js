@@ -1,7 +1,7 @@
 // View 3, the entry inspector: value, tags, metadata, strength and its decay curve, and
 // provenance both ways (sources it derives from, entries derived from it), each a link, so
 // one can walk from a belief down to the raw steps. Without an id: the scope's newest entries.
-import {api, memoryMap, query} from './api.js';
+import {api, query} from './api.js';
 import {h, fill, fmtTime, fmtNum, text, clip, entryLink, table} from './dom.js';
 import {throttle} from './live.js';
 
@@ -89,7 +89,7 @@ function renderList(el, scope, entries) {
 }
 
 function pickScope(el, ctx) {
-  memoryMap().then((m) => {
+  api('/v1/map').then((m) => {
     fill(el, h('h1', null, 'Entry inspector'), h('p', null, 'Pick a scope, then an entry:'),
       h('ul.scope-pick', null, m.scopes.map((s) => h('li', null,
         h('a', {href: `#/entry/${encodeURIComponent(s.scope)}`}, s.scope), ` (${s.count})`))));

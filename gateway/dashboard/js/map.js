@@ -1,7 +1,7 @@
 // View 1, the memory map: every visible scope grouped by owner (agent, team, collective)
 // and level, with count, capacity, TTL and decay, and the dataflow edges with their pending
 // buffers. Refreshed (throttled) as events arrive.
-import {api, memoryMap} from './api.js';
+import {api} from './api.js';
 import {h, fill, fmtNum} from './dom.js';
 import {throttle} from './live.js';
 
@@ -83,7 +83,7 @@ export default function mapView(root, ctx) {
   let stopped = false;
   const load = async () => {
     try {
-      let m = await memoryMap();
+      let m = await api('/v1/map');
       // An agent's map has no edges (its Redis user cannot read them): the gateway names
       // the edges of its hierarchy, without buffer sizes.
       if (!m.edges.length) m = {...m, edges: (await api('/v1/dashboard/edges')).edges};
