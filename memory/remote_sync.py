@@ -23,7 +23,26 @@ from .remote_events import RemoteChangeHandle, RemoteHandler
 from .subscriptions import TagMatch
 from .sync import _LoopThread
 
-__all__ = ["SyncRemoteMemory"]
+__all__ = ["SyncChangeHandle", "SyncRemoteMemory"]
+
+
+class SyncChangeHandle:
+    """A :class:`RemoteChangeHandle` driven from another thread: ``cancel``/``stop`` run
+    on the client's loop (a task may only be cancelled there); the counters and
+    ``cursor`` read through."""
+
+    def __init__(self, runner: _LoopThread, handle: RemoteChangeHandle) -> None:
+        self._runner, self.handle = runner, handle
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.handle, name)
+
+    def cancel(self) -> None:
+        self._runner.loop.call_soon_threadsafe(self.handle.cancel)
+
+    def stop(self) -> None:
+        """Cancel and wait until the stream is closed."""
+        self._runner.run(self.handle.stop())
 
 
 class SyncRemoteMemory:
@@ -54,7 +73,7 @@ class SyncRemoteMemory:
     def on_change(self, scope_pattern: str, handler: RemoteHandler, *,
                   tags: Iterable[str] | TagMatch | None = None,
                   types: Collection[EventType] | None = None,
-                  since: str | None = None) -> RemoteChangeHandle:
+                  since: str | None = None) -> SyncChangeHandle:
         """As :meth:`RemoteMemory.on_change`, returning once the stream is open; the
         handler runs on the client's loop thread."""
 
@@ -64,7 +83,7 @@ class SyncRemoteMemory:
             await h.ready()
             return h
 
-        return self._runner.run(start())
+        return SyncChangeHandle(self._runner, self._runner.run(start()))
 
     def __repr__(self) -> str:
         return f"<SyncRemoteMemory {self.remote.url}>"

@@ -189,8 +189,9 @@ def test_sync_twin(gateway: GatewayProc) -> None:
         h = mem.on_change("agent:a1:working", seen.append)
         e2 = mem.store("again")
         _wait_sync(lambda: len(seen) >= 1)
-        assert seen[0].entry_id == e2.id
-        h.cancel()
+        assert seen[0].entry_id == e2.id and h.delivered == 1
+        h.stop()
+        assert not h.running
         assert mem.forget(e.id) is True
         with pytest.raises(NotFound):
             mem.forget(e.id)
