@@ -29,16 +29,22 @@ def _level_scopes(scopes: list[str], level: MemoryLevel) -> list[str]:
     return out
 
 
+def _superseded(e: Entry) -> bool:
+    # The write script marks the replaced entry (key_mode "supersede"): its superseded_by
+    # field and tag; the value keeps the status it was drafted with.
+    return bool(e.superseded_by) or "superseded" in e.tags
+
+
 def _fact_row(e: Entry) -> dict[str, Any]:
     v = e.value if isinstance(e.value, dict) else {}
     m = e.metadata
+    status = "superseded" if _superseded(e) else m.get("status") or v.get("status", "active")
     return {"id": e.id, "created_at": e.created_at,
             "statement": v.get("statement") or e.text[:200],
-            "status": m.get("status") or v.get("status", "active"),
+            "status": status,
             "revision": v.get("revision", ""), "confidence": v.get("confidence"),
             "confidence_components": v.get("confidence_components", {}),
-            "evidence": list(v.get("evidence", [])), "superseded_by": e.superseded_by
-            or m.get("superseded_by")}
+            "evidence": list(v.get("evidence", [])), "superseded_by": e.superseded_by}
 
 
 async def _facts(caller: Caller, scopes: list[str], visible: list[str]) -> list[dict[str, Any]]:
@@ -50,7 +56,7 @@ async def _facts(caller: Caller, scopes: list[str], visible: list[str]) -> list[
             chains[str(key)].append(e)
         for key, es in chains.items():
             es.sort(key=lambda x: (x.created_at, x.id))
-            current = next((x for x in reversed(es) if not _fact_row(x)["superseded_by"]), es[-1])
+            current = next((x for x in reversed(es) if not _superseded(x)), es[-1])
             row = _fact_row(current)
             evidence: list[dict[str, Any]] = [ev for ev in row["evidence"]
                                               if isinstance(ev, dict) and "entry" in ev]
@@ -70,8 +76,8 @@ async def _procedures(caller: Caller, scopes: list[str]) -> list[dict[str, Any]]
     latest: dict[tuple[str, str], Entry] = {}
     for s in scopes:
         for e in await caller.bb.scope(s).entries(limit=LIMIT):
-            if not isinstance(e.value, dict) or "steps" not in e.value:
-                continue
+            if not isinstance(e.value, dict) or "steps" not in e.value or _superseded(e):
+                continue  # not a procedure, or an older version of one
             key = (s, str(e.metadata.get("canonical_key") or e.key or e.id))
             if key not in latest or latest[key].created_at < e.created_at:
                 latest[key] = e

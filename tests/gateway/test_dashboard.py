@@ -306,14 +306,29 @@ def test_beliefs_show_evidence_chains_and_procedures(page: Page, demo: Demo) -> 
         assert chain.count() == len(moved[0]["chain"])
     shot(page, "beliefs")
 
-    # Live: a new fact observed by agent2 reaches the page once consolidated.
+    # Live: a new fact observed by agent2 reaches the page once consolidated, then changes:
+    # the new belief supersedes the old, and the card shows both in its history.
     subject = f"Vendor{uuid.uuid4().hex[:5]}"
-    for i in range(3):
-        store(demo, demo.a2, f"{subject} uses net-60 payment terms.",
-              ["observation", "fact", f"task:t{i}", "agent:agent2"])
-    page.wait_for_function(
-        f"document.getElementById('facts').textContent.toLowerCase().includes('{subject.lower()}')",
-        timeout=90_000)
+    key = f"fact:{subject.lower()}:lives_in"
+    card = f"article.fact[data-key='{key}']"
+
+    def observe(place: str, n: int, task: str) -> None:
+        for i in range(n):
+            store(demo, demo.a2, f"{subject} lives in {place}.",
+                  ["observation", "fact", f"task:{task}{i}", "agent:agent2"])
+
+    observe("Springfield", 2, "a")
+    page.wait_for_selector(f"{card} .fact-head:has-text('Springfield')", timeout=90_000)
+    observe("Shelbyville", 3, "b")
+    page.wait_for_selector(f"{card} .fact-head:has-text('Shelbyville')", timeout=90_000)
+    # The writer marks the replaced belief superseded just after writing the new one.
+    page.wait_for_selector(f"{card} details.chain li:first-child:has-text('superseded')",
+                           timeout=30_000)
+    assert page.locator(f"{card} details.chain li").count() == 2
+    api = demo.api(demo.a2, "GET", "/v1/dashboard/beliefs")
+    chain = next(f for f in api["facts"] if f["key"] == key)["chain"]
+    assert [c["status"] for c in chain] == ["superseded", "active"]
+    assert chain[1]["revision"] == "changed"
 
 
 # -- 6. workers -------------------------------------------------------------------------
