@@ -6,5 +6,6 @@ COPY memory memory
 COPY retrieval retrieval
 COPY consolidation consolidation
 COPY workers workers
-RUN pip install --no-cache-dir '.[semantic]'
+COPY gateway gateway
+RUN pip install --no-cache-dir '.[semantic,gateway]'
 ENTRYPOINT ["blackboard"]

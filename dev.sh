@@ -23,7 +23,7 @@ ensure_venv() {
   if [ ! -f "$stamp" ]; then
     echo "== installing the project and its dependencies into $VENV"
     "$VENV/bin/python" -m pip install -q -U pip
-    "$VENV/bin/python" -m pip install -q -e '.[embedded,semantic,dev]'
+    "$VENV/bin/python" -m pip install -q -e '.[embedded,semantic,gateway,dev]'
     rm -f "$VENV"/.installed-*
     touch "$stamp"
   fi

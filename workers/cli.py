@@ -236,6 +236,7 @@ def _mount() -> None:
     register_tail(app)
     register_stats(app)
     register_admin(app)
+    __import__("gateway.cli", fromlist=["register"]).register(app)  # gateway, token, mcp
 
 
 _mount()

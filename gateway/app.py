@@ -1,0 +1,137 @@
+"""``create_app(settings)``: the gateway's ASGI app (REST under ``/v1``, health, metrics,
+OpenAPI at ``/docs``, and the optional mounts: MCP at ``/mcp``, the dashboard at ``/``).
+
+Optional mounts are modules with ``mount(app) -> AsyncContextManager | None``
+(:data:`MOUNTS`): present ones are mounted, and the context each returns runs for the
+app's lifetime (the MCP session manager needs one).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import importlib
+from collections.abc import AsyncIterator, Callable
+from contextlib import AbstractAsyncContextManager, AsyncExitStack, asynccontextmanager
+from typing import Any
+
+from fastapi import FastAPI, Request
+from fastapi.responses import Response
+from redis import exceptions as rexc
+
+from blackboard import Blackboard, BlackboardError
+from blackboard.ratelimit import RateLimiter
+
+from .caller import Callers, bearer
+from .errors import (
+    GatewayError,
+    error_response,
+    install_handlers,
+    refused_by_redis,
+    status_of,
+)
+from .limits import BodyLimit
+from .metrics import Metrics, MetricsMiddleware, route_of
+from .settings import GatewaySettings
+
+__all__ = ["MOUNTS", "Mount", "app_from_env", "create_app"]
+
+#: Optional modules mounted when present (G2's MCP server, G3's dashboard).
+MOUNTS: tuple[str, ...] = ("gateway.mcp_server", "gateway.routes.dashboard")
+
+Mount = Callable[[FastAPI], "AbstractAsyncContextManager[Any] | None"]
+
+
+def _optional(name: str) -> Any:
+    try:
+        return importlib.import_module(name)
+    except ModuleNotFoundError as exc:
+        if exc.name == name:
+            return None
+        raise
+
+
+def create_app(settings: GatewaySettings | None = None, *,
+               mounts: tuple[str, ...] = MOUNTS) -> FastAPI:
+    """The gateway app. ``app.state``: ``settings``, ``callers`` (:class:`Callers`),
+    ``metrics`` (:class:`Metrics`), ``service`` (the bookkeeping :class:`Blackboard`,
+    open while the app runs; None with no rate limit), ``limiter``."""
+    s = settings or GatewaySettings.from_env()
+    contexts: list[AbstractAsyncContextManager[Any]] = []
+
+    @asynccontextmanager
+    async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+        async with AsyncExitStack() as stack:
+            app.state.service = None
+            app.state.limiter = None
+            if s.rate > 0 or not s.insecure_local:
+                svc = await Blackboard.connect(s.bookkeeping_url or None)
+                stack.push_async_callback(svc.close)
+                app.state.service = svc
+                await _load_scripts(svc)
+                if s.rate > 0:
+                    app.state.limiter = RateLimiter(svc.client, s.rate, s.burst)
+            stack.push_async_callback(app.state.callers.aclose)
+            for c in contexts:
+                await stack.enter_async_context(c)
+            yield
+
+    app = FastAPI(title="Reactive Blackboard gateway", version="1",
+                  description="Agent memory over REST (and MCP at /mcp). Every request runs "
+                              "as its token's Redis user.", lifespan=lifespan)
+    app.state.settings = s
+    app.state.callers = Callers(s)
+    app.state.metrics = Metrics()
+    install_handlers(app)
+    _count_refusals(app)
+
+    from .routes import health, memories, streams
+
+    app.include_router(health.router)
+    app.include_router(memories.router)
+    app.include_router(streams.router)
+    for name in mounts:
+        mod = _optional(name)
+        if mod is not None:
+            ctx = mod.mount(app)
+            if ctx is not None:
+                contexts.append(ctx)
+    app.add_middleware(BodyLimit, limit=s.body_limit)
+    app.add_middleware(MetricsMiddleware, metrics=app.state.metrics)
+    return app
+
+
+def _count_refusals(app: FastAPI) -> None:
+    """Library and Redis errors answered by the same mapping, each 403 counted with
+    whether Redis itself refused (NOPERM) or the library's access check did."""
+
+    async def on_error(request: Request, exc: Exception) -> Response:
+        status, body, _ = status_of(exc)
+        request.state.error_kind = body.error
+        if status == 401 and not isinstance(exc, GatewayError):
+            # Redis refused a cached token's re-login (revoked): drop its pool for good.
+            token = bearer(request)
+            if token:
+                await app.state.callers.forget(token)
+        if status == 403:
+            app.state.metrics.denied.labels(
+                route_of(request.scope), "yes" if refused_by_redis(exc) else "no").inc()
+        return error_response(exc)
+
+    for typ in (GatewayError, BlackboardError, rexc.RedisError):
+        app.add_exception_handler(typ, on_error)
+
+
+async def _load_scripts(svc: Blackboard) -> None:
+    """Agents may only EVALSHA: make sure the scripts are there (a service connection
+    may load them; one that may not leaves it to `blackboard acl grant`, and /readyz
+    says what is missing)."""
+    from blackboard.acl import AclAdmin
+
+    with contextlib.suppress(rexc.NoPermissionError):
+        await AclAdmin(svc).load_scripts()
+
+
+def app_from_env() -> FastAPI:
+    """``uvicorn --factory gateway.app:app_from_env``."""
+    return create_app(GatewaySettings.from_env())
+

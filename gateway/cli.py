@@ -1,0 +1,157 @@
+"""``blackboard gateway``, ``blackboard token create|list|revoke`` (and ``blackboard mcp``
+when :mod:`gateway.cli_mcp` is there). Registered on the ``blackboard`` command by
+:func:`register`; nothing here needs the ``[gateway]`` extra until ``gateway`` runs."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Awaitable, Callable
+from datetime import UTC, datetime
+from typing import Annotated, Any, TypeVar
+
+import typer
+
+__all__ = ["EXTRA_HINT", "register"]
+
+EXTRA_HINT = "pip install 'reactive-blackboard[gateway]'"
+T = TypeVar("T")
+
+RedisUrl = Annotated[str | None, typer.Option(
+    "--redis-url", envvar="BLACKBOARD_REDIS_URL",
+    help="Admin Redis URL (a user holding @admin, e.g. default).")]
+Json = Annotated[bool, typer.Option("--json", help="Print JSON for programs.")]
+
+token_app = typer.Typer(help="Bearer tokens of the gateway (needs an admin Redis user).",
+                        no_args_is_help=True)
+
+
+def _admin(url: str | None, fn: Callable[[Any], Awaitable[T]]) -> T:
+    from blackboard import Blackboard
+    from workers.cli_errors import fail, usage
+
+    if not url:
+        usage("no Redis URL: pass --redis-url or set BLACKBOARD_REDIS_URL")
+
+    async def go() -> T:
+        async with Blackboard.connect(url) as bb:
+            return await fn(bb)
+
+    try:
+        return asyncio.run(go())
+    except typer.Exit:
+        raise
+    except Exception as exc:
+        fail(exc)
+
+
+def _when(ms: int) -> str:
+    return datetime.fromtimestamp(ms / 1000, UTC).strftime("%Y-%m-%d %H:%M:%SZ")
+
+
+@token_app.command("create")
+def create(
+    agent: Annotated[str, typer.Option("--agent", help="The agent the token acts as.")],
+    team: Annotated[list[str] | None, typer.Option(
+        "--team", help="A team of the agent (repeat). Sets the agent's teams for all its "
+                       "tokens; none given: keep its current teams.")] = None,
+    operator: Annotated[bool, typer.Option(
+        "--operator", help="An operator token: the service user, every scope visible "
+                           "(map, stats, dashboard).")] = False,
+    json_out: Json = False, redis_url: RedisUrl = None,
+) -> None:
+    """Issue a token (printed once; it carries the Redis credential of the agent's user)."""
+    from workers.output import console, print_json
+
+    from .tokens import create_token
+
+    rec, token = _admin(redis_url, lambda bb: create_token(bb, agent, team or None,
+                                                           operator=operator))
+    if json_out:
+        print_json({"id": rec.id, "token": token, "agent": rec.agent,
+                    "teams": list(rec.teams), "operator": rec.operator, "user": rec.user})
+        return
+    console.print(f"token {rec.id} for agent {rec.agent} (user {rec.user}"
+                  f"{', operator' if rec.operator else ''}); shown once:", highlight=False)
+    print(token)
+
+
+@token_app.command("list")
+def list_(json_out: Json = False, redis_url: RedisUrl = None) -> None:
+    """Every token: id, agent, teams, user, created (never the secret)."""
+    from rich.table import Table
+
+    from workers.output import console, print_json
+
+    from .tokens import list_tokens
+
+    recs = _admin(redis_url, list_tokens)
+    if json_out:
+        print_json([{k: v for k, v in r.to_json().items() if k != "sha256"} for r in recs])
+        return
+    t = Table("id", "agent", "teams", "user", "created")
+    for r in recs:
+        t.add_row(r.id, r.agent, ",".join(r.teams) or "-", r.user, _when(r.created))
+    console.print(t)
+
+
+@token_app.command("revoke")
+def revoke(token_id: Annotated[str, typer.Argument(help="The token's id (`token list`).")],
+           redis_url: RedisUrl = None) -> None:
+    """Remove the token's password from its Redis user and disconnect the user's clients:
+    the token is refused from its next request on, the agent's other tokens keep working."""
+    from workers.output import console
+
+    from .tokens import revoke_token
+
+    rec = _admin(redis_url, lambda bb: revoke_token(bb, token_id))
+    console.print(f"revoked token {rec.id} of agent {rec.agent}", highlight=False)
+
+
+def gateway(
+    host: Annotated[str | None, typer.Option(help="Bind address (default 127.0.0.1).")] = None,
+    port: Annotated[int | None, typer.Option(help="Port (default 8080).")] = None,
+    workers: Annotated[int, typer.Option(help="Processes on this port.")] = 1,
+    insecure_local: Annotated[bool, typer.Option(
+        "--insecure-local", help="No tokens: every caller is the local operator. Only "
+                                 "bound to 127.0.0.1.")] = False,
+    redis_url: Annotated[str | None, typer.Option(
+        "--redis-url", envvar="BLACKBOARD_REDIS_URL",
+        help="Redis URL of the memory (no credentials needed: tokens carry them).")] = None,
+) -> None:
+    """Serve memory over HTTP: REST under /v1, MCP at /mcp, /docs, /metrics."""
+    from workers.cli_errors import fail, usage
+
+    try:
+        import fastapi  # noqa: F401
+        import uvicorn  # noqa: F401
+    except ImportError as exc:
+        usage(f"the gateway needs its extra ({exc.name} is missing): {EXTRA_HINT}")
+    from blackboard import InvalidArgument
+
+    from .server import serve
+    from .settings import GatewaySettings
+
+    try:
+        s = GatewaySettings.from_env(host=host, port=port, redis_url=redis_url,
+                                     insecure_local=insecure_local or None)
+    except InvalidArgument as exc:
+        usage(str(exc))
+    try:
+        serve(s, workers=workers)
+    except KeyboardInterrupt:
+        raise typer.Exit(130) from None
+    except Exception as exc:
+        fail(exc)
+
+
+def register(app: typer.Typer) -> None:
+    """Add ``gateway``, ``token`` (and ``mcp``) to the ``blackboard`` command."""
+    app.command("gateway")(gateway)
+    app.add_typer(token_app, name="token")
+    try:
+        from .cli_mcp import register as register_mcp
+    except ModuleNotFoundError as exc:
+        if exc.name != "gateway.cli_mcp":
+            raise
+    else:
+        register_mcp(app)

@@ -1,0 +1,57 @@
+"""Operator views: live workers, partitions with their consumer groups and leases, dead
+letters, re-drive and its audit trail. Only an operator token may call these (and only its
+service user may read the buses and the lease table: Redis refuses an agent's user too)."""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any
+
+from blackboard import AccessDenied
+from blackboard.redrive import audit_log, dead_letters, redrive
+from workers.heartbeat import list_workers
+from workers.lease_view import lease_rows, read_leases
+from workers.settings import WorkerSettings
+from workers.stats import collect_stats
+
+from ..caller import Caller
+
+__all__ = ["audit", "dlq", "redrive_one", "require_operator", "workers_view"]
+
+
+def require_operator(caller: Caller) -> None:
+    if not caller.operator:
+        raise AccessDenied(f"agent {caller.agent_id!r}: the workers view and re-drive need an "
+                           "operator token (`blackboard token create --operator`)")
+
+
+async def workers_view(caller: Caller) -> dict[str, Any]:
+    require_operator(caller)
+    st = await collect_stats(caller.bb)
+    snap = await read_leases(caller.bb)
+    ttl = WorkerSettings.from_env().lease_ttl_ms
+    return {
+        "now": caller.bb.now_ms(),
+        "totals": st.totals(),
+        "partitions": [dataclasses.asdict(b) for b in st.buses],
+        "workers": [dataclasses.asdict(w) | {"counters": dict(w.counters)}
+                    for w in await list_workers(caller.bb)],
+        "leases": [dataclasses.asdict(r) for r in lease_rows(snap, ttl)],
+    }
+
+
+async def dlq(caller: Caller, limit: int, partition: int | None) -> dict[str, Any]:
+    require_operator(caller)
+    items = await dead_letters(caller.bb, limit=limit, partition=partition)
+    return {"items": [dataclasses.asdict(d) for d in items]}
+
+
+async def redrive_one(caller: Caller, partition: int, dlq_id: str) -> dict[str, Any]:
+    require_operator(caller)
+    rec = await redrive(caller.bb, partition, dlq_id, by=f"{caller.agent_id} ({caller.token_id})")
+    return dataclasses.asdict(rec)
+
+
+async def audit(caller: Caller, limit: int) -> dict[str, Any]:
+    require_operator(caller)
+    return {"items": [dataclasses.asdict(a) for a in await audit_log(caller.bb, limit=limit)]}

@@ -1,0 +1,79 @@
+// One event stream per page, shared by every view: a capped history (the page's memory does
+// not grow with the write rate) and per-second counts by level for the rate chart.
+import {followEvents} from './api.js';
+import {levelOf} from './dom.js';
+
+export const HISTORY_CAP = 1000;   // events kept for the flow view
+export const RATE_SECONDS = 300;   // the chart's window: the last five minutes
+
+export class LiveHub {
+  constructor() {
+    this.history = [];           // newest last, at most HISTORY_CAP
+    this.total = 0;              // every event seen since the page loaded
+    this.listeners = new Set();
+    this.statusListeners = new Set();
+    this.status = 'connecting';
+    this.rates = new Map();      // second (epoch s) -> Map(level -> count)
+    this.abort = null;
+  }
+
+  start() {
+    this.stop();
+    this.abort = new AbortController();
+    followEvents((ev) => this.push(ev), (s, d) => this.setStatus(s, d), this.abort.signal);
+  }
+
+  stop() {
+    if (this.abort) this.abort.abort();
+    this.abort = null;
+  }
+
+  setStatus(s, detail) {
+    this.status = s;
+    for (const f of this.statusListeners) f(s, detail);
+  }
+
+  push(ev) {
+    ev.level = levelOf(ev.scope || '');
+    ev.received = Date.now();
+    this.total += 1;
+    this.history.push(ev);
+    if (this.history.length > HISTORY_CAP) this.history.splice(0, this.history.length - HISTORY_CAP);
+    const sec = Math.floor(ev.received / 1000);
+    let m = this.rates.get(sec);
+    if (!m) {
+      m = new Map();
+      this.rates.set(sec, m);
+      for (const k of this.rates.keys()) if (k <= sec - RATE_SECONDS) this.rates.delete(k);
+    }
+    m.set(ev.level, (m.get(ev.level) || 0) + 1);
+    for (const f of this.listeners) {
+      try { f(ev); } catch (e) { console.error(e); }
+    }
+  }
+
+  on(f) {
+    this.listeners.add(f);
+    return () => this.listeners.delete(f);
+  }
+
+  onStatus(f) {
+    this.statusListeners.add(f);
+    return () => this.statusListeners.delete(f);
+  }
+}
+
+/** Call fn at most once per ms, trailing: bursts of events become one refresh. */
+export function throttle(fn, ms) {
+  let timer = null;
+  let last = 0;
+  return (...args) => {
+    if (timer) return;
+    const wait = Math.max(0, last + ms - Date.now());
+    timer = setTimeout(() => {
+      timer = null;
+      last = Date.now();
+      fn(...args);
+    }, wait);
+  };
+}

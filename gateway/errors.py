@@ -1,0 +1,142 @@
+"""Every failure as ``{"error", "detail", "field"}`` with its status; never a traceback.
+
+The library's exceptions keep their names as ``error`` (the remote client maps them back
+to the same types); Redis's own refusals (``NOPERM``: a confined user reaching for a key
+it may not touch) become ``AccessDenied`` 403, a refused login 401, an unreachable
+server 503.
+"""
+
+from __future__ import annotations
+
+import logging
+
+from fastapi import FastAPI, Request
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import JSONResponse
+from redis import exceptions as rexc
+from starlette.exceptions import HTTPException
+
+from blackboard import (
+    AccessDenied,
+    BlackboardError,
+    ConfigMismatch,
+    EntryTooLarge,
+    InvalidArgument,
+    InvalidKey,
+    InvalidMetadata,
+    InvalidScope,
+    InvalidTag,
+    InvalidValue,
+    NotFound,
+    ScopeFull,
+    ServerUnavailable,
+    VersionConflict,
+)
+from memory.wire import ErrorBody
+
+from .refusals import BodyTooLarge, Forbidden, GatewayError, RateLimited, Unauthorized
+
+__all__ = ["BodyTooLarge", "Forbidden", "GatewayError", "RateLimited", "Unauthorized",
+           "error_response", "install_handlers", "status_of"]
+
+log = logging.getLogger(__name__)
+
+
+# Most specific first: the first isinstance match wins.
+_LIBRARY: tuple[tuple[type[BaseException], int, str | None], ...] = (
+    (EntryTooLarge, 413, "value"),
+    (InvalidTag, 422, "tags"),
+    (InvalidKey, 422, "key"),
+    (InvalidValue, 422, "value"),
+    (InvalidMetadata, 422, "metadata"),
+    (InvalidScope, 422, "scope"),
+    (InvalidArgument, 422, None),
+    (AccessDenied, 403, None),
+    (NotFound, 404, None),
+    (VersionConflict, 409, "expected_version"),
+    (ScopeFull, 409, None),
+    (ConfigMismatch, 503, None),
+    (ServerUnavailable, 503, None),
+)
+
+
+def _one_line(text: str) -> str:
+    return " ".join(text.split())[:500]
+
+
+def refused_by_redis(exc: BaseException) -> bool:
+    """Whether Redis itself refused (an ACL failure, directly or inside a script) rather
+    than the library's access check."""
+    cause = exc.__cause__
+    return (isinstance(exc, rexc.NoPermissionError)
+            or isinstance(cause, rexc.NoPermissionError)
+            or (isinstance(exc, AccessDenied) and isinstance(cause, rexc.RedisError)))
+
+
+def status_of(exc: BaseException) -> tuple[int, ErrorBody, dict[str, str]]:
+    """The status, body and extra headers answering ``exc``."""
+    if refused_by_redis(exc):
+        return 403, ErrorBody(error="AccessDenied",
+                              detail=_one_line(f"refused by Redis (NOPERM): {exc}")), {}
+    if isinstance(exc, GatewayError):
+        return exc.status, ErrorBody(error=exc.kind, detail=_one_line(exc.detail),
+                                     field=exc.field), exc.headers
+    if any(isinstance(e, rexc.AuthenticationError | rexc.AuthorizationError)
+           for e in (exc, exc.__cause__)):
+        return 401, ErrorBody(error="unauthorized",
+                              detail=_one_line(f"Redis refused the login: {exc}")), {}
+    if isinstance(exc, rexc.ConnectionError | rexc.TimeoutError):
+        return 503, ErrorBody(error="ServerUnavailable",
+                              detail=_one_line(f"Redis unavailable: {exc}")), {}
+    for typ, status, field in _LIBRARY:
+        if isinstance(exc, typ):
+            return status, ErrorBody(error=type(exc).__name__, detail=_one_line(str(exc)),
+                                     field=field), {}
+    if isinstance(exc, BlackboardError):
+        # SemanticRecallUnavailable, EmbedderUnavailable, ScopeDamaged: the server side
+        # cannot serve it as configured.
+        return 503, ErrorBody(error=type(exc).__name__, detail=_one_line(str(exc))), {}
+    log.exception("unexpected error", exc_info=exc)
+    return 500, ErrorBody(error="internal",
+                          detail="internal error (logged by the gateway)"), {}
+
+
+def error_response(exc: BaseException) -> JSONResponse:
+    status, body, headers = status_of(exc)
+    return JSONResponse(body.model_dump(), status_code=status, headers=headers)
+
+
+def _validation(exc: RequestValidationError) -> JSONResponse:
+    errs = exc.errors()
+    first = errs[0] if errs else {}
+    loc = [str(p) for p in first.get("loc", ()) if p not in ("body", "query", "path")]
+    field = ".".join(loc) or None
+    msg = str(first.get("msg", "invalid request"))
+    more = f" (and {len(errs) - 1} more)" if len(errs) > 1 else ""
+    body = ErrorBody(error="validation",
+                     detail=_one_line(f"{field or 'body'}: {msg}{more}"), field=field)
+    return JSONResponse(body.model_dump(), status_code=422)
+
+
+def _http(exc: HTTPException) -> JSONResponse:
+    kind = {404: "NotFound", 405: "method_not_allowed"}.get(exc.status_code, "http_error")
+    body = ErrorBody(error=kind, detail=_one_line(str(exc.detail)))
+    return JSONResponse(body.model_dump(), status_code=exc.status_code,
+                        headers=getattr(exc, "headers", None))
+
+
+def install_handlers(app: FastAPI) -> None:
+    async def on_validation(_: Request, exc: Exception) -> JSONResponse:
+        assert isinstance(exc, RequestValidationError)
+        return _validation(exc)
+
+    async def on_http(_: Request, exc: Exception) -> JSONResponse:
+        assert isinstance(exc, HTTPException)
+        return _http(exc)
+
+    async def on_any(_: Request, exc: Exception) -> JSONResponse:
+        return error_response(exc)
+
+    app.add_exception_handler(RequestValidationError, on_validation)
+    app.add_exception_handler(HTTPException, on_http)
+    app.add_exception_handler(Exception, on_any)

@@ -1,0 +1,350 @@
+"""Memory as MCP tools: remember, recall, forget, list_tags, memory_map.
+
+One :class:`~mcp.server.mcpserver.MCPServer` (the official ``mcp`` SDK, 2.x) serves two
+transports: streamable HTTP at ``/mcp`` inside the gateway (:func:`mount_mcp`; each call
+runs as the caller of the request's ``Authorization: Bearer`` token) and stdio for
+desktop clients (``blackboard mcp``; one caller, the token of ``BLACKBOARD_TOKEN``). Either
+way a tool runs on the caller's :class:`~gateway.caller.Caller`, a connection logged in as
+the token's Redis user, so Redis confines what a tool can reach exactly as it does a REST
+request. Failures reach the model as tool errors ``"<kind>: <detail>"``, the kind and
+detail of the REST error body (``AccessDenied``, ``NotFound``...), never a traceback.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import AsyncIterator, Awaitable, Callable
+from datetime import UTC, datetime
+from typing import Annotated, Any
+
+from fastapi import FastAPI
+from mcp.server.mcpserver import Context, MCPServer
+from mcp.server.mcpserver.exceptions import ToolError
+from mcp.server.transport_security import TransportSecuritySettings
+from mcp.types import ToolAnnotations
+from pydantic import AfterValidator, BaseModel, Field, JsonValue, ValidationError, WithJsonSchema
+from redis import exceptions as rexc
+from starlette.requests import Request
+from starlette.routing import BaseRoute, Route
+from starlette.types import ASGIApp, Receive, Scope, Send
+
+from memory import MemoryLevel, MemoryQuery, TagFilter
+from memory.wire import Hit, MapOut, TagsOut
+from retrieval.lens import known_lenses
+
+from .caller import Caller, bearer
+from .errors import error_response, status_of
+from .operator import operator_map
+from .routes.deps import authorized
+
+__all__ = ["MCP_PATH", "CallerOf", "build_mcp", "mount", "mount_mcp", "tool_error"]
+
+#: Where the gateway serves MCP (streamable HTTP).
+MCP_PATH = "/mcp"
+
+#: How a tool finds its caller: from the request context (HTTP) or fixed (stdio).
+CallerOf = Callable[[Context], Awaitable[Caller]]
+
+_LEVELS: list[JsonValue] = [m.value for m in MemoryLevel]
+
+INSTRUCTIONS = (
+    "Long-lived memory shared with other agents, on Redis. `remember` stores a note, fact "
+    "or event; `recall` finds memories by meaning and filters (best first); `forget` "
+    "deletes one by id; `list_tags` and `memory_map` show what is there. You can reach "
+    "only your own memory, your teams' and the read-only collective one: anything else "
+    "is refused."
+)
+
+
+def _known_level(v: str) -> str:
+    if MemoryLevel.from_segment(v) is None and v not in _LEVELS:
+        raise ValueError(f"unknown memory level {v!r}; levels: {', '.join(map(str, _LEVELS))}")
+    return v
+
+
+#: A level name; its schema lists the levels so a model picks a valid one.
+LevelName = Annotated[str, AfterValidator(_known_level),
+                      WithJsonSchema({"type": "string", "enum": _LEVELS})]
+
+
+class Remembered(BaseModel):
+    id: str = Field(description="The memory's id (for forget).")
+    scope: str = Field(description="Where it was stored.")
+    version: int
+
+
+class Found(BaseModel):
+    """One recalled memory; ``components`` (with explain) says why it ranked there."""
+
+    id: str
+    scope: str
+    content: Any
+    tags: list[str]
+    created: str = Field(description="When it was stored (ISO 8601, UTC).")
+    score: float
+    components: dict[str, float | None] | None = None
+
+
+class Recalled(BaseModel):
+    memories: list[Found]
+
+
+class Forgotten(BaseModel):
+    id: str
+    forgotten: bool
+
+
+def tool_error(exc: BaseException) -> tuple[ToolError, int]:
+    """A failure as the tool error a model reads, ``"<kind>: <detail>"`` (the kinds and
+    details of the REST error bodies, :func:`gateway.errors.status_of`), and its status."""
+    if isinstance(exc, ValidationError):  # a query model's validator (contradictory tags...)
+        errs = exc.errors()
+        field = ".".join(str(p) for p in errs[0]["loc"]) if errs else "query"
+        msg = errs[0]["msg"] if errs else str(exc)
+        return ToolError(f"validation: {field or 'query'}: {msg}"), 422
+    status, body, _ = status_of(exc)
+    return ToolError(f"{body.error}: {body.detail}"), status
+
+
+@contextlib.asynccontextmanager
+async def _refusals(ctx: Context) -> AsyncIterator[None]:
+    try:
+        yield
+    except ToolError:
+        raise
+    except Exception as exc:
+        err, status = tool_error(exc)
+        if status == 403:
+            _count_denied(ctx, exc)
+        raise err from exc
+
+
+def _count_denied(ctx: Context, exc: BaseException) -> None:
+    """Count a refusal beside the REST ones (``gateway_access_denied{route="/mcp"}``),
+    saying whether Redis itself refused it (NOPERM) or the library's access check did."""
+    request = ctx.request_context.request
+    metrics = getattr(getattr(getattr(request, "app", None), "state", None), "metrics", None)
+    if metrics is None:  # stdio: no gateway to count in
+        return
+    by_redis = isinstance(exc, rexc.NoPermissionError) or isinstance(
+        exc.__cause__, rexc.NoPermissionError)
+    metrics.denied.labels(MCP_PATH, "yes" if by_redis else "no").inc()
+
+
+def _ms(t: datetime | None) -> int | None:
+    if t is None:
+        return None
+    return int((t if t.tzinfo else t.replace(tzinfo=UTC)).timestamp() * 1000)
+
+
+def _iso(ms: int) -> str:
+    return datetime.fromtimestamp(ms / 1000, UTC).isoformat(timespec="milliseconds")
+
+
+def _found(h: Hit, explain: bool) -> Found:
+    e = h.entry
+    return Found(id=e.id, scope=e.scope, content=e.value, tags=e.tags,
+                 created=_iso(e.created_at), score=round(h.score, 4),
+                 components=h.components.model_dump() if explain else None)
+
+
+def build_mcp(caller_of: CallerOf) -> MCPServer:
+    """The memory tools; each runs as ``caller_of(ctx)``."""
+    # The SDK configures the root logger at construction: WARNING, not its INFO default,
+    # or every INFO line of the process (an HTTP client's per-request line...) is rendered
+    # by rich, which costs milliseconds a call.
+    mcp: MCPServer = MCPServer("reactive-blackboard", instructions=INSTRUCTIONS,
+                               log_level="WARNING")
+
+    @mcp.tool(annotations=ToolAnnotations(title="Remember", destructive_hint=False))
+    async def remember(
+        ctx: Context,
+        content: Annotated[str, Field(
+            min_length=1,
+            description="What to remember, written to make sense on its own later "
+                        "(a fact, decision, event, preference or procedure).")],
+        level: Annotated[LevelName, Field(description=
+            "Memory level: working (current task, default), stm (short-term), episodic "
+            "(what happened), semantic (facts), procedural (how to do things), sensory "
+            "(raw input, expires in minutes).")] = "working",
+        tags: Annotated[list[str], Field(
+            description="Short labels to filter by later, e.g. ['fact', 'customer:acme'].")
+        ] = [],  # noqa: B006 - pydantic copies defaults; the schema shows []
+        team: Annotated[str | None, Field(
+            description="Store in this team's memory (shared with its members) instead "
+                        "of your own.")] = None,
+        key: Annotated[str | None, Field(
+            description="A unique name within the level: storing again under the same "
+                        "key updates that memory instead of adding one.")] = None,
+        importance: Annotated[float, Field(
+            ge=0.0, le=1.0, description="0 (trivial) to 1 (critical); ranks recall.")] = 0.5,
+        ttl_seconds: Annotated[float | None, Field(
+            gt=0, description="Forget it after this many seconds (default: the level's "
+                              "policy).")] = None,
+    ) -> Remembered:
+        """Store a memory. Returns its id and where it went."""
+        async with _refusals(ctx):
+            caller = await caller_of(ctx)
+            e = await caller.memory.store(content, level, tags=tags, team=team, key=key,
+                                          importance=importance, ttl=ttl_seconds)
+        return Remembered(id=e.id, scope=e.scope, version=e.version)
+
+    @mcp.tool(annotations=ToolAnnotations(title="Recall", read_only_hint=True))
+    async def recall(
+        ctx: Context,
+        query: Annotated[str | None, Field(
+            description="What to look for, in natural language (ranked by meaning and "
+                        "keywords). Omit to list by the filters alone.")] = None,
+        levels: Annotated[list[LevelName] | None, Field(
+            description="Only these memory levels (default: all).")] = None,
+        tags_all: Annotated[list[str], Field(
+            description="Only memories carrying every one of these tags.")] = [],  # noqa: B006
+        tags_any: Annotated[list[str], Field(
+            description="Only memories carrying at least one of these tags.")] = [],  # noqa: B006
+        tags_none: Annotated[list[str], Field(
+            description="Leave out memories carrying any of these tags.")] = [],  # noqa: B006
+        after: Annotated[datetime | None, Field(
+            description="Only memories stored at or after this time (ISO 8601; UTC if "
+                        "no offset).")] = None,
+        before: Annotated[datetime | None, Field(
+            description="Only memories stored at or before this time (ISO 8601).")] = None,
+        scopes: Annotated[list[str] | None, Field(
+            description="Only these scopes (ids as memory_map shows them).")] = None,
+        lens: Annotated[str | None, Field(
+            description="A named preset that fills what you leave unset: "
+                        + ", ".join(known_lenses())
+                        + " ('facts_about:<subject>').")] = None,
+        limit: Annotated[int, Field(ge=1, le=100, description="At most this many.")] = 10,
+        explain: Annotated[bool, Field(
+            description="Add each memory's score components (relevance, strength, "
+                        "recency, importance).")] = False,
+    ) -> Recalled:
+        """Find memories, best first: by meaning and keywords when a query is given,
+        narrowed by levels, tags, time and scopes."""
+        async with _refusals(ctx):
+            caller = await caller_of(ctx)
+            start, end = _ms(after), _ms(before)
+            time_range = None
+            if start is not None or end is not None:
+                time_range = (start if start is not None else 0,
+                              end if end is not None else 2**62)
+            q: dict[str, Any] = {
+                "query": query, "levels": levels, "scopes": scopes, "lens": lens,
+                "time_range": time_range, "explain": explain,
+                "tag_filter": TagFilter(all_of=frozenset(tags_all),
+                                        any_of=frozenset(tags_any),
+                                        none_of=frozenset(tags_none)),
+            }
+            mq = MemoryQuery.model_validate(
+                {k: v for k, v in q.items() if v is not None} | {"max_results": limit})
+            hits = await caller.memory.recall(mq, limit=limit, explain=explain)
+        return Recalled(memories=[_found(Hit.of(h), explain) for h in hits])
+
+    @mcp.tool(annotations=ToolAnnotations(title="Forget", destructive_hint=True,
+                                          idempotent_hint=True))
+    async def forget(
+        ctx: Context,
+        id: Annotated[str, Field(min_length=1, description="The memory's id (from "
+                                                         "remember or recall).")],
+        scope: Annotated[str | None, Field(
+            description="Its scope, if known (faster; otherwise every scope you may "
+                        "write is searched).")] = None,
+    ) -> Forgotten:
+        """Delete one of your memories (or your team's) by id."""
+        async with _refusals(ctx):
+            caller = await caller_of(ctx)
+            done = await caller.memory.forget(id, scope=scope)
+        return Forgotten(id=id, forgotten=done)
+
+    @mcp.tool(annotations=ToolAnnotations(title="List tags", read_only_hint=True))
+    async def list_tags(
+        ctx: Context,
+        level: Annotated[LevelName | None, Field(
+            description="One level (default: all of your own levels).")] = None,
+        team: Annotated[str | None, Field(
+            description="A team's memory instead of your own (with no level: the team's "
+                        "shared root).")] = None,
+    ) -> TagsOut:
+        """The tags in use and how many memories carry each."""
+        async with _refusals(ctx):
+            caller = await caller_of(ctx)
+            return TagsOut(tags=await caller.memory.list_tags(level, team=team))
+
+    @mcp.tool(annotations=ToolAnnotations(title="Memory map", read_only_hint=True))
+    async def memory_map(ctx: Context) -> MapOut:
+        """The scopes you can see (level, size, writable) and the dataflow edges that
+        consolidate memories between them (an operator token: every scope)."""
+        async with _refusals(ctx):
+            caller = await caller_of(ctx)
+            if caller.operator:  # every registered scope, as GET /v1/map shows it
+                return MapOut.model_validate(await operator_map(caller))
+            m = await caller.memory.memory_map()
+        return MapOut.model_validate(m.to_dict())
+
+    return mcp
+
+
+# -- streamable HTTP inside the gateway --------------------------------------------------
+
+
+async def _http_caller(ctx: Context) -> Caller:
+    request = ctx.request_context.request
+    if not isinstance(request, Request):
+        raise ToolError("unauthorized: no HTTP request to take a bearer token from")
+    caller: Caller = await request.app.state.callers.resolve(bearer(request))
+    return caller
+
+
+class _Authenticated:
+    """Before the MCP transport sees a request: refuse it if its token does not log in
+    (401) or is over its rate limit (429, the same bucket as REST), with the REST error
+    body; a tool then finds the caller in the pool cache."""
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        request = Request(scope)
+        try:
+            await authorized(request)
+        except Exception as exc:
+            await error_response(exc)(scope, receive, send)
+            return
+        await self.app(scope, receive, send)
+
+
+def mount_mcp(routes: list[BaseRoute], *, local_only: bool = False
+              ) -> Callable[[], contextlib.AbstractAsyncContextManager[None]]:
+    """Add the MCP endpoint (:data:`MCP_PATH`) to ``routes`` (a FastAPI app's
+    ``app.router.routes``) and return the context manager the app's lifespan must enter
+    (it runs the SDK's session manager). The app must set ``app.state.callers``
+    (:class:`~gateway.caller.Callers`); ``app.state.metrics``, if set, counts refusals.
+
+    Stateless, JSON responses: any gateway process can answer any call (no session held
+    in a process, so processes behind a load balancer need no stickiness).
+    ``local_only`` (an ``--insecure-local`` gateway, no tokens): refuse Host and Origin
+    headers other than localhost's, so a web page cannot reach it by DNS rebinding.
+    """
+    mcp = build_mcp(_http_caller)
+    security = TransportSecuritySettings(
+        enable_dns_rebinding_protection=local_only,
+        allowed_hosts=["127.0.0.1:*", "localhost:*", "[::1]:*"],
+        allowed_origins=["http://127.0.0.1:*", "http://localhost:*", "http://[::1]:*"],
+    )
+    sub = mcp.streamable_http_app(streamable_http_path=MCP_PATH, stateless_http=True,
+                                  json_response=True, transport_security=security)
+    for r in sub.routes:
+        if isinstance(r, Route) and r.path == MCP_PATH:
+            routes.append(Route(MCP_PATH, endpoint=_Authenticated(r.app)))
+
+    @contextlib.asynccontextmanager
+    async def running() -> AsyncIterator[None]:
+        async with mcp.session_manager.run():
+            yield
+
+    return running
+
+
+def mount(app: FastAPI) -> contextlib.AbstractAsyncContextManager[None]:
+    """:func:`gateway.app.create_app`'s hook: MCP at :data:`MCP_PATH` of ``app``."""
+    return mount_mcp(app.router.routes, local_only=app.state.settings.insecure_local)()

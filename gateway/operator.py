@@ -1,0 +1,38 @@
+"""What an operator token sees: every registered scope (map and stats), read on the
+service user's connection (which Redis lets read every key)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from memory import AccessPolicy, Registry
+from memory.memory_map import build_memory_map
+from memory.stats import scope_stats
+
+from .caller import Caller
+
+__all__ = ["all_scopes", "operator_map", "operator_stats"]
+
+
+async def all_scopes(caller: Caller) -> list[str]:
+    reg = Registry(caller.bb)
+    try:
+        return sorted(c.scope_id for c in await reg.list_scopes())
+    finally:
+        await reg.aclose()
+
+
+async def operator_map(caller: Caller) -> dict[str, Any]:
+    reg = Registry(caller.bb)
+    try:
+        scopes = sorted(c.scope_id for c in await reg.list_scopes())
+        access = AccessPolicy(caller.agent_id, frozenset(caller.teams))
+        d = (await build_memory_map(caller.bb, reg, access, scopes)).to_dict()
+    finally:
+        await reg.aclose()
+    d["agent"] = "*"
+    return d
+
+
+async def operator_stats(caller: Caller) -> dict[str, dict[str, Any]]:
+    return {s.scope: s.to_json() for s in await scope_stats(caller.bb, await all_scopes(caller))}

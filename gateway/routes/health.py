@@ -1,0 +1,39 @@
+"""``/healthz`` (the process answers), ``/readyz`` (Redis reachable, scripts loaded),
+``/metrics`` (Prometheus text)."""
+
+from __future__ import annotations
+
+from fastapi import APIRouter, Request
+from fastapi.responses import JSONResponse, Response
+from prometheus_client import CONTENT_TYPE_LATEST
+
+from blackboard.readiness import missing_scripts
+
+router = APIRouter(tags=["health"])
+
+
+@router.get("/healthz")
+async def healthz() -> dict[str, str]:
+    return {"status": "ok"}
+
+
+@router.get("/readyz")
+async def readyz(request: Request) -> Response:
+    svc = request.app.state.service
+    if svc is None:
+        return JSONResponse({"status": "ok", "redis": "not checked (no service connection)"})
+    try:
+        missing = await missing_scripts(svc)
+    except Exception as exc:  # any failure means not ready; the reason is the answer
+        return JSONResponse({"error": "not_ready", "detail": f"Redis: {exc}", "field": None},
+                            status_code=503)
+    if missing:
+        return JSONResponse({"error": "not_ready",
+                             "detail": f"scripts not loaded: {', '.join(missing)}",
+                             "field": None}, status_code=503)
+    return JSONResponse({"status": "ok"})
+
+
+@router.get("/metrics")
+async def metrics(request: Request) -> Response:
+    return Response(request.app.state.metrics.render(), media_type=CONTENT_TYPE_LATEST)

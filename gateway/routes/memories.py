@@ -1,0 +1,168 @@
+"""REST ``/v1``: store, get, update, forget, recall, tags, map, stats, facts, procedures,
+conversation messages. Every call runs on the caller's own Redis connection."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from fastapi import APIRouter, Query, Response
+from pydantic import BaseModel
+
+from blackboard import Entry, WriteRequest
+from blackboard.request import encode_write
+from memory import MemoryLevel, MemoryQuery
+from memory.wire import (
+    BatchOut,
+    BatchStore,
+    EntryOut,
+    ErrorBody,
+    Hit,
+    MapOut,
+    MessagesIn,
+    MessagesOut,
+    RecallResponse,
+    StatsOut,
+    StoreRequest,
+    TagsOut,
+    UpdateRequest,
+)
+
+from ..caller import Caller
+from ..operator import operator_map, operator_stats
+from .deps import CallerDep
+
+router = APIRouter(prefix="/v1", tags=["memory"])
+
+#: Documented in the OpenAPI schema: every failure has the one error body.
+_ERRORS: dict[int | str, dict[str, Any]] = {
+    s: {"model": ErrorBody} for s in (401, 403, 404, 409, 413, 422, 429, 503)
+}
+
+
+def _level(v: str | None) -> MemoryLevel | None:
+    if v is None:
+        return None
+    return MemoryLevel.from_segment(v) or MemoryLevel(v)
+
+
+@router.post("/memories", status_code=201, response_model=EntryOut, responses=_ERRORS)
+async def store(body: StoreRequest, caller: CallerDep) -> EntryOut:
+    e = await caller.memory.store(
+        body.value, _level(body.level), tags=body.tags, metadata=body.metadata,
+        importance=body.importance, key=body.key, ttl=body.ttl_s, team=body.team)
+    return EntryOut.of(e)
+
+
+@router.post("/memories/batch", status_code=201, response_model=BatchOut, responses=_ERRORS)
+async def store_batch(body: BatchStore, caller: CallerDep) -> BatchOut:
+    """Every item is checked (access, tags, size...) before any is sent, so a refused
+    batch writes nothing; items are written per scope in one pipeline, in order."""
+    mem = caller.memory
+    groups: dict[str, list[tuple[int, WriteRequest]]] = {}
+    for i, it in enumerate(body.items):
+        sid = mem.access.check_write(mem.scope_for(_level(it.level), it.team))
+        req = WriteRequest(it.value, tags=it.tags, metadata=it.metadata, key=it.key,
+                           ttl=it.ttl_s, importance=it.importance)
+        encode_write(req, sid, caller.bb.settings.max_entry_bytes)  # raises before writing
+        groups.setdefault(sid, []).append((i, req))
+    out: list[Entry | None] = [None] * len(body.items)
+    for sid, reqs in groups.items():
+        written = await caller.bb.scope(sid).write_many([r for _, r in reqs])
+        for (i, _), e in zip(reqs, written, strict=True):
+            out[i] = e
+    return BatchOut(entries=[EntryOut.of(e) for e in out if e is not None])
+
+
+async def _find(caller: Caller, entry_id: str, scope: str | None) -> Entry:
+    if scope is not None:
+        return await caller.bb.scope(caller.memory.access.check_read(scope)).get(entry_id)
+    sid = await caller.memory.locate(entry_id)
+    return await caller.bb.scope(sid).get(entry_id)
+
+
+@router.get("/memories/{entry_id}", response_model=EntryOut, responses=_ERRORS)
+async def get(entry_id: str, caller: CallerDep, scope: str | None = None) -> EntryOut:
+    """One entry: by ``scope`` (any readable one), else searched in the writable scopes."""
+    return EntryOut.of(await _find(caller, entry_id, scope))
+
+
+@router.patch("/memories/{entry_id}", response_model=EntryOut, responses=_ERRORS)
+async def update(entry_id: str, body: UpdateRequest, caller: CallerDep) -> EntryOut:
+    sid = await caller.memory.locate(entry_id, body.scope)
+    given = body.model_fields_set - {"scope", "expected_version"}
+    changes: dict[str, Any] = {k: getattr(body, k) for k in given}
+    if "value" in changes and changes["value"] is None:
+        changes.pop("value")
+    e = await caller.bb.scope(sid).update(entry_id, expected_version=body.expected_version,
+                                          **changes)
+    return EntryOut.of(e)
+
+
+@router.delete("/memories/{entry_id}", status_code=204, responses=_ERRORS)
+async def forget(entry_id: str, caller: CallerDep, scope: str | None = None) -> Response:
+    await caller.memory.forget(entry_id, scope=scope)
+    return Response(status_code=204)
+
+
+@router.post("/recall", response_model=RecallResponse, responses=_ERRORS)
+async def recall(body: MemoryQuery, caller: CallerDep) -> RecallResponse:
+    """Hybrid recall with the full query model; each hit carries every score component."""
+    hits = await caller.memory.recall(body, explain=body.explain)
+    scopes = caller.memory.recall_scopes(body.scopes, body.levels) if body.explain else None
+    return RecallResponse(hits=[Hit.of(h) for h in hits], scopes=scopes)
+
+
+@router.get("/tags", response_model=TagsOut, responses=_ERRORS)
+async def tags(caller: CallerDep, level: str | None = None,
+               team: str | None = None) -> TagsOut:
+    return TagsOut(tags=await caller.memory.list_tags(_level(level), team=team))
+
+
+@router.get("/map", response_model=MapOut, responses=_ERRORS)
+async def memory_map(caller: CallerDep) -> MapOut:
+    """The caller's scopes and edges; an operator's: every registered scope."""
+    if caller.operator:
+        return MapOut(**await operator_map(caller))
+    return MapOut(**(await caller.memory.memory_map()).to_dict())
+
+
+@router.get("/stats", response_model=StatsOut, responses=_ERRORS)
+async def stats(caller: CallerDep) -> StatsOut:
+    if caller.operator:
+        return StatsOut(scopes=await operator_stats(caller))
+    return StatsOut(scopes={k: v.to_json() for k, v in (await caller.memory.stats()).items()})
+
+
+class EntriesOut(BaseModel):
+    entries: list[EntryOut]
+
+
+async def _level_entries(caller: Caller, level: MemoryLevel, limit: int) -> EntriesOut:
+    """Live entries of the level's readable scopes (the agent's, its teams'), newest
+    first, superseded beliefs left out; each carries its evidence in ``metadata`` and
+    its provenance in ``source``."""
+    out: list[Entry] = []
+    for s in caller.memory.recall_scopes(None, [level.value]):
+        out += await caller.bb.scope(s).entries(limit=limit)
+    live = sorted((e for e in out if not e.superseded_by), key=lambda e: -e.created_at)
+    return EntriesOut(entries=[EntryOut.of(e) for e in live[:limit]])
+
+
+@router.get("/facts", response_model=EntriesOut, responses=_ERRORS)
+async def facts(caller: CallerDep, limit: int = Query(100, ge=1, le=1000)) -> EntriesOut:
+    """Learned semantic facts (beliefs) with their evidence."""
+    return await _level_entries(caller, MemoryLevel.SEMANTIC, limit)
+
+
+@router.get("/procedures", response_model=EntriesOut, responses=_ERRORS)
+async def procedures(caller: CallerDep, limit: int = Query(100, ge=1, le=1000)) -> EntriesOut:
+    """Learned procedures with their steps, support and success rate."""
+    return await _level_entries(caller, MemoryLevel.PROCEDURAL, limit)
+
+
+@router.post("/sessions/{session}/messages", status_code=201, response_model=MessagesOut,
+             responses=_ERRORS)
+async def add_messages(session: str, body: MessagesIn, caller: CallerDep) -> MessagesOut:
+    got = await caller.memory.add_messages(session, [m.to_message() for m in body.messages],
+                                           _level(body.level), team=body.team)
+    return MessagesOut(entries=[EntryOut.of(e) for e in got])

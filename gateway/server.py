@@ -1,0 +1,68 @@
+"""Run the gateway under uvicorn (``blackboard gateway``, ``python -m gateway``)."""
+
+from __future__ import annotations
+
+import argparse
+import os
+from dataclasses import fields
+
+from .settings import ENV_PREFIX, GatewaySettings
+
+__all__ = ["main", "serve"]
+
+
+async def preflight(settings: GatewaySettings) -> None:
+    """Fail before serving, in one line, when the gateway's own connection (rate buckets,
+    readiness) cannot log in: uvicorn would report it as a startup traceback."""
+    from redis import exceptions as rexc
+
+    from blackboard import Blackboard, InvalidArgument, ServerUnavailable
+
+    if settings.rate <= 0 and settings.insecure_local:
+        return
+    refused = False
+    try:
+        async with Blackboard.connect(settings.bookkeeping_url or None):
+            pass
+    except (ServerUnavailable, rexc.RedisError) as exc:
+        if not any(isinstance(e, rexc.AuthenticationError) for e in (exc, exc.__cause__)):
+            raise
+        refused = True
+    if refused:  # raised out here: the CLI's one-line report follows __context__ too
+        raise InvalidArgument(
+            f"Redis refused the gateway's own login: its connection (per-token rate "
+            f"buckets, /readyz) needs a service or admin user: set {ENV_PREFIX}SERVICE_URL "
+            f"(redis://bb-service:PASSWORD@host/0), or {ENV_PREFIX}RATE=0")
+
+
+def serve(settings: GatewaySettings, *, workers: int = 1) -> None:
+    """Serve until interrupted. ``workers`` > 1: that many processes on one port, each
+    building its app from the environment (the settings are passed down through it)."""
+    import asyncio
+
+    import uvicorn
+
+    from .app import create_app
+
+    asyncio.run(preflight(settings))
+
+    if workers > 1:
+        os.environ.update({ENV_PREFIX + f.name.upper(): str(getattr(settings, f.name))
+                           for f in fields(settings)})
+        uvicorn.run("gateway.app:app_from_env", factory=True, host=settings.host,
+                    port=settings.port, workers=workers, log_level="warning",
+                    access_log=False)
+        return
+    uvicorn.run(create_app(settings), host=settings.host, port=settings.port,
+                log_level="warning", access_log=False)
+
+
+def main(argv: list[str] | None = None) -> None:
+    p = argparse.ArgumentParser(prog="python -m gateway")
+    p.add_argument("--host")
+    p.add_argument("--port", type=int)
+    p.add_argument("--workers", type=int, default=1)
+    p.add_argument("--insecure-local", action="store_true", default=None)
+    a = p.parse_args(argv)
+    serve(GatewaySettings.from_env(host=a.host, port=a.port, insecure_local=a.insecure_local),
+          workers=a.workers)

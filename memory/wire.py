@@ -1,0 +1,273 @@
+"""The JSON shapes of the memory REST API, shared by the gateway and the remote client.
+
+Pure pydantic (plus the pydantic query model of :mod:`retrieval.query`): the gateway
+validates requests and renders responses with these models, and
+:mod:`memory.remote` parses the same responses back into the library's own types
+(:meth:`EntryOut.to_entry`, :meth:`Hit.to_scored`). A recall request *is* a
+:class:`~retrieval.query.MemoryQuery` (re-exported here as :data:`RecallRequest`), so the
+REST query language cannot drift from the library's.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import TYPE_CHECKING, Any
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+from retrieval.query import MemoryQuery, TagFilter
+
+from .levels import MemoryLevel
+
+if TYPE_CHECKING:
+    from blackboard import Entry, Event
+    from retrieval.scoring import ScoredEntry
+
+    from .conversation import Message
+
+__all__ = [
+    "BATCH_MAX",
+    "BatchOut",
+    "BatchStore",
+    "Components",
+    "EntryOut",
+    "ErrorBody",
+    "EventOut",
+    "Hit",
+    "MapOut",
+    "MessageIn",
+    "MessagesIn",
+    "MessagesOut",
+    "RecallRequest",
+    "RecallResponse",
+    "StatsOut",
+    "StoreRequest",
+    "TagFilter",
+    "TagsOut",
+    "UpdateRequest",
+]
+
+#: The most items one batch request may carry (one round trip; bounded so that a single
+#: request cannot hold the gateway's event loop for long).
+BATCH_MAX = 1000
+
+#: A recall request is the library's query model, as JSON.
+RecallRequest = MemoryQuery
+
+_NAMES = frozenset(m.value for m in MemoryLevel)
+_LEVELS = ", ".join(m.value for m in MemoryLevel)
+
+
+def _check_level(v: str | None) -> str | None:
+    if v is not None and MemoryLevel.from_segment(v) is None and v not in _NAMES:
+        raise ValueError(f"unknown memory level {v!r}; levels: {_LEVELS}")
+    return v
+
+
+class _In(BaseModel):
+    # Unknown fields are a client's typo: refuse them (422 naming the field) instead of
+    # silently storing something other than what was meant.
+    model_config = ConfigDict(extra="forbid")
+
+
+class StoreRequest(_In):
+    """One memory to write (``AgentMemory.store``). ``level=None`` with a ``team`` is the
+    team's root scope; ``ttl_s`` seconds (None: the scope's)."""
+
+    value: Any = Field(description="The memory: a string or any JSON value.")
+    level: str | None = Field("working", description=f"Memory level: {_LEVELS}.")
+    team: str | None = Field(None, description="Write to this team's scope of the level.")
+    tags: list[str] = Field(default_factory=list)
+    metadata: dict[str, Any] = Field(default_factory=dict)
+    key: str | None = Field(None, description="Optional unique key within the scope.")
+    ttl_s: float | None = Field(None, gt=0, description="Expiry in seconds.")
+    importance: float = Field(0.5, ge=0.0, le=1.0)
+
+    @field_validator("level")
+    @classmethod
+    def _level(cls, v: str | None) -> str | None:
+        return _check_level(v)
+
+    @field_validator("value")
+    @classmethod
+    def _present(cls, v: Any) -> Any:
+        if v is None:
+            raise ValueError("a memory needs a value (a string or JSON value, not null)")
+        return v
+
+
+class BatchStore(_In):
+    items: list[StoreRequest] = Field(min_length=1, max_length=BATCH_MAX)
+
+
+class UpdateRequest(_In):
+    """Fields to change on an entry; ``scope`` narrows where it is looked up;
+    ``expected_version`` makes the update fail with 409 if someone else changed it."""
+
+    scope: str | None = None
+    value: Any = None
+    tags: list[str] | None = None
+    metadata: dict[str, Any] | None = None
+    importance: float | None = Field(None, ge=0.0, le=1.0)
+    expected_version: int | None = Field(None, ge=1)
+
+
+class MessageIn(_In):
+    speaker: str = Field(min_length=1)
+    text: str
+    at: datetime | None = None
+    metadata: dict[str, Any] | None = None
+
+    def to_message(self) -> Message:
+        from .conversation import Message
+
+        return Message(self.speaker, self.text, self.at, self.metadata)
+
+
+class MessagesIn(_In):
+    messages: list[MessageIn] = Field(min_length=1, max_length=BATCH_MAX)
+    level: str | None = "episodic"
+    team: str | None = None
+
+    @field_validator("level")
+    @classmethod
+    def _level(cls, v: str | None) -> str | None:
+        return _check_level(v)
+
+
+class EntryOut(BaseModel):
+    """An entry as JSON (the embedding bytes are left out; ``embedder`` says if it has one)."""
+
+    id: str
+    scope: str
+    value: Any
+    tags: list[str] = Field(default_factory=list)
+    metadata: dict[str, Any] = Field(default_factory=dict)
+    key: str | None = None
+    importance: float = 0.5
+    strength: float = 1.0
+    strength_at: int = 0
+    reinforcements: int = 0
+    reinforced_by: list[str] = Field(default_factory=list)
+    created_at: int = 0
+    updated_at: int = 0
+    expires_at: int = 0
+    version: int = 1
+    source: list[str] = Field(default_factory=list)
+    event_id: str = ""
+    embedder: str | None = None
+    superseded_by: str | None = None
+
+    @classmethod
+    def of(cls, e: Entry) -> EntryOut:
+        return cls(
+            id=e.id, scope=e.scope, value=e.value, tags=sorted(e.tags),
+            metadata=dict(e.metadata), key=e.key, importance=e.importance,
+            strength=e.strength, strength_at=e.strength_at, reinforcements=e.reinforcements,
+            reinforced_by=list(e.reinforced_by), created_at=e.created_at,
+            updated_at=e.updated_at, expires_at=e.expires_at, version=e.version,
+            source=list(e.source), event_id=e.event_id, embedder=e.embedder,
+            superseded_by=e.superseded_by,
+        )
+
+    def to_entry(self) -> Entry:
+        from blackboard import Entry
+
+        d = self.model_dump()
+        return Entry(**{**d, "tags": frozenset(self.tags),
+                        "reinforced_by": tuple(self.reinforced_by),
+                        "source": tuple(self.source)})
+
+
+class BatchOut(BaseModel):
+    entries: list[EntryOut]
+
+
+class MessagesOut(BaseModel):
+    entries: list[EntryOut]
+
+
+class Components(BaseModel):
+    """Every score component of a hit (see :class:`retrieval.scoring.ScoredEntry`)."""
+
+    dense: float | None
+    bm25: float | None
+    fused: float
+    strength: float
+    recency: float
+    importance: float
+
+
+class Hit(BaseModel):
+    entry: EntryOut
+    scope: str
+    score: float
+    components: Components
+
+    @classmethod
+    def of(cls, s: ScoredEntry) -> Hit:
+        return cls(entry=EntryOut.of(s.entry), scope=s.scope, score=s.score,
+                   components=Components(dense=s.dense, bm25=s.bm25, fused=s.fused,
+                                         strength=s.strength, recency=s.recency,
+                                         importance=s.importance))
+
+    def to_scored(self) -> ScoredEntry:
+        from retrieval.scoring import ScoredEntry
+
+        c = self.components
+        return ScoredEntry(self.entry.to_entry(), self.scope, c.dense, c.bm25, c.fused,
+                           c.strength, c.recency, c.importance, self.score)
+
+
+class RecallResponse(BaseModel):
+    hits: list[Hit]
+    #: With ``explain``: the scopes searched, for a caller to see what was considered.
+    scopes: list[str] | None = None
+
+
+class TagsOut(BaseModel):
+    tags: dict[str, int]
+
+
+class MapOut(BaseModel):
+    """The memory map (:class:`memory.MemoryMap` ``to_dict()``); an operator's map has
+    ``agent`` ``"*"`` and every registered scope."""
+
+    agent: str
+    teams: list[str]
+    scopes: list[dict[str, Any]]
+    edges: list[dict[str, Any]]
+
+
+class StatsOut(BaseModel):
+    scopes: dict[str, dict[str, Any]]
+
+
+class EventOut(BaseModel):
+    """One feed event; ``cursor`` (``<scope>@<stream id>``) is what SSE sends as ``id:``."""
+
+    id: str
+    scope: str
+    type: str
+    entry_id: str
+    version: int
+    tags: list[str]
+    at: int
+
+    @property
+    def cursor(self) -> str:
+        return f"{self.scope}@{self.id}"
+
+    @classmethod
+    def of(cls, ev: Event) -> EventOut:
+        return cls(id=ev.id, scope=ev.scope, type=str(ev.type), entry_id=ev.entry_id,
+                   version=ev.version, tags=sorted(ev.tags), at=ev.at)
+
+
+class ErrorBody(BaseModel):
+    """Every failure: ``error`` the kind (the library exception's name, or ``unauthorized``,
+    ``rate_limited``...), ``detail`` one line, ``field`` the offending request field."""
+
+    error: str
+    detail: str
+    field: str | None = None

@@ -1,0 +1,133 @@
+"""Demo-like data for the dashboard tests: two agents of one team run the demo's scripted
+steps (actions through ``@mem.observe``, observations, one fact that changes), one real
+worker process (``--role all``) consolidates them into summaries, facts and procedures,
+and one event is dead-lettered through the consumer path so the workers view has a dead
+letter to re-drive."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import dataclasses
+import subprocess
+import time
+from collections.abc import Iterator
+from typing import Any
+
+from blackboard import Blackboard
+from blackboard.batch import dead_letter, ensure_group
+from blackboard.entry import decode_event
+from blackboard.keys import PartitionKeys
+from memory import AgentMemory, MemoryLevel, Registry
+from memory.producers import CallRecord, Observation
+from tests.gateway.conftest import GatewayProc
+from workers.demo import DEMO_TRIGGER, WORKER_ENV
+from workers.demo_agents import Step, script
+from workers.settings import CONSUMING_ROLES
+from workers.supervisor import worker_command, worker_env
+
+AGENTS = ("agent1", "agent2")
+TEAM = "ops"
+STEPS = 60
+#: The throwaway consumer group that dead-letters one event (never a worker role).
+DLQ_GROUP = "dashtest"
+
+
+def admin(gw: GatewayProc) -> Any:
+    return gw.admin()
+
+
+async def install(bb: Blackboard) -> None:
+    await bb.ensure_groups(list(CONSUMING_ROLES))
+    reg = Registry(bb)
+    try:
+        for a in AGENTS:
+            async with AgentMemory(bb, a, teams=[TEAM], registry=reg) as mem:
+                h = await mem.install_default_hierarchy()
+            for e in h.edges:
+                await reg.save_edge(dataclasses.replace(e, trigger=DEMO_TRIGGER))
+    finally:
+        await reg.aclose()
+
+
+def _extract(call: CallRecord) -> Observation:
+    step: Step = call.args[0]
+    return Observation({"text": step.text, "action": step.action},
+                       tags=step.tags | {"success" if call.ok else "failure"},
+                       metadata={"agent": step.agent})
+
+
+async def run_agent(bb: Blackboard, name: str, steps: int = STEPS) -> int:
+    """The demo agent's loop: an observed callable per tool, observations stored."""
+    async with AgentMemory(bb, name, teams=[TEAM]) as mem:
+        tools: dict[str, Any] = {}
+
+        def tool(action: str) -> Any:
+            if action not in tools:
+                async def run(step: Step) -> str:
+                    if not step.ok:
+                        raise RuntimeError(f"{step.action} failed")
+                    return "done"
+
+                run.__name__ = run.__qualname__ = action
+                tools[action] = mem.observe(run, extractor=_extract)
+            return tools[action]
+
+        n = 0
+        for step in script(name, steps, 7):
+            if step.kind == "action" and step.action:
+                with contextlib.suppress(RuntimeError):
+                    await tool(step.action)(step)
+            else:
+                await mem.store({"text": step.text}, MemoryLevel.WORKING, tags=step.tags,
+                                metadata={"agent": name})
+            n += 1
+        await mem.flush()
+        return n
+
+
+async def dead_letter_one(bb: Blackboard) -> str:
+    """Read one bus event with a throwaway group and dead-letter it the way a consumer
+    does after its handler failed; -> the event's bus id."""
+    for p in range(bb.partitions):
+        pk = PartitionKeys(p)
+        if not await bb.client.xlen(pk.bus):
+            continue
+        await ensure_group(bb, DLQ_GROUP, p)
+        got = await bb.client.xreadgroup(DLQ_GROUP, "t", {pk.bus: ">"}, count=1)
+        sid, fields = got[0][1][0]
+        ev = decode_event(sid, fields, p)
+        assert await dead_letter(bb, DLQ_GROUP, p, ev, 5, "handler failed: test poison")
+        return ev.id
+    raise AssertionError("no bus event to dead-letter")
+
+
+@contextlib.contextmanager
+def worker(gw: GatewayProc) -> Iterator[subprocess.Popen[bytes]]:
+    env = worker_env(gw.redis.admin_url) | WORKER_ENV
+    log = gw.log.with_suffix(".worker.log")
+    with log.open("wb") as out:
+        p = subprocess.Popen(worker_command("all"), env=env, stdout=out,
+                             stderr=subprocess.STDOUT)
+    try:
+        yield p
+    finally:
+        p.terminate()
+        try:
+            p.wait(30)
+        except subprocess.TimeoutExpired:
+            p.kill()
+            p.wait()
+
+
+async def wait_for_learning(bb: Blackboard, seconds: float = 150) -> tuple[int, int]:
+    """Poll until agent1 has a semantic fact and a procedure; -> (facts, procedures)."""
+    deadline = time.monotonic() + seconds
+    facts = procs = 0
+    while time.monotonic() < deadline:
+        facts = await bb.scope("agent:agent1:ltm:semantic").count()
+        procs = await bb.scope("agent:agent1:ltm:procedural").count()
+        if facts and procs:
+            return facts, procs
+        await asyncio.sleep(1)
+    raise AssertionError(f"no consolidation in {seconds}s: {facts} facts, {procs} procedures")
