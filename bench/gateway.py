@@ -36,8 +36,7 @@ sys.path.insert(0, str(ROOT))
 
 import httpx  # noqa: E402
 
-from blackboard import Blackboard  # noqa: E402
-from blackboard.server import RedisServer  # noqa: E402
+from blackboard import Blackboard, RedisServer  # noqa: E402
 
 AGENT, TEAM = "bench", "benchteam"
 TARGET_MS = 1.5

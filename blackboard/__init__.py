@@ -7,7 +7,8 @@ from .board import Blackboard
 from .bus import Bus, BusCounts, GroupInfo
 from .codec import as_str
 from .consumer import Batch, ConsumeCounters, ConsumeOptions
-from .decay import strength_at
+from .dead_letters import AuditRecord, DeadLetter, audit_log, dead_letters, redrive
+from .decay import evict_time, strength_at
 from .edges_version import bump_edges_versions, edges_versions, version_string
 from .entry import Entry, Event, EventType, ScopePolicy, value_text
 from .errors import (
@@ -42,11 +43,13 @@ from .keys import partition_of
 from .lease import Lease, LeaseRows, LeaseTable
 from .pending import BufferState, PendingBuffer
 from .presence import Presence
+from .ratelimit import RateDecision, RateLimiter
+from .readiness import missing_scripts
 from .reconnect import reconnect
 from .records import EdgeDefinition, EdgeRecord, Records, ScopeRecord
 from .redact import mask_url, redact
 from .relay import relay_all
-from .request import WriteRequest
+from .request import WriteRequest, encode_write
 from .scope import Scope
 from .scope_reads import (
     FeedHead,
@@ -60,12 +63,14 @@ from .scope_stats import STRENGTH_EDGES, ScopeStats, StrengthHistogram, scope_st
 from .server import RedisServer
 from .settings import ClientSettings, settings_from_env
 from .tasks import cancel_and_wait
+from .tokens import TokenRecord, TokenStore
 from .upkeep import SweepReport, TrimReport, Upkeep
 from .validation import validate_scope, validate_tag, validate_tags
 
 __all__ = [
     "STRENGTH_EDGES",
     "AccessDenied",
+    "AuditRecord",
     "Backlog",
     "Batch",
     "BatchHandler",
@@ -78,6 +83,7 @@ __all__ = [
     "ConfigMismatch",
     "ConsumeCounters",
     "ConsumeOptions",
+    "DeadLetter",
     "EdgeDefinition",
     "EdgeRecord",
     "Entry",
@@ -99,6 +105,8 @@ __all__ = [
     "NotFound",
     "PendingBuffer",
     "Presence",
+    "RateDecision",
+    "RateLimiter",
     "Records",
     "RedisServer",
     "Scope",
@@ -110,22 +118,29 @@ __all__ = [
     "ServerUnavailable",
     "StrengthHistogram",
     "SweepReport",
+    "TokenRecord",
+    "TokenStore",
     "TrimReport",
     "Upkeep",
     "VersionConflict",
     "WriteRequest",
     "as_str",
+    "audit_log",
     "backlog",
     "bump_edges_versions",
     "cancel_and_wait",
+    "dead_letters",
     "deterministic_id",
     "edges_versions",
+    "encode_write",
     "entries_across",
     "entry_counts",
+    "evict_time",
     "feed_heads",
     "fetch_entries",
     "handle_batches",
     "mask_url",
+    "missing_scripts",
     "new_ulid",
     "newest_event_ids",
     "newest_ids",
@@ -136,6 +151,7 @@ __all__ = [
     "read_scopes_or_pause",
     "reconnect",
     "redact",
+    "redrive",
     "relay_all",
     "scope_policies",
     "scope_stats",

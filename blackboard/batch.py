@@ -62,6 +62,8 @@ class ConsumeCounters:
     over_delivered: int = 0
     #: events claimed from other consumers of the group
     claimed: int = 0
+    #: re-driven events meant for another group, acked unhandled
+    not_ours: int = 0
 
 
 @dataclass(eq=False)

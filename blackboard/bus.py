@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 from redis import exceptions as rexc
 
+from .codec import as_str
 from .entry import Event
 from .keys import PartitionKeys
 from .scripts import run_script
@@ -115,6 +116,12 @@ class Bus:
             (sid.decode(), {k.decode(): v.decode("utf-8", "replace") for k, v in f.items()})
             for sid, f in items
         ]
+
+    async def dlq_range(self, dlq_id: str) -> list[tuple[str, dict[str, str]]]:
+        """The dead letter ``dlq_id`` (empty when there is none): (dlq id, fields)."""
+        items = await self.bb.client.xrange(self._k.dlq, dlq_id, dlq_id)
+        return [(as_str(sid), {as_str(k): as_str(v, "replace") for k, v in f.items()})
+                for sid, f in items]
 
     async def dlq_len(self) -> int:
         return int(await self.bb.client.xlen(self._k.dlq))

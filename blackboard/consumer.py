@@ -112,6 +112,11 @@ class _Reader:
             )
 
     async def _deliver(self, events: list[Event]) -> bool:
+        theirs = [e.id for e in events if e.only is not None and e.only != self.role]
+        if theirs:  # re-driven for another group: this role handled it the first time
+            self.counters.not_ours += len(theirs)
+            await self.bb.bus(self.partition).ack(self.role, theirs)
+            events = [e for e in events if e.only is None or e.only == self.role]
         if not events:
             return True
         if self.retired:

@@ -124,6 +124,9 @@ class Event:
     tags: frozenset[str]
     at: int
     partition: int | None = None
+    #: A re-driven dead letter (blackboard/dead_letters.py) is for this consumer group
+    #: only; other groups' readers ack it unhandled. None: for every group.
+    only: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -286,4 +289,5 @@ def decode_event(
         tags=frozenset(_list(f.get(b"tags"))),
         at=int(f.get(b"at") or 0),
         partition=partition,
+        only=_s(f[b"only"]) if b"only" in f else None,
     )

@@ -42,6 +42,7 @@ SCOPE_RECORDS = f"{ROOT}:registry:scopes"  # set of scope ids with a config reco
 EDGE_RECORDS = f"{ROOT}:registry:edges"  # set of dataflow edge ids
 # Hash agent id -> JSON list of its teams: the ACL grants (written by `acl grant`, admin only).
 ACL_AGENTS = f"{ROOT}:acl:agents"
+AUDIT = f"{ROOT}:audit"  # stream of operator actions (re-drives), in its own slot
 
 
 def scope_record(scope_id: str) -> str:

@@ -51,6 +51,8 @@ _STANDALONE = (
     "pending_head",
     "get_entries",
     "embed",
+    "ratelimit",
+    "redrive",
 )
 
 

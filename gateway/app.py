@@ -18,8 +18,7 @@ from fastapi import FastAPI, Request
 from fastapi.responses import Response
 from redis import exceptions as rexc
 
-from blackboard import Blackboard, BlackboardError
-from blackboard.ratelimit import RateLimiter
+from blackboard import Blackboard, BlackboardError, RateLimiter
 
 from .caller import Callers, bearer
 from .errors import (
@@ -69,7 +68,7 @@ def create_app(settings: GatewaySettings | None = None, *,
                 app.state.service = svc
                 await _load_scripts(svc)
                 if s.rate > 0:
-                    app.state.limiter = RateLimiter(svc.client, s.rate, s.burst)
+                    app.state.limiter = RateLimiter(svc, s.rate, s.burst)
             stack.push_async_callback(app.state.callers.aclose)
             for c in contexts:
                 await stack.enter_async_context(c)

@@ -6,7 +6,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from blackboard import Blackboard
-from blackboard import keys as K
 
 from .leases import LeaseSnapshot
 
@@ -26,8 +25,8 @@ class LeaseRow:
 
 
 async def read_leases(bb: Blackboard) -> LeaseSnapshot:
-    """One HGETALL of the lease table."""
-    return LeaseSnapshot.parse(bb.now_ms(), await bb.client.hgetall(K.lease_table()))
+    """One read of the lease table."""
+    return LeaseSnapshot.of(bb.now_ms(), await bb.lease_table.read())
 
 
 def lease_rows(snap: LeaseSnapshot, ttl_ms: int) -> list[LeaseRow]:

@@ -7,8 +7,7 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
-from blackboard import AccessDenied
-from blackboard.redrive import audit_log, dead_letters, redrive
+from blackboard import AccessDenied, audit_log, dead_letters, redrive
 from workers.heartbeat import list_workers
 from workers.lease_view import lease_rows, read_leases
 from workers.settings import WorkerSettings

@@ -7,7 +7,7 @@ from fastapi import APIRouter, Request
 from fastapi.responses import JSONResponse, Response
 from prometheus_client import CONTENT_TYPE_LATEST
 
-from blackboard.readiness import missing_scripts
+from blackboard import missing_scripts
 
 router = APIRouter(tags=["health"])
 
