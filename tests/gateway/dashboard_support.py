@@ -15,7 +15,6 @@ from collections.abc import Iterator
 from typing import Any
 
 from blackboard import Blackboard
-from blackboard.batch import dead_letter, ensure_group
 from blackboard.entry import decode_event
 from blackboard.keys import PartitionKeys
 from memory import AgentMemory, MemoryLevel, Registry
@@ -23,7 +22,7 @@ from memory.producers import CallRecord, Observation
 from tests.gateway.conftest import GatewayProc
 from workers.demo import DEMO_TRIGGER, WORKER_ENV
 from workers.demo_agents import Step, script
-from workers.settings import CONSUMING_ROLES
+from workers.roles import CONSUMING_ROLES
 from workers.supervisor import worker_command, worker_env
 
 AGENTS = ("agent1", "agent2")
@@ -93,11 +92,11 @@ async def dead_letter_one(bb: Blackboard) -> str:
         pk = PartitionKeys(p)
         if not await bb.client.xlen(pk.bus):
             continue
-        await ensure_group(bb, DLQ_GROUP, p)
+        await bb.bus(p).ensure_group(DLQ_GROUP)
         got = await bb.client.xreadgroup(DLQ_GROUP, "t", {pk.bus: ">"}, count=1)
         sid, fields = got[0][1][0]
         ev = decode_event(sid, fields, p)
-        assert await dead_letter(bb, DLQ_GROUP, p, ev, 5, "handler failed: test poison")
+        assert await bb.bus(p).dead_letter(DLQ_GROUP, ev, 5, "handler failed: test poison")
         return ev.id
     raise AssertionError("no bus event to dead-letter")
 
