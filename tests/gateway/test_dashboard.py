@@ -62,7 +62,7 @@ class Demo:
 @pytest.fixture(scope="module")
 def browser() -> Iterator[Browser]:
     if sync_playwright is None:
-        pytest.skip("playwright is not installed (pip install -e '.[gateway]')")
+        pytest.skip("playwright is not installed (pip install -e '.[dev]')")
     if not Path(CHROMIUM).exists():
         pytest.skip(f"no Chromium at {CHROMIUM} (apt install chromium, or set "
                     "BLACKBOARD_CHROMIUM)")
