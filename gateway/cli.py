@@ -5,11 +5,14 @@ when :mod:`gateway.cli_mcp` is there). Registered on the ``blackboard`` command 
 from __future__ import annotations
 
 import asyncio
+import os
 from collections.abc import Awaitable, Callable
 from datetime import UTC, datetime
 from typing import Annotated, Any, TypeVar
 
 import typer
+
+from workers.cli_options import Json
 
 __all__ = ["EXTRA_HINT", "register"]
 
@@ -19,7 +22,6 @@ T = TypeVar("T")
 RedisUrl = Annotated[str | None, typer.Option(
     "--redis-url", envvar="BLACKBOARD_REDIS_URL",
     help="Admin Redis URL (a user holding @admin, e.g. default).")]
-Json = Annotated[bool, typer.Option("--json", help="Print JSON for programs.")]
 
 token_app = typer.Typer(help="Bearer tokens of the gateway (needs an admin Redis user).",
                         no_args_is_help=True)
@@ -96,14 +98,17 @@ def list_(json_out: Json = False, redis_url: RedisUrl = None) -> None:
 
 @token_app.command("revoke")
 def revoke(token_id: Annotated[str, typer.Argument(help="The token's id (`token list`).")],
-           redis_url: RedisUrl = None) -> None:
+           json_out: Json = False, redis_url: RedisUrl = None) -> None:
     """Remove the token's password from its Redis user and disconnect the user's clients:
     the token is refused from its next request on, the agent's other tokens keep working."""
-    from workers.output import console
+    from workers.output import console, print_json
 
     from .tokens import revoke_token
 
     rec = _admin(redis_url, lambda bb: revoke_token(bb, token_id))
+    if json_out:
+        print_json({"id": rec.id, "agent": rec.agent, "user": rec.user, "revoked": True})
+        return
     console.print(f"revoked token {rec.id} of agent {rec.agent}", highlight=False)
 
 
@@ -117,8 +122,10 @@ def gateway(
     redis_url: Annotated[str | None, typer.Option(
         "--redis-url", envvar="BLACKBOARD_REDIS_URL",
         help="Redis URL of the memory (no credentials needed: tokens carry them).")] = None,
+    json_out: Json = False,
 ) -> None:
-    """Serve memory over HTTP: REST under /v1, MCP at /mcp, /docs, /metrics."""
+    """Serve memory over HTTP: REST under /v1, MCP at /mcp, the dashboard at /, /docs,
+    /metrics. Says where once it listens (``--json``: one JSON object)."""
     from workers.cli_errors import fail, usage
 
     try:
@@ -136,8 +143,23 @@ def gateway(
                                      insecure_local=insecure_local or None)
     except InvalidArgument as exc:
         usage(str(exc))
+    def ready() -> None:
+        from workers.output import console, print_json
+
+        url = f"http://{s.host}:{s.port}"
+        info = {"url": url, "rest": f"{url}/v1", "mcp": f"{url}/mcp", "dashboard": f"{url}/",
+                "docs": f"{url}/docs", "metrics": f"{url}/metrics", "pid": os.getpid(),
+                "workers": workers, "auth": "off (insecure-local)" if s.insecure_local
+                else "bearer tokens"}
+        if json_out:
+            print_json(info)
+        else:
+            console.print(f"ready: gateway on [bold]{url}[/] (REST /v1, MCP /mcp, dashboard "
+                          f"/, docs /docs; auth: {info['auth']}); Ctrl-C to stop",
+                          highlight=False, soft_wrap=True)
+
     try:
-        serve(s, workers=workers)
+        serve(s, workers=workers, on_ready=ready)
     except KeyboardInterrupt:
         raise typer.Exit(130) from None
     except Exception as exc:

@@ -51,21 +51,25 @@ def register(app: typer.Typer) -> None:
             "--redis-url", envvar="BLACKBOARD_REDIS_URL",
             help="Redis URL (redis://...), without credentials: the token carries them.")
         ] = None,
+        json_out: Annotated[bool, typer.Option(
+            "--json", help="Errors on stderr as one JSON object {error, detail, exit}, for "
+                           "the program that launched it (stdout is the MCP stream).")
+        ] = False,
     ) -> None:
         """Serve the memory tools over MCP on stdio (for Claude Desktop, Cursor...)."""
         from workers.cli_errors import fail, usage
 
         if not token:
             usage("no token: set BLACKBOARD_TOKEN (or pass --token); "
-                  "`blackboard token create --agent A` makes one")
+                  "`blackboard token create --agent A` makes one", as_json=json_out)
         try:
             import mcp as _  # noqa: F401
         except ImportError:
             usage("`blackboard mcp` needs the gateway extra: "
-                  "pip install 'reactive-blackboard[gateway]'")
+                  "pip install 'reactive-blackboard[gateway]'", as_json=json_out)
         try:
             asyncio.run(serve_stdio(token, redis_url))
         except KeyboardInterrupt:
             raise typer.Exit(130) from None
         except Exception as exc:
-            fail(exc)
+            fail(exc, as_json=json_out)

@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import argparse
 import os
+from collections.abc import Callable
 from dataclasses import fields
+from typing import Any
 
 from .settings import ENV_PREFIX, GatewaySettings
 
@@ -35,9 +37,11 @@ async def preflight(settings: GatewaySettings) -> None:
             f"(redis://bb-service:PASSWORD@host/0), or {ENV_PREFIX}RATE=0")
 
 
-def serve(settings: GatewaySettings, *, workers: int = 1) -> None:
-    """Serve until interrupted. ``workers`` > 1: that many processes on one port, each
-    building its app from the environment (the settings are passed down through it)."""
+def serve(settings: GatewaySettings, *, workers: int = 1,
+          on_ready: Callable[[], None] | None = None) -> None:
+    """Serve until interrupted; ``on_ready`` runs once the port listens. ``workers`` > 1:
+    that many processes on one port, each building its app from the environment (the
+    settings are passed down through it; ``on_ready`` then runs as they start)."""
     import asyncio
 
     import uvicorn
@@ -49,12 +53,20 @@ def serve(settings: GatewaySettings, *, workers: int = 1) -> None:
     if workers > 1:
         os.environ.update({ENV_PREFIX + f.name.upper(): str(getattr(settings, f.name))
                            for f in fields(settings)})
+        if on_ready is not None:
+            on_ready()
         uvicorn.run("gateway.app:app_from_env", factory=True, host=settings.host,
                     port=settings.port, workers=workers, log_level="warning",
                     access_log=False)
         return
-    uvicorn.run(create_app(settings), host=settings.host, port=settings.port,
-                log_level="warning", access_log=False)
+    class Server(uvicorn.Server):
+        async def startup(self, sockets: Any = None) -> None:
+            await super().startup(sockets)
+            if self.started and on_ready is not None:  # not started: the bind failed
+                on_ready()
+
+    Server(uvicorn.Config(create_app(settings), host=settings.host, port=settings.port,
+                          log_level="warning", access_log=False)).run()
 
 
 def main(argv: list[str] | None = None) -> None:

@@ -1,6 +1,7 @@
 """The ``blackboard`` command. This module defines ``server``, ``sweep``, ``trim``,
 ``worker``, ``map`` and ``demo``; :func:`_mount` adds the commands of the ``cli_*`` modules
-(``recall``, ``tail``, ``stats``, ``check``, ``acl ...``). ``blackboard --help`` lists them
+(``recall``, ``tail``, ``stats``, ``check``, ``acl ...``) and of the gateway
+(``gateway``, ``mcp``, ``token ...``: :mod:`gateway.cli`). ``blackboard --help`` lists them
 all.
 
 Every command takes ``--redis-url`` (default ``$BLACKBOARD_REDIS_URL``); commands that print

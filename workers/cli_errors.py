@@ -16,8 +16,10 @@ through :func:`blackboard.redact.redact`, so a password in a URL never reaches t
 
 from __future__ import annotations
 
+import json
 import os
 import re
+import sys
 from typing import Any, NoReturn
 
 import typer
@@ -132,18 +134,25 @@ def one_line_warnings() -> None:
         warnings.showwarning = show
 
 
-def fail(exc: BaseException) -> NoReturn:
-    """Print ``exc`` as one line and exit with its code (re-raise under ``--debug``)."""
-    if debug_enabled():
-        raise exc
-    code, line = describe(exc)
-    err_console.print(f"[red]error:[/] {escape(redact(line))}", highlight=False,
-                      soft_wrap=True)
+def _say(kind: str, line: str, code: int, as_json: bool) -> NoReturn:
+    if as_json:  # for a program that launched us and reads our stderr
+        print(json.dumps({"error": kind, "detail": redact(line), "exit": code}),
+              file=sys.stderr, flush=True)
+    else:
+        err_console.print(f"[red]error:[/] {escape(redact(line))}", highlight=False,
+                          soft_wrap=True)
     raise typer.Exit(code) from None
 
 
-def usage(message: str) -> NoReturn:
+def fail(exc: BaseException, *, as_json: bool = False) -> NoReturn:
+    """Print ``exc`` as one line (``as_json``: one JSON object ``{error, detail, exit}``)
+    on stderr and exit with its code (re-raise under ``--debug``)."""
+    if debug_enabled():
+        raise exc
+    code, line = describe(exc)
+    _say(type(exc).__name__, line, code, as_json)
+
+
+def usage(message: str, *, as_json: bool = False) -> NoReturn:
     """A usage mistake found by the command itself: one line, exit 2."""
-    err_console.print(f"[red]error:[/] {escape(redact(message))}", highlight=False,
-                      soft_wrap=True)
-    raise typer.Exit(EXIT_USAGE)
+    _say("usage", message, EXIT_USAGE, as_json)

@@ -87,3 +87,35 @@ def test_gateway_without_a_usable_service_login_is_one_line(gateway):
                             "BLACKBOARD_GATEWAY_SERVICE_URL": ""})
     assert p.returncode == 2, p.stderr
     assert "SERVICE_URL" in p.stderr and len(p.stderr.strip().splitlines()) == 1
+
+
+def test_gateway_says_where_it_listens_and_mcp_errors_as_json(gateway):
+    from tests.gateway.conftest import free_port
+
+    port = free_port()
+    env = {**os.environ, "BLACKBOARD_REDIS_URL": gateway.redis.url, "PYTHONPATH": str(ROOT),
+           "BLACKBOARD_GATEWAY_SERVICE_URL": gateway.redis.admin_url,
+           "BLACKBOARD_PARTITIONS": "8"}
+    p = subprocess.Popen([sys.executable, "-m", "workers", "gateway", "--port", str(port),
+                          "--json"], cwd=ROOT, env=env, stdout=subprocess.PIPE,
+                         stderr=subprocess.PIPE, text=True)
+    try:
+        assert p.stdout is not None
+        info = json.loads(p.stdout.readline())  # printed once the port listens
+        assert info["url"] == f"http://127.0.0.1:{port}" and info["auth"] == "bearer tokens"
+        import httpx
+
+        assert httpx.get(info["url"] + "/healthz", timeout=5).status_code == 200
+        revoked = json.loads(cli(gateway, "token", "revoke", "nope", check=False).stdout
+                             or "null")
+        assert revoked is None  # an unknown id is an error, not a JSON success
+    finally:
+        p.terminate()
+        p.wait(30)
+
+    bad = subprocess.run([sys.executable, "-m", "workers", "mcp", "--json"], cwd=ROOT,
+                         env={k: v for k, v in env.items() if k != "BLACKBOARD_TOKEN"},
+                         capture_output=True, text=True, timeout=60)
+    assert bad.returncode == 2 and bad.stdout == ""  # stdout belongs to the MCP stream
+    err = json.loads(bad.stderr.strip().splitlines()[-1])
+    assert err["error"] == "usage" and "BLACKBOARD_TOKEN" in err["detail"]
