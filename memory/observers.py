@@ -18,9 +18,24 @@ from blackboard import Blackboard, Event, EventType, newest_event_ids, read_scop
 
 from .subscriptions import TagMatch
 
-__all__ = ["ChangeHandle", "Handler"]
+__all__ = ["ChangeHandle", "Handler", "call_handler"]
 
 log = logging.getLogger(__name__)
+
+
+async def call_handler(handler: Callable[[Event], Any], ev: Event) -> bool:
+    """Run an ``on_change`` handler (sync or async) on ``ev``; False, logged, when it
+    raised: a failing handler never stops the stream it reads (local or remote)."""
+    try:
+        out: Any = handler(ev)
+        if inspect.isawaitable(out):
+            await out
+        return True
+    except asyncio.CancelledError:
+        raise
+    except Exception:
+        log.exception("on_change handler failed on event %s of %s", ev.id, ev.scope)
+        return False
 
 Handler = Callable[[Event], Awaitable[None] | None]
 
@@ -98,13 +113,7 @@ class ChangeHandle:
             return
         if not self._match.matches(ev.tags):
             return
-        try:
-            out: Any = self._handler(ev)
-            if inspect.isawaitable(out):
-                await out
+        if await call_handler(self._handler, ev):
             self.delivered += 1
-        except asyncio.CancelledError:
-            raise
-        except Exception:
+        else:
             self.handler_errors += 1
-            log.exception("on_change handler failed on event %s of %s", ev.id, ev.scope)

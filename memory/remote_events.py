@@ -10,7 +10,6 @@ subscription and is kept in :attr:`RemoteChangeHandle.error`.
 from __future__ import annotations
 
 import asyncio
-import inspect
 import json
 import logging
 from collections.abc import AsyncIterator, Awaitable, Callable, Collection
@@ -20,6 +19,7 @@ import httpx
 
 from blackboard import BlackboardError, Event, EventType
 
+from .observers import call_handler
 from .remote_decode import raise_for
 from .subscriptions import TagMatch
 from .wire import EventOut
@@ -115,13 +115,7 @@ class RemoteChangeHandle:
         self.cursor = f"{ev.scope}@{ev.id}"
         if not self._match.matches(ev.tags):
             return
-        try:
-            out: Any = self._handler(ev)
-            if inspect.isawaitable(out):
-                await out
+        if await call_handler(self._handler, ev):
             self.delivered += 1
-        except asyncio.CancelledError:
-            raise
-        except Exception:
+        else:
             self.handler_errors += 1
-            log.exception("on_change handler failed on event %s of %s", ev.id, ev.scope)
