@@ -126,7 +126,7 @@ class MessageIn(_In):
 
 class MessagesIn(_In):
     messages: list[MessageIn] = Field(min_length=1, max_length=BATCH_MAX)
-    level: str | None = "episodic"
+    level: str | None = MemoryLevel.EPISODIC.value
     team: str | None = None
 
     @field_validator("level")

@@ -19,7 +19,7 @@ from fastapi.responses import FileResponse
 from fastapi.staticfiles import StaticFiles
 from pydantic import BaseModel, ConfigDict, Field
 
-from memory import MemoryQuery
+from memory import MemoryLevel, MemoryQuery
 
 from ..dash import beliefs as beliefs_mod
 from ..dash import entry as entry_mod
@@ -54,7 +54,7 @@ class NotConfirmed(GatewayError):
 async def me(caller: CallerDep) -> dict[str, Any]:
     """Who the token is: agent, teams, operator."""
     return {"agent": caller.agent_id, "teams": list(caller.teams), "operator": caller.operator,
-            "token": caller.token_id}
+            "token": caller.token_id, "levels": [lvl.value for lvl in MemoryLevel]}
 
 
 @router.get("/scopes/{scope}/entries")

@@ -13,6 +13,7 @@ from redis import exceptions as rexc
 from blackboard import AccessDenied
 from blackboard.keys import PartitionKeys
 from blackboard.relay import relay_all
+from memory import MemoryLevel
 from tests.gateway.conftest import GatewayProc, run_async
 from tests.gateway.dashboard_support import dead_letter_one
 
@@ -35,8 +36,9 @@ def test_operator_routes_refuse_agent_tokens(gateway: GatewayProc) -> None:
             r = c.request(method, path, json=body)
             assert r.status_code == 403, (path, r.text)
             assert r.json()["error"] == "AccessDenied" and "operator" in r.json()["detail"]
-        assert c.get("/v1/dashboard/me").json() == {"agent": "a", "teams": [],
-                                                   "operator": False, "token": rec.id}
+        assert c.get("/v1/dashboard/me").json() == {
+            "agent": "a", "teams": [], "operator": False, "token": rec.id,
+            "levels": [lvl.value for lvl in MemoryLevel]}  # the page's one list of levels
     with gateway.client(gateway.operator_token()) as c:
         assert c.get("/v1/dashboard/workers").status_code == 200
         assert c.get("/v1/dashboard/dlq").json() == {"items": []}

@@ -9,6 +9,7 @@ import entryView from './entry.js';
 import recallView from './recall.js';
 import beliefsView from './beliefs.js';
 import workersView from './workers.js';
+import {setLevels} from './levels.js';
 
 const VIEWS = {
   map: mapView, events: eventsView, entry: entryView, recall: recallView,
@@ -104,6 +105,7 @@ async function boot() {
   if (!token.get()) { loginView(); return; }
   try {
     me = await api('/v1/dashboard/me');
+    setLevels(me.levels);
   } catch (e) {
     token.clear();
     loginView(e.status === 401 ? 'That token was refused.' : e.message);

@@ -4,8 +4,8 @@
 import {api} from './api.js';
 import {h, fill, fmtNum} from './dom.js';
 import {throttle} from './live.js';
+import {LEVELS} from './levels.js';
 
-const LEVEL_ORDER = ['sensory', 'working', 'stm', 'episodic', 'semantic', 'procedural'];
 
 function fmtTtl(s) {
   if (s === null || s === undefined) return 'none';
@@ -47,7 +47,7 @@ function groupKey(s) {
 
 function levelRank(s) {
   const l = (s.level || '').replace(/^ltm:/, '');
-  const i = LEVEL_ORDER.indexOf(l);
+  const i = LEVELS.indexOf(l);
   return i < 0 ? -1 : i;
 }
 

@@ -4,8 +4,8 @@
 import {api} from './api.js';
 import {h, fill, bar, fmtNum, text, clip, entryLink} from './dom.js';
 import {throttle} from './live.js';
+import {LEVELS} from './levels.js';
 
-const LEVELS = ['sensory', 'working', 'stm', 'episodic', 'semantic', 'procedural'];
 const list = (s) => s.split(',').map((x) => x.trim()).filter(Boolean);
 const toMs = (v) => (v ? new Date(v + 'Z').getTime() : null);
 const fromMs = (ms) => (ms ? new Date(ms).toISOString().slice(0, 16) : '');
