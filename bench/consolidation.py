@@ -32,6 +32,7 @@ from pathlib import Path
 from typing import Any
 
 import redis
+import redis.asyncio
 from rich.console import Console
 from rich.table import Table
 
@@ -216,7 +217,8 @@ async def run_raw(url: str, n: int) -> dict[str, Any]:
     async with Blackboard.connect(url, partitions=PARTITIONS) as bb:
         await bb.ensure_groups(["raw"])
         buses = {bb.bus(p).stream: ">" for p in range(PARTITIONS)}
-        r = bb.client
+        # The baseline is raw redis-py: its own client, none of the substrate's objects.
+        r = redis.asyncio.Redis.from_url(url)
         consumed = 0
         derived = 0
 
@@ -252,6 +254,7 @@ async def run_raw(url: str, n: int) -> dict[str, Any]:
         await asyncio.wait_for(consumer(), 600)
         elapsed = time.perf_counter() - t0
         cpu1 = await cpu_seconds(bb, [])
+        await r.aclose()
         assert consumed == n, f"raw loop saw {consumed} of {n}"
     return {
         "mode": "raw loop (XREADGROUP/HSET+ZADD/XACK)",

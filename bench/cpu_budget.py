@@ -41,8 +41,8 @@ def runqueue_wait(pid: int) -> float | None:
 async def cpu_seconds(bb: Any, ps: list[subprocess.Popen[bytes]]) -> dict[str, float | None]:
     """CPU seconds so far of the workers (summed), Redis (INFO cpu) and this process, and
     the seconds Redis has waited for a CPU (when it runs on this machine)."""
-    info = await bb.client.info("cpu")
-    pid = (await bb.client.info("server")).get("process_id")
+    info = await bb.server_info("cpu")
+    pid = (await bb.server_info("server")).get("process_id")
     per_worker = [process_cpu(p.pid) for p in ps]
     return {
         "workers": None if None in per_worker else sum(c for c in per_worker if c is not None),

@@ -171,6 +171,11 @@ class Blackboard:
         """Now in ms since the epoch on Redis's clock (the clock entries are stamped with)."""
         return self.clock.now_ms()
 
+    async def server_info(self, section: str) -> dict[str, Any]:
+        """One section of the server's ``INFO`` (``cpu``, ``server``, ``memory``...); on a
+        cluster, the node the client asks first."""
+        return dict(await self.client.info(section))
+
     async def __aenter__(self) -> Blackboard:
         return self
 
