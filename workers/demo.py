@@ -44,7 +44,7 @@ from .roles import CONSUMING_ROLES, EDGE_ROLES, ROLES
 from .stats import collect_stats
 from .supervisor import worker_command, worker_env
 
-__all__ = ["run_demo"]
+__all__ = ["install_agents", "run_agent", "run_demo"]
 
 #: The demo shortens trigger times so consolidation happens within the run.
 DEMO_TRIGGER = Trigger.any_of(Trigger.count(12), Trigger.age(1.0))
@@ -58,7 +58,8 @@ WORKER_ENV = {
 WORKERS_START_S = 90.0  # importing numpy/faiss in 7 processes on 2 cores takes a while
 
 
-async def _install(bb: Blackboard, agents: list[str]) -> None:
+async def install_agents(bb: Blackboard, agents: list[str]) -> None:
+    """Each agent's memory hierarchy, its edges firing on the demo's trigger."""
     reg = Registry(bb)
     try:
         for a in agents:
@@ -79,8 +80,10 @@ def _extract(call: CallRecord) -> Observation:
     )
 
 
-async def _agent(bb: Blackboard, name: str, steps: int, seed: int,
-                 tick: Callable[[], None]) -> int:
+async def run_agent(bb: Blackboard, name: str, steps: int, seed: int,
+                    tick: Callable[[], None] = lambda: None) -> int:
+    """One scripted agent at work (:func:`workers.demo_agents.script`): actions through an
+    observed callable per tool, observations stored; -> steps taken."""
     async with AgentMemory(bb, name, teams=[TEAM]) as mem:
         # One observed callable per tool, as an agent would have: the producer tags each
         # call action_type:<tool name> and success/failure from whether it raised.
@@ -201,7 +204,7 @@ async def _main(url: str, names: list[str], steps: int, procs: list[subprocess.P
     async with Blackboard.connect(url) as bb:
         with ph.phase(f"installing memory for {len(names)} agents"):
             await bb.ensure_groups(list(CONSUMING_ROLES))
-            await _install(bb, names)
+            await install_agents(bb, names)
         if procs:
             await _await_workers(bb, procs, ph)
         # A script finishes the task in hand, so it may run a few steps past ``steps``.
@@ -211,7 +214,7 @@ async def _main(url: str, names: list[str], steps: int, procs: list[subprocess.P
         def ticker(name: str) -> Callable[[], None]:
             return lambda: ph.progress.advance(bars[name])
 
-        done = await asyncio.gather(*(_agent(bb, n, steps, 7, ticker(n)) for n in names))
+        done = await asyncio.gather(*(run_agent(bb, n, steps, 7, ticker(n)) for n in names))
         if workers or await list_workers(bb):
             settled = await _consolidate(bb, ph, 60)
         else:

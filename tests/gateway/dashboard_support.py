@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import dataclasses
 import subprocess
 import time
 from collections.abc import Iterator
@@ -17,16 +16,13 @@ from typing import Any
 from blackboard import Blackboard
 from blackboard.entry import decode_event
 from blackboard.keys import PartitionKeys
-from memory import AgentMemory, MemoryLevel, Registry
-from memory.producers import CallRecord, Observation
 from tests.gateway.conftest import GatewayProc
-from workers.demo import DEMO_TRIGGER, WORKER_ENV
-from workers.demo_agents import Step, script
+from workers.demo import WORKER_ENV, install_agents
+from workers.demo import run_agent as demo_agent
 from workers.roles import CONSUMING_ROLES
 from workers.supervisor import worker_command, worker_env
 
 AGENTS = ("agent1", "agent2")
-TEAM = "ops"
 STEPS = 60
 #: The throwaway consumer group that dead-letters one event (never a worker role).
 DLQ_GROUP = "dashtest"
@@ -38,51 +34,12 @@ def admin(gw: GatewayProc) -> Any:
 
 async def install(bb: Blackboard) -> None:
     await bb.ensure_groups(list(CONSUMING_ROLES))
-    reg = Registry(bb)
-    try:
-        for a in AGENTS:
-            async with AgentMemory(bb, a, teams=[TEAM], registry=reg) as mem:
-                h = await mem.install_default_hierarchy()
-            for e in h.edges:
-                await reg.save_edge(dataclasses.replace(e, trigger=DEMO_TRIGGER))
-    finally:
-        await reg.aclose()
-
-
-def _extract(call: CallRecord) -> Observation:
-    step: Step = call.args[0]
-    return Observation({"text": step.text, "action": step.action},
-                       tags=step.tags | {"success" if call.ok else "failure"},
-                       metadata={"agent": step.agent})
+    await install_agents(bb, list(AGENTS))
 
 
 async def run_agent(bb: Blackboard, name: str, steps: int = STEPS) -> int:
-    """The demo agent's loop: an observed callable per tool, observations stored."""
-    async with AgentMemory(bb, name, teams=[TEAM]) as mem:
-        tools: dict[str, Any] = {}
-
-        def tool(action: str) -> Any:
-            if action not in tools:
-                async def run(step: Step) -> str:
-                    if not step.ok:
-                        raise RuntimeError(f"{step.action} failed")
-                    return "done"
-
-                run.__name__ = run.__qualname__ = action
-                tools[action] = mem.observe(run, extractor=_extract)
-            return tools[action]
-
-        n = 0
-        for step in script(name, steps, 7):
-            if step.kind == "action" and step.action:
-                with contextlib.suppress(RuntimeError):
-                    await tool(step.action)(step)
-            else:
-                await mem.store({"text": step.text}, MemoryLevel.WORKING, tags=step.tags,
-                                metadata={"agent": name})
-            n += 1
-        await mem.flush()
-        return n
+    """The demo's agent loop (the same script seed as ``blackboard demo``)."""
+    return await demo_agent(bb, name, steps, seed=7)
 
 
 async def dead_letter_one(bb: Blackboard) -> str:
