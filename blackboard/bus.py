@@ -111,17 +111,11 @@ class Bus:
 
     async def dlq(self, count: int = 100) -> list[tuple[str, dict[str, str]]]:
         """The newest dead-lettered events: (dlq id, fields)."""
-        items = await self.bb.client.xrevrange(self._k.dlq, count=count)
-        return [
-            (sid.decode(), {k.decode(): v.decode("utf-8", "replace") for k, v in f.items()})
-            for sid, f in items
-        ]
+        return _dead_letters(await self.bb.client.xrevrange(self._k.dlq, count=count))
 
     async def dlq_range(self, dlq_id: str) -> list[tuple[str, dict[str, str]]]:
         """The dead letter ``dlq_id`` (empty when there is none): (dlq id, fields)."""
-        items = await self.bb.client.xrange(self._k.dlq, dlq_id, dlq_id)
-        return [(as_str(sid), {as_str(k): as_str(v, "replace") for k, v in f.items()})
-                for sid, f in items]
+        return _dead_letters(await self.bb.client.xrange(self._k.dlq, dlq_id, dlq_id))
 
     async def dlq_len(self) -> int:
         return int(await self.bb.client.xlen(self._k.dlq))
@@ -173,3 +167,10 @@ class Bus:
 
 def _s(v: bytes | str) -> str:
     return v.decode() if isinstance(v, bytes) else str(v)
+
+
+def _dead_letters(items: Any) -> list[tuple[str, dict[str, str]]]:
+    """DLQ stream entries as text; a field written by hand that is not UTF-8 is replaced,
+    not fatal, so the operator still sees the letter."""
+    return [(as_str(sid), {as_str(k): as_str(v, "replace") for k, v in f.items()})
+            for sid, f in items]
