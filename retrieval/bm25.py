@@ -19,6 +19,7 @@ import threading
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from typing import cast
 
 import numpy as np
 import numpy.typing as npt
@@ -291,15 +292,14 @@ class BM25Index:
         p, avgdl = self.params, self.avgdl
         idf = self.variant.idf(self._df.a[tids].astype(np.float64), self._n_live) * mult
         w = idf[qi] * self.variant.tfc(tf, self._slot_len.a[slots], avgdl, p)
-        uniq, inv = np.unique(slots, return_inverse=True)
-        scores = np.bincount(inv, weights=w, minlength=len(uniq))
         # BM25+ gives every document tfc(0) per query term; add it for the terms a matched
         # document lacks (bm25s adds it to every document).
         base = self.variant.tfc(np.zeros(1), np.full(1, avgdl), avgdl, p)[0]
-        if base:
-            present = np.bincount(inv, weights=idf[qi] * base, minlength=len(uniq))
+        uniq, scores, present = _sum_by_slot(slots, w, idf[qi] * base if base else None,
+                                             self._slot_id.n)
+        if present is not None:
             scores += idf.sum() * base - present
-        return uniq.astype(np.int64), scores.astype(np.float64)
+        return uniq, scores
 
     def _allowed_mask(self, allowed_ids: I64 | None) -> Mask | None:
         if allowed_ids is None:
@@ -349,3 +349,24 @@ class BM25Index:
         absent), float64 ``(n,)``."""
         ids = np.asarray(ids, dtype=np.int64)
         return self.search(query, 0, ids, score_ids=ids).extra
+
+
+def _sum_by_slot(
+    slots: I64, w: F64, w2: F64 | None, n_slots: int
+) -> tuple[I64, F64, F64 | None]:
+    """The distinct ``slots`` (ascending) with the sum of ``w`` (and of ``w2``) over each.
+
+    Many postings for the slot count (a common query term): accumulate into a dense array
+    of every slot, as bm25s does, which is linear; few: sort them (no pass over every slot).
+    A slot counts as matched even if its sum is 0 (a robertson idf can be 0)."""
+    if len(slots) * 8 < n_slots:
+        uniq, inv = np.unique(slots, return_inverse=True)
+        sums = cast(F64, np.bincount(inv, weights=w, minlength=len(uniq)))
+        more = None if w2 is None else cast(F64, np.bincount(inv, weights=w2, minlength=len(uniq)))
+        return uniq.astype(np.int64), sums, more
+    hit = np.zeros(n_slots, np.bool_)
+    hit[slots] = True
+    at = np.flatnonzero(hit)
+    sums = cast(F64, np.bincount(slots, weights=w, minlength=n_slots))[at]
+    more = None if w2 is None else cast(F64, np.bincount(slots, weights=w2, minlength=n_slots))[at]
+    return at.astype(np.int64), sums, more

@@ -10,6 +10,7 @@ from hypothesis import strategies as st
 from rank_bm25 import BM25Okapi
 
 from retrieval import Analyzer, BM25Index, BM25Params
+from retrieval.bm25 import _sum_by_slot
 
 WORDS = [
     "apple",
@@ -156,3 +157,23 @@ def test_overlap_with_rank_bm25() -> None:
 def test_unknown_variant() -> None:
     with pytest.raises(ValueError, match="known: bm25\\+, lucene, robertson"):
         BM25Index(variant="nope")
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_both_ways_of_summing_postings_agree(seed: int) -> None:
+    # A common term's postings are summed into an array over every slot, a rare term's by
+    # sorting them: the two must give the same documents and scores (zero sums included).
+    rng = np.random.default_rng(seed)
+    slots = rng.integers(0, 1000, 400).astype(np.int64)
+    w = rng.random(400) * (rng.random(400) > 0.2)  # some postings weigh nothing
+    w2 = rng.random(400)
+    dense = _sum_by_slot(slots, w, w2, 1000)  # 400 postings for 1000 slots: dense
+    sparse = _sum_by_slot(slots, w, w2, 10**6)  # for a million: sorted
+    want = np.unique(slots)
+    for got in (dense, sparse):
+        np.testing.assert_array_equal(got[0], want)
+    np.testing.assert_allclose(dense[1], sparse[1])
+    np.testing.assert_allclose(dense[1], [w[slots == s].sum() for s in want])
+    assert dense[2] is not None and sparse[2] is not None
+    np.testing.assert_allclose(dense[2], sparse[2])
+    assert _sum_by_slot(slots, w, None, 1000)[2] is None
