@@ -202,12 +202,14 @@ def as_query(query: MemoryQuery | str | Any, limit: int | None = None,
              explain: bool = False) -> MemoryQuery:
     """``query`` as a :class:`MemoryQuery` (text becomes its ``query``); ``limit`` sets
     ``max_results``, ``explain`` the explain flag."""
-    q = query if isinstance(query, MemoryQuery) else MemoryQuery(query=str(query))
     update: dict[str, Any] = {}
     if limit is not None:
         update["max_results"] = limit
     if explain:
         update["explain"] = True
+    if not isinstance(query, MemoryQuery):
+        return MemoryQuery(query=str(query), **update)  # one validation, on every recall
+    q = query
     if not update:
         return q
     # model_validate (not model_copy) so the new values are validated too

@@ -7,6 +7,7 @@ Functions that read :class:`ScopeCatalog` rows and never mutate them; the caller
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 import numpy as np
@@ -56,22 +57,20 @@ def scope_candidates(
             rows = rows[np.argpartition(-pre, pool - 1)[:pool]]
         n = len(rows)
         return Candidates([cat], rows.astype(np.int64), np.full(n, np.nan), np.zeros(n))
-    dense_map: dict[int, float] = {}
+    d_ids, d_scores = np.zeros(0, np.int64), np.zeros(0, np.float32)
     if qvec is not None and cat.dense is not None:
         dv = cat.dense.search(qvec, pool, allowed)
-        dense_map = dict(zip(dv.ids.tolist(), dv.scores.tolist(), strict=True))
-    d_ids = np.fromiter(dense_map, np.int64, len(dense_map))
+        d_ids, d_scores = dv.ids, dv.scores
     # one BM25 pass gives its top pool and the scores of the dense hits
     b = cat.bm25.search(q.query, pool, allowed, score_ids=d_ids)
-    rows = np.union1d(b.ids, d_ids)
-    b_map = dict(zip(b.ids.tolist(), b.scores.tolist(), strict=True))
-    b_map.update(zip(d_ids.tolist(), b.extra.tolist(), strict=True))
-    bm = np.fromiter((b_map[r] for r in rows.tolist()), np.float64, len(rows))
+    rows = np.union1d(b.ids, d_ids)  # sorted: each list's ids are placed by bisection
+    bm = np.zeros(len(rows))
+    bm[np.searchsorted(rows, b.ids)] = b.scores
+    at_d = np.searchsorted(rows, d_ids)
+    bm[at_d] = b.extra
     dense = np.full(len(rows), np.nan)
     if qvec is not None and cat.dense is not None:
-        for i, r in enumerate(rows.tolist()):
-            if r in dense_map:
-                dense[i] = dense_map[r]
+        dense[at_d] = d_scores
         missing = np.isnan(dense) & cat.has_vec.a[rows]
         if missing.any():
             dense[missing] = cat.dense.scores_for(qvec, rows[missing])
@@ -96,13 +95,22 @@ def rank(
 ) -> list[ScoredEntry]:
     """The best ``q.max_results`` of the non-empty ``parts``, best first; ``dim`` is the
     embedder's vector length (read only for MMR)."""
-    owner = np.concatenate([np.full(len(p.rows), i) for i, p in enumerate(parts)])
-    rows = np.concatenate([p.rows for p in parts])
-    dense = np.concatenate([p.dense for p in parts])
-    bm25 = np.concatenate([p.bm25 for p in parts])
+    # Every column over every candidate, part after part; one filter keeps them in step.
+    cols = [
+        (np.full(len(p.rows), i), p.rows, p.dense, p.bm25,
+         p.cat[0].current_strength(p.rows, now), p.cat[0].created_at.view[p.rows],
+         p.cat[0].importance.view[p.rows])
+        for i, p in enumerate(parts)
+    ]
+    owner, rows, dense, bm25, strength, created, importance = (
+        c[0] if len(cols) == 1 else np.concatenate(c) for c in zip(*cols, strict=True)
+    )
     if q.query is not None:
         keep = relevance_floor(dense, bm25 > 0, cfg.dense_floor)
-        owner, rows, dense, bm25 = owner[keep], rows[keep], dense[keep], bm25[keep]
+        if not keep.all():
+            owner, rows, dense, bm25, strength, created, importance = (
+                a[keep] for a in (owner, rows, dense, bm25, strength, created, importance)
+            )
         if not len(rows):
             return []
         has_d = ~np.isnan(dense)
@@ -117,15 +125,6 @@ def rank(
             fused = minmax(bm25)
     else:
         fused = np.zeros(len(rows))
-    strength = np.zeros(len(rows))
-    created = np.zeros(len(rows))
-    importance = np.zeros(len(rows))
-    for i, p in enumerate(parts):
-        m = owner == i
-        cat = p.cat[0]
-        strength[m] = cat.current_strength(rows[m], now)
-        created[m] = cat.created_at.view[rows[m]]
-        importance[m] = cat.importance.view[rows[m]]
     rec = recency(created, now, cfg.recency_half_life_ms)
     score = (
         cfg.w_relevance * fused
@@ -139,24 +138,19 @@ def rank(
         head = order[: max(k * 4, k)]
         vecs = _vectors(parts, owner[head], rows[head], dim)
         order = head[mmr(score[head], vecs, q.mmr, k)]
+    top = order[:k]
+    # one conversion per column, not one numpy scalar per field and hit
+    picked = zip(owner[top].tolist(), rows[top].tolist(), dense[top].tolist(),
+                 bm25[top].tolist(), fused[top].tolist(), strength[top].tolist(),
+                 rec[top].tolist(), importance[top].tolist(), score[top].tolist(), strict=True)
     out = []
-    for j in order[:k].tolist():
-        cat = parts[owner[j]].cat[0]
-        entry = cat.entries[rows[j]]
+    text = q.query is not None
+    for o, r, d, b, f, st, rc, im, sc in picked:
+        cat = parts[o].cat[0]
+        entry = cat.entries[r]
         assert entry is not None
-        out.append(
-            ScoredEntry(
-                entry=entry,
-                scope=cat.scope,
-                dense=None if np.isnan(dense[j]) else float(dense[j]),
-                bm25=None if q.query is None else float(bm25[j]),
-                fused=float(fused[j]),
-                strength=float(strength[j]),
-                recency=float(rec[j]),
-                importance=float(importance[j]),
-                score=float(score[j]),
-            )
-        )
+        out.append(ScoredEntry(entry, cat.scope, None if math.isnan(d) else d,
+                               b if text else None, f, st, rc, im, sc))
     return out
 
 

@@ -107,8 +107,8 @@ def relevance_floor(
 ) -> npt.NDArray[np.bool_]:
     """Which candidates carry real evidence of relevance: a BM25 term match, or a raw dense
     cosine of at least ``dense_floor`` (``dense`` NaN: no vector)."""
-    d = np.nan_to_num(np.asarray(dense, np.float64), nan=-1.0)
-    return np.asarray(bm25_matched, bool) | (d >= dense_floor)
+    # NaN >= x is False: a candidate without a cosine passes on its BM25 match alone
+    return np.asarray(bm25_matched, bool) | (np.asarray(dense, np.float64) >= dense_floor)
 
 
 @dataclass(frozen=True, slots=True)
