@@ -43,6 +43,7 @@ from .keys import partition_of
 from .lease import Lease, LeaseRows, LeaseTable
 from .pending import BufferState, PendingBuffer
 from .presence import Presence
+from .probe import FeedProbe
 from .ratelimit import RateDecision, RateLimiter
 from .readiness import missing_scripts
 from .reconnect import reconnect
@@ -92,6 +93,7 @@ __all__ = [
     "Event",
     "EventType",
     "FeedHead",
+    "FeedProbe",
     "GroupInfo",
     "InvalidArgument",
     "InvalidKey",

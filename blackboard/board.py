@@ -22,6 +22,7 @@ from .keys import ScopeKeys
 from .lease import Lease, LeaseTable
 from .pending import PendingBuffer
 from .presence import Presence
+from .probe import FeedProbe
 from .records import Records
 from .redact import mask_url
 from .relay import Relays
@@ -145,9 +146,16 @@ class Blackboard:
         """This process's inbox relays (started by the consumers of each partition)."""
         return Relays(self)
 
+    @functools.cached_property
+    def feed_probe(self) -> FeedProbe:
+        """Scopes' newest feed ids asked around a search (read-your-writes checks)."""
+        return FeedProbe(self)
+
     async def close(self) -> None:
         if "relays" in self.__dict__:
             await self.relays.close()
+        if "feed_probe" in self.__dict__:
+            await self.feed_probe.aclose()
         await self.clock.close()
         await self.client.aclose()
 

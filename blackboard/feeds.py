@@ -11,14 +11,18 @@ import logging
 from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING
 
+from redis import exceptions as rexc
+
 from .codec import as_str
 from .entry import Event, decode_event
-from .errors import InvalidArgument
+from .errors import AccessDenied, InvalidArgument
+from .scripts import raise_for_script_error, run_script
 
 if TYPE_CHECKING:
     from .board import Blackboard
 
 __all__ = [
+    "heads_reply",
     "newest_event_ids",
     "newest_ids",
     "read_feeds",
@@ -31,9 +35,21 @@ log = logging.getLogger(__name__)
 
 
 async def newest_ids(bb: Blackboard, feeds: Sequence[str]) -> dict[str, str]:
-    """Feed key -> id of its newest event (``0-0`` when empty), in one round trip."""
+    """Feed key -> id of its newest event (``0-0`` when empty), in one round trip: one
+    ``heads.lua`` call (on a cluster, whose feeds span slots, or for a user who may not
+    load the script after a flush, one XREVRANGE per feed)."""
     if not feeds:
         return {}
+    if not bb.cluster:
+        try:
+            reply = await run_script(bb.client, "heads", list(feeds), [], readonly=True)
+        except AccessDenied:
+            pass  # not loaded, and this user may not load it: ask without it, below
+        except rexc.ResponseError as exc:  # refused inside the script: AccessDenied
+            raise_for_script_error(exc)
+            raise
+        else:
+            return heads_reply(feeds, reply)
     async with bb.client.pipeline(transaction=False) as pipe:
         for f in feeds:
             pipe.xrevrange(f, count=1)
@@ -41,6 +57,12 @@ async def newest_ids(bb: Blackboard, feeds: Sequence[str]) -> dict[str, str]:
     return {
         f: (last[0][0].decode() if last else "0-0") for f, last in zip(feeds, lasts, strict=True)
     }
+
+
+def heads_reply(names: Sequence[str], reply: Sequence[bytes | str]) -> dict[str, str]:
+    """Each of ``names`` (the feeds asked about, or their scopes, in order) -> the newest
+    id in a ``heads.lua`` reply."""
+    return {n: as_str(i) for n, i in zip(names, reply, strict=True)}
 
 
 async def newest_event_ids(bb: Blackboard, scope_ids: Sequence[str]) -> dict[str, str]:

@@ -13,7 +13,7 @@ from __future__ import annotations
 from functools import cache
 from typing import Any
 
-__all__ = ["with_fast_packing"]
+__all__ = ["pack", "with_fast_packing"]
 
 
 @cache
@@ -41,3 +41,12 @@ def with_fast_packing(connection_class: type[Any]) -> type[Any]:
         (connection_class,),
         {"pack_command": pack_command, "__doc__": connection_class.__doc__},
     )
+
+
+def pack(*args: str | bytes | int) -> bytes:
+    """One command as RESP bytes, for a caller that writes it itself (text as UTF-8)."""
+    out = [b"*%d\r\n" % len(args)]
+    for a in args:
+        b = a if isinstance(a, bytes) else str(a).encode()
+        out.append(b"$%d\r\n%s\r\n" % (len(b), b))
+    return b"".join(out)

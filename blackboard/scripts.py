@@ -53,6 +53,7 @@ _STANDALONE = (
     "embed",
     "ratelimit",
     "redrive",
+    "heads",
 )
 
 
@@ -149,14 +150,20 @@ async def load_script(client: Any, name: str) -> None:
         ) from exc
 
 
-async def run_script(client: Any, name: str, keys: list[str], args: list[Any]) -> Any:
-    """Run a script by SHA, loading it on ``NOSCRIPT`` (after a restart or failover)."""
+async def run_script(
+    client: Any, name: str, keys: list[str], args: list[Any], *, readonly: bool = False
+) -> Any:
+    """Run a script by SHA, loading it on ``NOSCRIPT`` (after a restart or failover).
+
+    ``readonly``: as ``EVALSHA_RO``, which a user may run on keys it may only read (ACL
+    counts EVALSHA's keys as written); the script must write nothing."""
     script = SCRIPTS[name]
+    cmd = "EVALSHA_RO" if readonly else "EVALSHA"
     try:
-        return await client.evalsha(script.sha, len(keys), *keys, *args)
+        return await client.execute_command(cmd, script.sha, len(keys), *keys, *args)
     except rexc.NoScriptError:
         await load_script(client, name)
-        return await client.evalsha(script.sha, len(keys), *keys, *args)
+        return await client.execute_command(cmd, script.sha, len(keys), *keys, *args)
 
 
 async def run_script_many(

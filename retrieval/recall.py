@@ -10,7 +10,6 @@ comparable. Text may be given directly (``recall("text", scopes)``): it becomes 
 
 from __future__ import annotations
 
-import asyncio
 import logging
 from collections.abc import Sequence
 from pathlib import Path
@@ -107,12 +106,7 @@ class Retriever:
         # every scope's newest feed id, search while the reply travels, then check that the
         # search saw at least those ids; if not, catch up and search again.
         seen = fol.positions(names)
-        newest = asyncio.ensure_future(fol.newest(names))
-        await asyncio.sleep(0)  # let the request go out before the search holds the loop
-        try:
-            hits = self._search(q, names)
-        finally:
-            ids = await newest
+        hits, ids = await self.bb.feed_probe.around(names, lambda: self._search(q, names))
         if fol.behind(ids, seen):
             await fol.catch_up_to(ids, self.wait_timeout)
             hits = self._search(q, names)

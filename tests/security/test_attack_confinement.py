@@ -163,10 +163,11 @@ def _script_attempts(bb: Blackboard) -> list[tuple[str, tuple[Any, ...]]]:
     part = vs.part
     out: list[tuple[str, tuple[Any, ...]]] = []
     for s in SCRIPTS.all():
-        out.append((f"EVALSHA {s.name} on C's keys",
-                    ("EVALSHA", s.sha, 7, *vs.script_keys(), *["x"] * 13)))
-        out.append((f"EVALSHA {s.name} on partition keys",
-                    ("EVALSHA", s.sha, 3, part.bus, part.pendings, part.inflight, "x", "1")))
+        for cmd in ("EVALSHA", "EVALSHA_RO"):  # an agent holds both; _RO reads only
+            out.append((f"{cmd} {s.name} on C's keys",
+                        (cmd, s.sha, 7, *vs.script_keys(), *["x"] * 13)))
+            out.append((f"{cmd} {s.name} on partition keys",
+                        (cmd, s.sha, 3, part.bus, part.pendings, part.inflight, "x", "1")))
     return out
 
 
