@@ -30,7 +30,8 @@ class EmbeddingSync:
     """Adds entries to ``engine`` and stores the vectors it computes back in Redis.
 
     Owns two tasks on the running loop: one embeds the engine's queue in a thread after each
-    :meth:`add`, one writes vectors back (when ``write_back``). Hooks ``engine.on_embedded``
+    :meth:`add` (a search awaits :meth:`settled` first), one writes vectors back (when
+    ``write_back``). Hooks ``engine.on_embedded``
     until :meth:`detach`. ``stored`` counts the vectors written back.
     """
 
@@ -41,6 +42,8 @@ class EmbeddingSync:
         self._embed_wake = asyncio.Event()
         self._store_wake = asyncio.Event()
         self._to_store: deque[tuple[str, str, int, bytes]] = deque()
+        self._inflight: asyncio.Future[None] | None = None
+        self._inflight_n = 0
         self._loop = asyncio.get_running_loop()
         engine.on_embedded = self._embedded
         self._tasks = [
@@ -96,16 +99,44 @@ class EmbeddingSync:
         with contextlib.suppress(RuntimeError):  # loop closed: the vectors stay unstored
             self._loop.call_soon_threadsafe(self._store_wake.set)
 
+    async def settled(self, max_batch: int | None = None) -> None:
+        """Wait until no batch is being embedded, or (``max_batch``) none of more than that
+        many entries: a search that follows (before the loop runs anything else) then sees
+        the vector of every entry it finds, since what is still queued is embedded by the
+        search itself. A larger batch means the model is behind the writes: waiting for it
+        would make the search's cost the backlog's."""
+        while self._inflight is not None and (max_batch is None or self._inflight_n <= max_batch):
+            await asyncio.shield(self._inflight)
+
     async def _embed_loop(self) -> None:
         while not self._stopped:
             await self._embed_wake.wait()
             self._embed_wake.clear()
             if self._stopped:
                 return
+            # Taken here, on the loop: once settled() returns, no batch is out of the
+            # queue without its vectors in the engine.
+            batch = self.engine.take_pending(self.engine.embed_batch)
+            if not batch:
+                continue
+            if self.engine.waiting:
+                self._embed_wake.set()  # more than a batch queued: the next one after this
+            done = self._inflight = self._loop.create_future()
+            self._inflight_n = len(batch)
             try:
-                await asyncio.to_thread(self.engine.flush_embeddings)
-            except Exception:
+                # The model runs in a thread and outside the engine's lock: requests,
+                # feed events and searches go on meanwhile.
+                vecs = await asyncio.to_thread(self.engine.embed_pending, batch)
+            except BaseException as exc:
+                self.engine.requeue(batch)
+                if not isinstance(exc, Exception):
+                    raise
                 log.exception("embedding queued entries failed; the next search retries")
+            else:
+                self.engine.put_vectors(batch, vecs)
+            finally:
+                self._inflight = None
+                done.set_result(None)
 
     async def _store_loop(self) -> None:
         while not self._stopped:

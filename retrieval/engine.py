@@ -30,6 +30,8 @@ from .timeline import resolve_periods
 __all__ = ["EngineStats", "SearchEngine"]
 
 Vec = npt.NDArray[np.float32]
+#: Entries waiting for a vector: (their scope's catalog, row, indexed text).
+Pending = list[tuple[ScopeCatalog, int, str]]
 
 
 @dataclass(frozen=True, slots=True)
@@ -49,7 +51,15 @@ class SearchEngine:
 
     ``embedder="default"`` uses :func:`default_embedder` (MiniLM if installed); ``None``
     ranks by BM25 alone. ``text_fn`` gives the indexed text of an entry. Thread-safe (one
-    lock: mutations and searches are serialised).
+    lock: mutations and searches are serialised; the model runs outside it when entries
+    are embedded in the background, :meth:`take_pending`).
+
+    Entries added without a usable vector wait in a queue, embedded ``embed_batch`` at a
+    time (by :meth:`flush_embeddings`, or a follower's background task). A search first
+    embeds those of its scopes still waiting itself when they are at most
+    ``inline_embed``, so what was just written is found by meaning too. More waiting means
+    the model is behind the writes: they rank by BM25 and the filters alone until their
+    batch is done, and a search's cost stays bounded instead of growing with the backlog.
     """
 
     def __init__(
@@ -62,6 +72,7 @@ class SearchEngine:
         ivf_threshold: int = 200_000,
         text_fn: Callable[[Entry], str] = entry_text,
         embed_batch: int = 256,
+        inline_embed: int = 64,
     ) -> None:
         self.embedder: Embedder | None = (
             default_embedder() if isinstance(embedder, str) else embedder
@@ -72,10 +83,12 @@ class SearchEngine:
         self.ivf_threshold = ivf_threshold
         self.text_fn = text_fn
         self.embed_batch = embed_batch
+        self.inline_embed = inline_embed
         self._lock = threading.RLock()
         self._scopes: dict[str, ScopeCatalog] = {}
         self._scope_of: dict[str, str] = {}  # entry id -> scope
-        self._pending: list[tuple[ScopeCatalog, int, str]] = []
+        self._pending: Pending = []
+        self._out: list[Pending] = []  # batches taken, being embedded outside the lock
         self._embed_calls = 0
         self._embedded_texts = 0
         #: Called (under the engine lock, on whichever thread embedded) with each batch of
@@ -124,7 +137,7 @@ class SearchEngine:
                 len(self._scope_of),
                 self._embed_calls,
                 self._embedded_texts,
-                len(self._pending),
+                len(self._pending) + sum(len(b) for b in self._out),
             )
 
     # -- mutation ------------------------------------------------------------
@@ -197,34 +210,98 @@ class SearchEngine:
         return out
 
     def flush_embeddings(self) -> int:
-        """Embed every queued entry; returns how many were embedded."""
-        with self._lock:
-            return self._flush_locked()
-
-    def _flush_locked(self) -> int:
-        emb = self.embedder
-        todo = [(c, r, t) for c, r, t in self._pending if c.alive.a[r]]
-        self._pending = []
-        if emb is None or not todo:
+        """Embed every queued entry; returns how many were embedded. The model runs outside
+        the engine's lock, so adds and searches go on meanwhile (a search embeds what is
+        still out itself: see :meth:`take_pending`)."""
+        batch = self.take_pending()
+        if not batch:
             return 0
-        for i in range(0, len(todo), self.embed_batch):
-            part = todo[i : i + self.embed_batch]
-            vecs = emb.embed([t for _, _, t in part])
-            self._embed_calls += 1
-            self._embedded_texts += len(part)
+        try:
+            vecs = self.embed_pending(batch)
+        except BaseException:
+            self.requeue(batch)
+            raise
+        return self.put_vectors(batch, vecs)
+
+    def take_pending(self, limit: int | None = None) -> Pending:
+        """The oldest ``limit`` (None: all) queued entries still indexed, as (catalog, row,
+        text), out of the queue until :meth:`put_vectors` (or :meth:`requeue`) returns
+        them. A search meanwhile embeds those it would miss itself (when no more than
+        ``inline_embed`` wait), so a caller that can wait for the batch, asynchronously,
+        saves that work."""
+        with self._lock:
+            live = [x for x in self._pending if x[0].alive.a[x[1]] and not x[0].has_vec.a[x[1]]]
+            n = len(live) if limit is None else min(limit, len(live))
+            todo, self._pending = live[:n], live[n:]
+            if todo and self.embedder is not None:
+                self._out.append(todo)
+                return todo
+            return []
+
+    @property
+    def waiting(self) -> int:
+        """Entries queued for a vector (not counting batches being embedded)."""
+        return len(self._pending)
+
+    def requeue(self, batch: Pending) -> None:
+        """Queue ``batch`` again (its embedding failed: the next flush or search retries)."""
+        with self._lock:
+            self._settle(batch)
+            self._pending = batch + self._pending
+
+    def embed_pending(self, batch: Pending) -> Vec:
+        """The vectors of ``batch``'s texts, ``(len(batch), dim)``; takes no lock."""
+        emb = self.embedder
+        assert emb is not None
+        parts = []
+        for i in range(0, len(batch), self.embed_batch):
+            part = batch[i : i + self.embed_batch]
+            parts.append(emb.embed([t for _, _, t in part]))
+            with self._lock:
+                self._embed_calls += 1
+                self._embedded_texts += len(part)
+        return np.concatenate(parts) if parts else np.zeros((0, emb.dim), np.float32)
+
+    def put_vectors(self, batch: Pending, vecs: Vec) -> int:
+        """Give ``batch``'s rows their vectors: rows still indexed and still without one (a
+        row is never reused, so a live row is the entry the text came from); returns how
+        many were set."""
+        with self._lock:
+            self._settle(batch)
+            keep = [j for j, (c, r, _) in enumerate(batch) if c.alive.a[r] and not c.has_vec.a[r]]
             by_cat: dict[int, list[int]] = {}
-            for j, (c, _, _) in enumerate(part):
-                by_cat.setdefault(id(c), []).append(j)
+            for j in keep:
+                by_cat.setdefault(id(batch[j][0]), []).append(j)
             for js in by_cat.values():
-                cat = part[js[0]][0]
-                rows = np.asarray([part[j][1] for j in js], np.int64)
+                cat = batch[js[0]][0]
+                rows = np.asarray([batch[j][1] for j in js], np.int64)
                 assert cat.dense is not None
                 cat.dense.add(rows, vecs[js])
                 cat.has_vec.a[rows] = True
-            if self.on_embedded is not None:
-                made = [(c.entries[r], vecs[j]) for j, (c, r, _) in enumerate(part)]
+            if self.on_embedded is not None and keep:
+                made = [(batch[j][0].entries[batch[j][1]], vecs[j]) for j in keep]
                 self.on_embedded([(e, v) for e, v in made if e is not None])
-        return len(todo)
+            return len(keep)
+
+    def _settle(self, batch: Pending) -> None:
+        self._out = [b for b in self._out if b is not batch]
+
+    def _flush_locked(self, limit: int | None = None,
+                      cats: list[ScopeCatalog] | None = None) -> int:
+        # Under the lock held: the entries of ``cats`` (None: all) still without a vector --
+        # queued, or in batches being embedded elsewhere -- embedded now. With ``limit`` (a
+        # search's bound), only when they are at most that many: more means the model is
+        # behind the writes, and a search that took its turn at the backlog would cost
+        # what the backlog costs; they rank by BM25 alone until their batch is done.
+        waiting = [x for b in self._out for x in b] + self._pending
+        ids = None if cats is None else {id(c) for c in cats}
+        waiting = [x for x in waiting if x[0].alive.a[x[1]] and not x[0].has_vec.a[x[1]]
+                   and (ids is None or id(x[0]) in ids)]
+        if not waiting or self.embedder is None or (limit is not None and len(waiting) > limit):
+            return 0
+        n = self.put_vectors(waiting, self.embed_pending(waiting))
+        self._pending = [x for x in self._pending if not x[0].has_vec.a[x[1]]]
+        return n
 
     def export_scope(
         self, scope: str
@@ -285,11 +362,11 @@ class SearchEngine:
         cfg = self.config
         pool = max(cfg.candidates, cfg.candidate_factor * q.max_results)
         with self._lock:
-            if self._pending:
-                self._flush_locked()
             names = scopes if scopes is not None else q.scopes or list(self._scopes)
             # an empty scope has nothing to find (and an empty FAISS search still costs)
             cats = [self._scopes[s] for s in names if s in self._scopes and len(self._scopes[s])]
+            if self._pending or self._out:
+                self._flush_locked(self.inline_embed, cats)
             qvec = None
             if q.query is not None and self.embedder is not None:
                 qvec = self.embedder.embed([q.query])[0]

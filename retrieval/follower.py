@@ -159,6 +159,12 @@ class IndexFollower:
         await self.follow(scopes)
         return await self.catch_up_to(await self._newest(scopes), wait_s)
 
+    async def settled(self, max_batch: int | None = None) -> None:
+        """Wait for the batch being embedded in the background, if any and (``max_batch``)
+        no larger than that: a search right after then finds every entry with its vector
+        without embedding any itself (:meth:`EmbeddingSync.settled`)."""
+        await self._embeddings.settled(max_batch)
+
     def positions(self, scopes: Sequence[str]) -> dict[str, str]:
         """The last feed id applied for each of ``scopes`` (``0-0``: none), now."""
         return {s: self._applied.get(s, "0-0") for s in scopes}

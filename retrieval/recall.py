@@ -105,6 +105,7 @@ class Retriever:
         # Read-your-writes without paying the round trip on top of the search: ask Redis for
         # every scope's newest feed id, search while the reply travels, then check that the
         # search saw at least those ids; if not, catch up and search again.
+        await fol.settled(self.engine.inline_embed)
         seen = fol.positions(names)
         hits, ids = await self.bb.feed_probe.around(names, lambda: self._search(q, names))
         if fol.behind(ids, seen):
@@ -124,6 +125,10 @@ class Retriever:
         now = self.bb.now_ms()  # decay and recency on the clock the entries were stamped with
         hits = self.engine.search(q, names, now, depth=q.max_results * 3)
         return collapse_copies(hits)[: q.max_results]
+
+    def pending_embeddings(self) -> int:
+        """Entries indexed here still waiting for a vector (they rank by BM25 meanwhile)."""
+        return self.engine.stats().pending_embeddings
 
     async def aclose(self) -> None:
         if self._follower is not None:

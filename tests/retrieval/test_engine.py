@@ -250,3 +250,53 @@ def test_unknown_scope_and_empty() -> None:
         == []
     )
     assert np.isfinite([h.score for h in eng.search("deploy", None, NOW)]).all()
+
+
+def test_a_search_embeds_a_short_queue_itself_and_leaves_a_backlog() -> None:
+    # What was just written is found by meaning: a short queue is embedded by the search.
+    # A queue longer than `inline_embed` means the model is behind the writes: the search
+    # ranks those entries by BM25 alone rather than pay for the backlog.
+    eng, emb = engine()
+    eng.inline_embed = 4
+    docs = corpus(n=10)
+    eng.add(docs[:4], embed_now=False)
+    hits = eng.search(MemoryQuery(query="step", max_results=10), ["s"], NOW)
+    assert all(h.dense is not None for h in hits) and len(hits) == 4
+    assert eng.stats().pending_embeddings == 0
+    calls = emb.calls
+    eng.add(docs[4:], embed_now=False)  # 6 waiting: a backlog
+    hits = eng.search(MemoryQuery(query="step", max_results=10), ["s"], NOW)
+    assert emb.calls == calls + 1  # the query only
+    assert {h.entry.id for h in hits} == {e.id for e in docs}  # all found, by BM25 too
+    assert {h.entry.id for h in hits if h.dense is None} == {e.id for e in docs[4:]}
+    assert eng.stats().pending_embeddings == 6
+    assert eng.flush_embeddings() == 6
+    # a queue of another scope is not this search's to embed
+    eng.add([Entry(id="t-0", scope="t", value="step elsewhere", created_at=NOW)],
+            embed_now=False)
+    calls = emb.calls
+    hits = eng.search(MemoryQuery(query="step", max_results=10), ["s"], NOW)
+    assert all(h.dense is not None for h in hits) and emb.calls == calls + 1
+    assert eng.stats().pending_embeddings == 1
+
+
+def test_a_batch_taken_out_is_embedded_by_a_search_that_needs_it_once() -> None:
+    eng, emb = engine()
+    docs = corpus(n=6)
+    eng.add(docs, embed_now=False)
+    batch = eng.take_pending(4)  # the 4 oldest, out of the queue: being embedded elsewhere
+    assert [r for _, r, _ in batch] == [0, 1, 2, 3] and eng.waiting == 2
+    # a search meanwhile embeds what it would miss: the taken rows and the queue
+    hits = eng.search(MemoryQuery(query="step", max_results=10), ["s"], NOW)
+    assert all(h.dense is not None for h in hits) and len(hits) == 6
+    assert emb.calls == 2
+    # the batch's own vectors arrive late: nothing is set twice, nothing is lost
+    assert eng.put_vectors(batch, eng.embed_pending(batch)) == 0
+    assert eng.stats().pending_embeddings == 0
+    # a failed batch goes back to the queue
+    eng.add([Entry(id="s-new", scope="s", value="fresh words", created_at=NOW)],
+            embed_now=False)
+    failed = eng.take_pending()
+    assert len(failed) == 1 and eng.stats().pending_embeddings == 1
+    eng.requeue(failed)
+    assert eng.waiting == 1 and eng.flush_embeddings() == 1

@@ -210,3 +210,32 @@ async def test_bootstrap_pages_large_scopes(bb: Blackboard, n: int) -> None:
     async with Retriever(bb, embedder=None) as r:
         hits = await r.recall(MemoryQuery(query="bulk", max_results=5), [S])
         assert len(hits) == 5 and r.engine.stats().entries == n
+
+
+async def test_background_embedding_leaves_the_loop_and_the_engine_free(bb: Blackboard) -> None:
+    # A follower embeds new entries in a thread, outside the engine's lock: the event loop
+    # (a gateway's requests) and searches of other scopes go on while the model runs, and
+    # a recall of the scope waits for the batch, asynchronously, instead of embedding it
+    # again.
+    class Slow(CountingEmbedder):
+        def embed(self, texts: list[str]) -> np.ndarray:  # type: ignore[type-arg]
+            if len(texts) > 1:
+                time.sleep(0.6)  # a model busy with a batch
+            return super().embed(texts)
+
+    other = "agent:a1:stm"
+    emb = Slow()
+    async with Retriever(bb, embedder=emb) as r:
+        await bb.scope(other).write("other scope words")
+        await r.recall("warm", [S, other])
+        await bb.scope(S).write_many([f"fresh note {i} about tulips" for i in range(8)])
+        await until(lambda: _true(bool(r.engine._out)), "a batch being embedded")
+        t0 = time.monotonic()
+        await asyncio.sleep(0.01)
+        hits = r.engine.search(MemoryQuery(query="other", max_results=5), [other])
+        assert time.monotonic() - t0 < 0.3, "the loop or the engine waited for the model"
+        assert [h.entry.text for h in hits] == ["other scope words"]
+        hits = await r.recall(MemoryQuery(query="tulips", max_results=10), [S])
+        assert len(hits) == 8 and all(h.dense is not None for h in hits)
+        # the recall waited for the batch: each text was embedded once, in the background
+        assert [emb.texts.count(f"fresh note {i} about tulips") for i in range(8)] == [1] * 8
