@@ -79,7 +79,7 @@ def create_app(settings: GatewaySettings | None = None, *,
                               "as its token's Redis user.", lifespan=lifespan)
     app.state.settings = s
     app.state.callers = Callers(s)
-    app.state.metrics = Metrics()
+    app.state.metrics = Metrics(app.state.callers.pending_embeddings)
     install_handlers(app)
     _count_refusals(app)
 

@@ -20,6 +20,7 @@ from redis import exceptions as rexc
 from blackboard import Blackboard, ServerUnavailable
 from blackboard.acl import SERVICE_USER
 from memory import AgentMemory
+from retrieval import Retriever
 
 from .refusals import Unauthorized
 from .settings import GatewaySettings
@@ -136,6 +137,11 @@ class Callers:
                 raise
         mem = AgentMemory(bb, claims.agent, claims.teams)
         return Caller(claims.id, claims.agent, claims.teams, claims.operator, bb, mem)
+
+    def pending_embeddings(self) -> float:
+        """Entries the open callers' recall indexes hold still without a vector."""
+        return float(sum(r.pending_embeddings() for c in self._cache.values()
+                         if isinstance(r := c.memory.retriever, Retriever)))
 
     async def aclose(self) -> None:
         while self._cache:

@@ -4,18 +4,28 @@ route (the route template, so ids do not explode the label set)."""
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from typing import Any
 
-from prometheus_client import CollectorRegistry, Counter, Histogram, generate_latest
+from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 __all__ = ["Metrics", "MetricsMiddleware"]
 
 
 class Metrics:
-    def __init__(self) -> None:
+    """The gateway's metrics; ``pending_embeddings`` (read at each scrape): the entries
+    this process's recall indexes hold that still wait for a vector -- a backlog that
+    grows means the model is behind the writes (they rank by BM25 meanwhile)."""
+
+    def __init__(self, pending_embeddings: Callable[[], float] | None = None) -> None:
         # A registry per app: several apps in one process (tests) do not collide.
         self.registry = CollectorRegistry()
+        self.embeddings_pending = Gauge(
+            "gateway_recall_embeddings_pending",
+            "Entries in this process's recall indexes still waiting for a vector",
+            registry=self.registry)
+        self.embeddings_pending.set_function(pending_embeddings or (lambda: 0.0))
         self.requests = Counter("gateway_requests", "Requests by route, method and status",
                                 ["route", "method", "status"], registry=self.registry)
         self.latency = Histogram(

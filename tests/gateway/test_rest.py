@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import time
 
 from memory import AgentMemory
 from memory.wire import EntryOut, Hit, RecallResponse
@@ -161,6 +162,30 @@ def test_health_ready_metrics_docs(gateway):
         text = c.get("/metrics").text
         assert 'gateway_requests_total{method="GET",route="/healthz",status="200"}' in text
         assert "gateway_request_seconds_bucket" in text
+        assert "gateway_recall_embeddings_pending 0.0" in text  # no recall index yet
+
+
+def test_metrics_show_the_recall_index_catching_up(gateway):
+    # The token's recall index embeds new entries in the background: /metrics shows what
+    # still waits for a vector, and it drains to 0.
+    tok = gateway.token("alice")
+    with gateway.client(tok) as c:
+        assert c.post("/v1/recall", json={"query": "warm"}).status_code == 200
+        items = [{"value": f"note {i} about the quarterly budget", "level": "working"}
+                 for i in range(100)]
+        assert c.post("/v1/memories/batch", json={"items": items}).status_code == 201
+        seen = []
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
+            line = next(x for x in c.get("/metrics").text.splitlines()
+                        if x.startswith("gateway_recall_embeddings_pending "))
+            seen.append(float(line.split()[1]))
+            if seen[-1] == 0 and len(seen) > 1:
+                break
+            time.sleep(0.05)
+        assert seen[-1] == 0, seen
+        hits = c.post("/v1/recall", json={"query": "budget", "max_results": 100}).json()["hits"]
+        assert len(hits) == 100 and all(h["components"]["dense"] is not None for h in hits)
 
 
 def test_readyz_says_what_is_missing(gateway):
