@@ -117,8 +117,8 @@ async def drained(url: str, mem: Any = None, limit_s: float = 600.0) -> float:
             raise RuntimeError(f"recall indexes still embedding after {limit_s:g} s")
         async with httpx.AsyncClient(base_url=url, timeout=30) as http:
             text = (await http.get("/metrics")).text
-        gauge = next(float(x.split()[1]) for x in text.splitlines()
-                     if x.startswith("gateway_recall_embeddings_pending "))
+        gauge = next((float(x.split()[1]) for x in text.splitlines()
+                      if x.startswith("gateway_recall_embeddings_pending ")), 0.0)  # older
         here = mem.retriever.pending_embeddings() if mem is not None and mem.retriever else 0
         zeros = zeros + 1 if gauge == 0 and here == 0 else 0
         await asyncio.sleep(0.1 if zeros else 0.5)
@@ -193,7 +193,9 @@ class Gateway:
         deadline = time.monotonic() + 90
         while time.monotonic() < deadline:
             if self.proc.poll() is not None:
-                raise RuntimeError(f"gateway exited: {Path(self.log.name).read_text()}")
+                text = Path(self.log.name).read_text()
+                self.stop()
+                raise RuntimeError(f"gateway exited: {text}")
             try:
                 if httpx.get(self.url + "/healthz", timeout=1).status_code == 200:
                     return
@@ -210,6 +212,8 @@ class Gateway:
         except subprocess.TimeoutExpired:
             self.proc.kill()
             self.proc.wait(10)
+        self.log.close()
+        Path(self.log.name).unlink(missing_ok=True)
 
 
 async def _load(wires: list[Wire], op: str, seconds: float,
