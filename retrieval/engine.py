@@ -6,7 +6,7 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Literal
 
 import numpy as np
@@ -32,6 +32,19 @@ __all__ = ["EngineStats", "SearchEngine"]
 Vec = npt.NDArray[np.float32]
 #: Entries waiting for a vector: (their scope's catalog, row, indexed text).
 Pending = list[tuple[ScopeCatalog, int, str]]
+#: How long a search waits for a batch being embedded elsewhere before embedding its own
+#: entries of it itself (a stuck remote embedder must not hold a search forever).
+OUT_WAIT_S = 10.0
+
+
+@dataclass(eq=False)
+class _Out:
+    """A batch taken out of the queue, being embedded outside the engine's lock; ``vecs``
+    once ``done`` (None: the embedding failed)."""
+
+    items: Pending
+    done: threading.Event = field(default_factory=threading.Event)
+    vecs: Vec | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -88,7 +101,8 @@ class SearchEngine:
         self._scopes: dict[str, ScopeCatalog] = {}
         self._scope_of: dict[str, str] = {}  # entry id -> scope
         self._pending: Pending = []
-        self._out: list[Pending] = []  # batches taken, being embedded outside the lock
+        self._out: list[_Out] = []  # batches taken, being embedded outside the lock
+        self._counts_lock = threading.Lock()  # the embed counters, kept from any thread
         self._embed_calls = 0
         self._embedded_texts = 0
         #: Called (under the engine lock, on whichever thread embedded) with each batch of
@@ -137,7 +151,7 @@ class SearchEngine:
                 len(self._scope_of),
                 self._embed_calls,
                 self._embedded_texts,
-                len(self._pending) + sum(len(b) for b in self._out),
+                len(self._pending) + sum(len(o.items) for o in self._out),
             )
 
     # -- mutation ------------------------------------------------------------
@@ -234,7 +248,7 @@ class SearchEngine:
             n = len(live) if limit is None else min(limit, len(live))
             todo, self._pending = live[:n], live[n:]
             if todo and self.embedder is not None:
-                self._out.append(todo)
+                self._out.append(_Out(todo))
                 return todo
             return []
 
@@ -250,17 +264,26 @@ class SearchEngine:
             self._pending = batch + self._pending
 
     def embed_pending(self, batch: Pending) -> Vec:
-        """The vectors of ``batch``'s texts, ``(len(batch), dim)``; takes no lock."""
+        """The vectors of ``batch``'s texts, ``(len(batch), dim)``. Takes no engine lock: a
+        search holding it may be waiting for these very vectors (:meth:`_flush_locked`)."""
         emb = self.embedder
         assert emb is not None
-        parts = []
-        for i in range(0, len(batch), self.embed_batch):
-            part = batch[i : i + self.embed_batch]
-            parts.append(emb.embed([t for _, _, t in part]))
-            with self._lock:
-                self._embed_calls += 1
-                self._embedded_texts += len(part)
-        return np.concatenate(parts) if parts else np.zeros((0, emb.dim), np.float32)
+        out = next((o for o in self._out if o.items is batch), None)
+        vecs = None
+        try:
+            parts = []
+            for i in range(0, len(batch), self.embed_batch):
+                part = batch[i : i + self.embed_batch]
+                parts.append(emb.embed([t for _, _, t in part]))
+                with self._counts_lock:
+                    self._embed_calls += 1
+                    self._embedded_texts += len(part)
+            vecs = np.concatenate(parts) if parts else np.zeros((0, emb.dim), np.float32)
+            return vecs
+        finally:
+            if out is not None:  # a waiting search takes the vectors (None: embed yourself)
+                out.vecs = vecs
+                out.done.set()
 
     def put_vectors(self, batch: Pending, vecs: Vec) -> int:
         """Give ``batch``'s rows their vectors: rows still indexed and still without one (a
@@ -284,24 +307,40 @@ class SearchEngine:
             return len(keep)
 
     def _settle(self, batch: Pending) -> None:
-        self._out = [b for b in self._out if b is not batch]
+        self._out = [o for o in self._out if o.items is not batch]
 
     def _flush_locked(self, limit: int | None = None,
                       cats: list[ScopeCatalog] | None = None) -> int:
-        # Under the lock held: the entries of ``cats`` (None: all) still without a vector --
-        # queued, or in batches being embedded elsewhere -- embedded now. With ``limit`` (a
-        # search's bound), only when they are at most that many: more means the model is
-        # behind the writes, and a search that took its turn at the backlog would cost
-        # what the backlog costs; they rank by BM25 alone until their batch is done.
-        waiting = [x for b in self._out for x in b] + self._pending
+        # Under the lock held: the entries of ``cats`` (None: all) still without a vector
+        # get it now -- from the batch being embedded elsewhere that holds them (waited
+        # for, not computed twice), else embedded here. With ``limit`` (a search's bound),
+        # only when they are at most that many: more means the model is behind the writes,
+        # and a search that took its turn at the backlog would cost what the backlog
+        # costs; they rank by BM25 alone until their batch is done.
         ids = None if cats is None else {id(c) for c in cats}
-        waiting = [x for x in waiting if x[0].alive.a[x[1]] and not x[0].has_vec.a[x[1]]
-                   and (ids is None or id(x[0]) in ids)]
-        if not waiting or self.embedder is None or (limit is not None and len(waiting) > limit):
+
+        def missing(xs: Pending) -> Pending:
+            return [x for x in xs if x[0].alive.a[x[1]] and not x[0].has_vec.a[x[1]]
+                    and (ids is None or id(x[0]) in ids)]
+
+        outs = [(o, xs) for o in self._out if (xs := missing(o.items))]
+        here = missing(self._pending)
+        n = len(here) + sum(len(xs) for _, xs in outs)
+        if not n or self.embedder is None or (limit is not None and n > limit):
             return 0
-        n = self.put_vectors(waiting, self.embed_pending(waiting))
-        self._pending = [x for x in self._pending if not x[0].has_vec.a[x[1]]]
-        return n
+        done = 0
+        for o, xs in outs:
+            # The thread embedding it takes no engine lock, so waiting here cannot stall
+            # it; a batch larger than the bound, a failed or a stuck one: embed ours here.
+            small = limit is None or len(o.items) <= limit
+            if small and o.done.wait(OUT_WAIT_S) and o.vecs is not None:
+                done += self.put_vectors(o.items, o.vecs)
+            else:
+                here += xs
+        if here:
+            done += self.put_vectors(here, self.embed_pending(here))
+            self._pending = [x for x in self._pending if not x[0].has_vec.a[x[1]]]
+        return done
 
     def export_scope(
         self, scope: str

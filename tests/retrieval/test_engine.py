@@ -2,6 +2,8 @@ from __future__ import annotations
 
 import fnmatch
 import itertools
+import threading
+import time
 
 import numpy as np
 import pytest
@@ -9,6 +11,7 @@ import pytest
 from blackboard.decay import strength_at
 from blackboard.entry import Entry, ScopePolicy
 from retrieval import HashingEmbedder, MemoryQuery, ScoringConfig, SearchEngine, TagFilter
+from retrieval import engine as engine_mod
 from retrieval.embedders.base import Vectors
 from retrieval.text import entry_text
 
@@ -280,23 +283,32 @@ def test_a_search_embeds_a_short_queue_itself_and_leaves_a_backlog() -> None:
     assert eng.stats().pending_embeddings == 1
 
 
-def test_a_batch_taken_out_is_embedded_by_a_search_that_needs_it_once() -> None:
+def test_a_search_waits_for_the_batch_embedding_its_entries(monkeypatch) -> None:
+    # A batch is being embedded in another thread (outside the engine's lock) when a search
+    # needs its entries: the search takes the batch's vectors when they come, and computes
+    # none of them a second time.
     eng, emb = engine()
     docs = corpus(n=6)
     eng.add(docs, embed_now=False)
-    batch = eng.take_pending(4)  # the 4 oldest, out of the queue: being embedded elsewhere
+    batch = eng.take_pending(4)  # the 4 oldest, out of the queue
     assert [r for _, r, _ in batch] == [0, 1, 2, 3] and eng.waiting == 2
-    # a search meanwhile embeds what it would miss: the taken rows and the queue
+    got: list[np.ndarray] = []
+    t = threading.Thread(target=lambda: (time.sleep(0.2), got.append(eng.embed_pending(batch))))
+    t.start()
     hits = eng.search(MemoryQuery(query="step", max_results=10), ["s"], NOW)
+    t.join()
     assert all(h.dense is not None for h in hits) and len(hits) == 6
-    assert emb.calls == 2
-    # the batch's own vectors arrive late: nothing is set twice, nothing is lost
-    assert eng.put_vectors(batch, eng.embed_pending(batch)) == 0
-    assert eng.stats().pending_embeddings == 0
-    # a failed batch goes back to the queue
+    assert sorted(emb.texts) == sorted([entry_text(e) for e in docs] + ["step"])  # each once
+    # the batch's own put, later, finds nothing left to set
+    assert eng.put_vectors(batch, got[0]) == 0 and eng.stats().pending_embeddings == 0
+    # a batch whose embedding never comes (stuck, or failed): the search embeds its own
+    monkeypatch.setattr(engine_mod, "OUT_WAIT_S", 0.05)
     eng.add([Entry(id="s-new", scope="s", value="fresh words", created_at=NOW)],
             embed_now=False)
-    failed = eng.take_pending()
-    assert len(failed) == 1 and eng.stats().pending_embeddings == 1
-    eng.requeue(failed)
-    assert eng.waiting == 1 and eng.flush_embeddings() == 1
+    stuck = eng.take_pending()
+    assert len(stuck) == 1 and eng.stats().pending_embeddings == 1
+    hits = eng.search(MemoryQuery(query="fresh", max_results=10), ["s"], NOW)
+    assert hits[0].entry.id == "s-new" and hits[0].dense is not None
+    # a failed batch goes back to the queue; what a search embedded meanwhile is not redone
+    eng.requeue(stuck)
+    assert eng.flush_embeddings() == 0 and eng.stats().pending_embeddings == 0
