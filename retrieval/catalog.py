@@ -16,7 +16,7 @@ from .dense import DenseIndex
 from .growable import GrowableArray
 from .query import MemoryQuery
 from .scoring import current_strength
-from .text import event_time_ms, is_said
+from .text import event_time_ms, is_said, origin_of
 
 __all__ = ["ScopeCatalog", "ScopeDecay"]
 
@@ -63,6 +63,7 @@ class ScopeCatalog:
         #: Live entries a conversation stage can use (a message, or a speaker in metadata):
         #: with none, the speaker and neighbour stages are skipped.
         self.n_said = 0
+        self.n_copies = 0  # entries copied from another (metadata origin_id)
 
     def __len__(self) -> int:
         return len(self.row_of)
@@ -88,6 +89,7 @@ class ScopeCatalog:
             self.keys[row] = entry.key
         self.n_expiring += entry.expires_at > 0
         self.n_said += is_said(entry)
+        self.n_copies += origin_of(entry) != entry.id
         self.latest_event = max(self.latest_event, event_time_ms(entry))
         return row
 
@@ -110,6 +112,7 @@ class ScopeCatalog:
         self.keys.pop(row, None)
         self.n_expiring -= entry.expires_at > 0
         self.n_said -= is_said(entry)
+        self.n_copies -= origin_of(entry) != entry.id
         return row
 
     # -- filters -------------------------------------------------------------

@@ -136,6 +136,11 @@ class SearchEngine:
         with self._lock:
             return sorted(self._scopes)
 
+    def has_copies(self, scopes: Iterable[str]) -> bool:
+        """Whether any of ``scopes`` holds a copy of another entry (``origin_id``)."""
+        with self._lock:
+            return any(c.n_copies for s in scopes if (c := self._scopes.get(s)) is not None)
+
     def get(self, entry_id: str) -> Entry | None:
         with self._lock:
             scope = self._scope_of.get(entry_id)

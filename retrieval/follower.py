@@ -176,6 +176,8 @@ class IndexFollower:
     @staticmethod
     def behind(newest: dict[str, str], seen: dict[str, str]) -> dict[str, str]:
         """The scopes whose ``newest`` id is after the ``seen`` one, with that id."""
+        if newest.items() <= seen.items():  # nothing written since: no id to parse
+            return {}
         return {s: t for s, t in newest.items() if feed_id_gt(t, seen.get(s, "0-0"))}
 
     async def catch_up_to(self, newest: dict[str, str], wait_s: float = 2.0) -> bool:

@@ -15,7 +15,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, Literal
 
-from blackboard import Blackboard, Entry
+from blackboard import Blackboard
 
 from .embedders.base import Embedder
 from .engine import SearchEngine
@@ -23,16 +23,11 @@ from .follower import IndexFollower
 from .query import MemoryQuery, as_query
 from .rewrite import QueryRewriter, fuse_rankings
 from .scoring import ScoredEntry, ScoringConfig
+from .text import origin_of
 
 __all__ = ["Retriever"]
 
 log = logging.getLogger(__name__)
-
-
-def origin_of(entry: Entry) -> str:
-    """The entry a copy was made from (``metadata["origin_id"]``), else the entry itself."""
-    v = entry.metadata.get("origin_id")
-    return v if isinstance(v, str) else entry.id
 
 
 def collapse_copies(hits: Sequence[ScoredEntry]) -> list[ScoredEntry]:
@@ -121,8 +116,11 @@ class Retriever:
 
     def _search(self, q: MemoryQuery, names: list[str]) -> list[ScoredEntry]:
         # Copies made by dataflow edges (working -> stm keeps the steps) hold the same
-        # content as their origin: rank more, then keep one hit per origin.
+        # content as their origin: where the scopes hold any, rank more, then keep one hit
+        # per origin.
         now = self.bb.now_ms()  # decay and recency on the clock the entries were stamped with
+        if not self.engine.has_copies(names):
+            return self.engine.search(q, names, now)
         hits = self.engine.search(q, names, now, depth=q.max_results * 3)
         return collapse_copies(hits)[: q.max_results]
 

@@ -11,7 +11,7 @@ from blackboard import Entry, value_text
 
 __all__ = [
     "MAIN_TEXT_KEYS", "TEXT_METADATA", "entry_text", "event_time_ms", "flatten_value",
-    "is_said", "message_text",
+    "is_said", "message_text", "origin_of",
 ]
 
 #: Metadata fields that join the indexed text, in this order: who said it and when help a
@@ -63,6 +63,13 @@ def _at(value: Mapping[str, Any]) -> datetime | None:
         return datetime.fromisoformat(at)
     except ValueError:
         return None
+
+
+def origin_of(entry: Entry) -> str:
+    """The entry a copy was made from (``metadata["origin_id"]``, set by the dataflow edges
+    that copy, e.g. working -> stm), else the entry itself."""
+    v = (entry.metadata or {}).get("origin_id")
+    return v if isinstance(v, str) else entry.id
 
 
 def is_said(entry: Entry) -> bool:

@@ -312,3 +312,16 @@ def test_a_search_waits_for_the_batch_embedding_its_entries(monkeypatch) -> None
     # a failed batch goes back to the queue; what a search embedded meanwhile is not redone
     eng.requeue(stuck)
     assert eng.flush_embeddings() == 0 and eng.stats().pending_embeddings == 0
+
+
+def test_the_engine_knows_which_scopes_hold_copies() -> None:
+    # A recall ranks more and collapses copies only where a scope holds one.
+    eng, _ = engine()
+    eng.add(corpus(n=3))
+    assert not eng.has_copies(["s", "nowhere"])
+    copy = Entry(id="c-1", scope="t", value="deploy server step 0", created_at=NOW,
+                 metadata={"origin_id": "s-0"})
+    eng.add([copy])
+    assert eng.has_copies(["s", "t"]) and not eng.has_copies(["s"])
+    eng.remove(["c-1"])
+    assert not eng.has_copies(["t"])

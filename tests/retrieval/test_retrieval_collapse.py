@@ -5,7 +5,8 @@ from __future__ import annotations
 from blackboard import Blackboard
 from memory import AgentMemory, MemoryLevel
 from retrieval.embedders import HashingEmbedder
-from retrieval.recall import Retriever, collapse_copies, origin_of
+from retrieval.recall import Retriever, collapse_copies
+from retrieval.text import origin_of
 
 
 async def test_copy_and_origin_count_once(bb: Blackboard) -> None:
