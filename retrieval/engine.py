@@ -230,8 +230,7 @@ class SearchEngine:
 
     def flush_embeddings(self) -> int:
         """Embed every queued entry; returns how many were embedded. The model runs outside
-        the engine's lock, so adds and searches go on meanwhile (a search embeds what is
-        still out itself: see :meth:`take_pending`)."""
+        the engine's lock, so adds and searches go on meanwhile (see :meth:`take_pending`)."""
         batch = self.take_pending()
         if not batch:
             return 0
@@ -245,9 +244,10 @@ class SearchEngine:
     def take_pending(self, limit: int | None = None) -> Pending:
         """The oldest ``limit`` (None: all) queued entries still indexed, as (catalog, row,
         text), out of the queue until :meth:`put_vectors` (or :meth:`requeue`) returns
-        them. A search meanwhile embeds those it would miss itself (when no more than
-        ``inline_embed`` wait), so a caller that can wait for the batch, asynchronously,
-        saves that work."""
+        them. A search that needs them meanwhile waits, holding the lock, for the vectors
+        :meth:`embed_pending` computes; a caller that can wait asynchronously first
+        (:meth:`EmbeddingSync.settled <retrieval.embedding_sync.EmbeddingSync.settled>`)
+        keeps its event loop free."""
         with self._lock:
             live = [x for x in self._pending if x[0].alive.a[x[1]] and not x[0].has_vec.a[x[1]]]
             n = len(live) if limit is None else min(limit, len(live))
