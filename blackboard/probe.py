@@ -28,7 +28,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from .feeds import heads_reply, newest_ids
+from .feeds import heads_reply, newest_event_ids
 from .packing import pack
 from .scripts import SCRIPTS
 
@@ -85,8 +85,7 @@ class FeedProbe:
         if reply is None:  # asked after the work: newer ids, still a sound check
             self._drop()
             self.pooled += 1
-            got = await newest_ids(self.bb, q.feeds)
-            return result, {s: got[f] for s, f in zip(q.scopes, q.feeds, strict=True)}
+            return result, await newest_event_ids(self.bb, q.scopes)
         self.direct += 1
         return result, heads_reply(q.scopes, reply)
 
@@ -142,13 +141,13 @@ class FeedProbe:
         self.pooled += 1
         if not q.feeds:
             return work(), {}
-        asked = asyncio.ensure_future(newest_ids(self.bb, q.feeds))
+        asked = asyncio.ensure_future(newest_event_ids(self.bb, q.scopes))
         await asyncio.sleep(0)  # the question may leave before the work holds the loop
         try:
             result = work()
         finally:
             got = await asked
-        return result, {s: got[f] for s, f in zip(q.scopes, q.feeds, strict=True)}
+        return result, got
 
 
 @dataclass(frozen=True, slots=True)

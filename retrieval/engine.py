@@ -37,6 +37,12 @@ Pending = list[tuple[ScopeCatalog, int, str]]
 OUT_WAIT_S = 10.0
 
 
+def _needs_vector(x: tuple[ScopeCatalog, int, str]) -> bool:
+    """Whether a waiting entry still wants its vector: its row indexed and without one."""
+    cat, row, _ = x
+    return bool(cat.alive.a[row]) and not cat.has_vec.a[row]
+
+
 @dataclass(eq=False)
 class _Out:
     """A batch taken out of the queue, being embedded outside the engine's lock; ``vecs``
@@ -249,7 +255,7 @@ class SearchEngine:
         (:meth:`EmbeddingSync.settled <retrieval.embedding_sync.EmbeddingSync.settled>`)
         keeps its event loop free."""
         with self._lock:
-            live = [x for x in self._pending if x[0].alive.a[x[1]] and not x[0].has_vec.a[x[1]]]
+            live = [x for x in self._pending if _needs_vector(x)]
             n = len(live) if limit is None else min(limit, len(live))
             todo, self._pending = live[:n], live[n:]
             if todo and self.embedder is not None:
@@ -296,7 +302,7 @@ class SearchEngine:
         many were set."""
         with self._lock:
             self._settle(batch)
-            keep = [j for j, (c, r, _) in enumerate(batch) if c.alive.a[r] and not c.has_vec.a[r]]
+            keep = [j for j, x in enumerate(batch) if _needs_vector(x)]
             by_cat: dict[int, list[int]] = {}
             for j in keep:
                 by_cat.setdefault(id(batch[j][0]), []).append(j)
@@ -325,8 +331,7 @@ class SearchEngine:
         ids = None if cats is None else {id(c) for c in cats}
 
         def missing(xs: Pending) -> Pending:
-            return [x for x in xs if x[0].alive.a[x[1]] and not x[0].has_vec.a[x[1]]
-                    and (ids is None or id(x[0]) in ids)]
+            return [x for x in xs if _needs_vector(x) and (ids is None or id(x[0]) in ids)]
 
         outs = [(o, xs) for o in self._out if (xs := missing(o.items))]
         here = missing(self._pending)
@@ -344,7 +349,7 @@ class SearchEngine:
                 here += xs
         if here:
             done += self.put_vectors(here, self.embed_pending(here))
-            self._pending = [x for x in self._pending if not x[0].has_vec.a[x[1]]]
+            self._pending = [x for x in self._pending if _needs_vector(x)]
         return done
 
     def export_scope(

@@ -12,9 +12,10 @@ Re-reading under one lock makes replays and overlaps (reader and catch-up) harml
 
 Embeddings are computed once and stored back in Redis: see :mod:`retrieval.embedding_sync`.
 
-Read-your-writes: :meth:`IndexFollower.sync` reads each scope's newest feed id (one
-pipelined ``XREVRANGE COUNT 1`` per scope) and pulls the gap itself (``XRANGE``), bounded
-by a timeout.
+Read-your-writes: given each scope's newest feed id (:meth:`IndexFollower.sync` asks
+:func:`blackboard.newest_event_ids`; a recall asks the blackboard's feed probe around its
+search), :meth:`IndexFollower.catch_up_to` pulls the gap itself (``XRANGE``), bounded by a
+timeout.
 """
 
 from __future__ import annotations
@@ -168,10 +169,6 @@ class IndexFollower:
     def positions(self, scopes: Sequence[str]) -> dict[str, str]:
         """The last feed id applied for each of ``scopes`` (``0-0``: none), now."""
         return {s: self._applied.get(s, "0-0") for s in scopes}
-
-    async def newest(self, scopes: Sequence[str]) -> dict[str, str]:
-        """Each scope's newest feed id on Redis (one round trip)."""
-        return await self._newest(scopes)
 
     @staticmethod
     def behind(newest: dict[str, str], seen: dict[str, str]) -> dict[str, str]:

@@ -97,10 +97,11 @@ class Retriever:
         rewrites = await self.rewriter(q.query) if self.rewriter and q.query else []
         fol = self.follower
         await fol.follow(names)
+        # A small batch being embedded: wait for it here, off the loop, not in the search.
+        await fol.settled(self.engine.inline_embed)
         # Read-your-writes without paying the round trip on top of the search: ask Redis for
         # every scope's newest feed id, search while the reply travels, then check that the
         # search saw at least those ids; if not, catch up and search again.
-        await fol.settled(self.engine.inline_embed)
         seen = fol.positions(names)
         hits, ids = await self.bb.feed_probe.around(names, lambda: self._search(q, names))
         if fol.behind(ids, seen):

@@ -51,6 +51,14 @@ async def test_a_busy_probe_sends_the_second_caller_through_the_pool(
     assert (probe.direct, probe.pooled) == (2, 1)
 
 
+async def assert_next_answer_is_current(bb: Blackboard, probe: FeedProbe) -> None:
+    """After a question left unanswered on the wire (its reply would say ``0-0``): a new
+    write, then the next answer must name it."""
+    await bb.scope(A).write("after")
+    _, ids = await probe.around([A], lambda: None)
+    assert ids == await newest_event_ids(bb, [A]) and ids[A] != "0-0"
+
+
 async def test_work_that_raises_leaves_no_reply_for_the_next_question(bb: Blackboard) -> None:
     probe = bb.feed_probe
 
@@ -60,9 +68,7 @@ async def test_work_that_raises_leaves_no_reply_for_the_next_question(bb: Blackb
     with pytest.raises(ValueError, match="work failed"):
         await probe.around([A], boom)
     # the unread answer to the failed call would say 0-0; the next answer must be current
-    await bb.scope(A).write("after")
-    _, ids = await probe.around([A], lambda: None)
-    assert ids == await newest_event_ids(bb, [A]) and ids[A] != "0-0"
+    await assert_next_answer_is_current(bb, probe)
 
 
 async def test_a_cancelled_wait_leaves_no_reply_for_the_next_question(
@@ -78,9 +84,7 @@ async def test_a_cancelled_wait_leaves_no_reply_for_the_next_question(
     task.cancel()
     with pytest.raises(asyncio.CancelledError):
         await task
-    await bb.scope(A).write("after")  # runs once the pause ends
-    _, ids = await probe.around([A], lambda: None)
-    assert ids == await newest_event_ids(bb, [A]) and ids[A] != "0-0"
+    await assert_next_answer_is_current(bb, probe)  # its write runs once the pause ends
 
 
 async def test_a_killed_socket_falls_back_then_reconnects(
