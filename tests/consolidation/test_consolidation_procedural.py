@@ -3,11 +3,15 @@
 from __future__ import annotations
 
 import random
+from typing import TypeVar
 
 from cons_support import T0, make_entry
+from pydantic import BaseModel
 
 from blackboard.entry import Entry
 from consolidation import TransformContext, get_transformer
+
+M = TypeVar("M", bound=BaseModel)
 
 
 def _task(tid: str, kind: str, actions: list[str], outcome: str | None, start: int) -> list[Entry]:
@@ -99,3 +103,45 @@ async def test_procedural_deterministic_under_shuffle() -> None:
     b = _batch()
     random.Random(9).shuffle(b)
     assert await get_transformer("procedural")(b, CTX) == a
+
+
+class _Namer:
+    """A scripted LLM naming the mined procedures: one note per index in ``notes``."""
+
+    model = "namer-1"
+
+    def __init__(self, notes: list[dict[str, object]]) -> None:
+        self.notes = notes
+        self.users: list[str] = []
+
+    async def complete_json(self, system: str, user: str, schema: type[M]) -> M:
+        self.users.append(user)
+        return schema.model_validate({"procedures": self.notes})
+
+
+async def test_llm_names_procedures_and_out_of_range_notes_are_dropped() -> None:
+    batch = _batch() + _task("t5", "deploy", ["build", "test"], "failure", 50)
+    namer = _Namer(
+        [
+            {"index": 1, "name": "Ship it", "description": "Build, test, deploy."},
+            {"index": 7, "name": "Ghost", "description": "No such procedure."},
+        ]
+    )
+    ctx = TransformContext("edge-proc", "agent:a1:ltm:procedural", llm=namer, now_ms=T0)
+    out = await get_transformer("procedural")(batch, ctx)
+    assert namer.users == [
+        "[0] task kind deploy: build -> test\n[1] task kind deploy: build -> test -> deploy"
+    ]
+    assert [(d.value["name"], d.value["description"]) for d in out] == [
+        (None, None),
+        ("Ship it", "Build, test, deploy."),
+    ]
+    assert {d.provenance.model for d in out} == {"namer-1"}
+    assert all(d.tags >= {"procedure", "task_kind:deploy", "action_type:build"} for d in out)
+
+
+async def test_no_llm_call_without_patterns() -> None:
+    namer = _Namer([])
+    ctx = TransformContext("e", "s", llm=namer, now_ms=T0)
+    assert await get_transformer("procedural")(_task("t1", "k", ["a"], None, 0), ctx) == []
+    assert namer.users == []

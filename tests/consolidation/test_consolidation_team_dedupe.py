@@ -101,3 +101,18 @@ async def test_team_near_duplicates_respect_guard() -> None:
     assert out[0].metadata["merge"] == "near" and out[0].metadata["agents"] == ["a0", "a1"]
     random.Random(2).shuffle(es)
     assert await get_transformer("team")(es, ctx) == out
+
+
+async def test_team_empty_batch_and_single_group_skip_similarity() -> None:
+    calls: list[list[str]] = []
+
+    def embed(ts: list[str]) -> np.ndarray:
+        calls.append(ts)
+        return np.ones((len(ts), 2))
+
+    ctx = TransformContext("e", "team:t1", similarity=embed, now_ms=T0)
+    assert await get_transformer("team")([], ctx) == []
+    es = [make_entry("s1", "Same text.", at=0), make_entry("s2", "same text", at=1)]
+    [d] = await get_transformer("team")(es, ctx)
+    assert calls == [] and d.metadata["merge"] == "exact" and d.metadata["duplicates"] == 1
+    assert d.metadata["content_hash"] and d.key is None and d.provenance.sources == ("s1", "s2")

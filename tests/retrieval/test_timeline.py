@@ -69,3 +69,22 @@ def test_january_anchor_rolls_back_a_year() -> None:
     jan = int(datetime(2024, 1, 10, tzinfo=UTC).timestamp() * 1000)
     (a, _), = resolve_periods("last month", jan)
     assert datetime.fromtimestamp(a / 1000, UTC).date().isoformat() == "2023-12-01"
+
+
+def test_periods_come_in_a_fixed_order_of_expression_kinds() -> None:
+    # each kind of expression is resolved in turn (dates, months, seasons, years, days back,
+    # "ago", "last ..."), not in the order the query says them
+    assert _days("last week, yesterday, two days ago, in 2021, last summer, in March, "
+                 "Feb 2023, on 3 June and 2023-01-02") == [
+        ("2023-01-02", "2023-01-02"), ("2023-06-03", "2023-06-03"),
+        ("2023-02-01", "2023-02-28"), ("2023-03-01", "2023-03-31"),
+        ("2022-06-01", "2022-08-31"), ("2021-01-01", "2021-12-31"),
+        ("2023-08-24", "2023-08-24"), ("2023-08-23", "2023-08-23"),
+        ("2023-08-14", "2023-08-20"),
+    ]
+
+
+def test_an_impossible_date_names_nothing_and_hides_its_month() -> None:
+    assert _days("on 31 February 2023") == []
+    assert _days("2023-02-30 or 2023-13-01") == []
+    assert _days("on February 29") == []  # 2023 has none: the anchor's year is kept
