@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import calendar
 import re
+from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 
 __all__ = ["resolve_periods"]
@@ -69,6 +70,10 @@ def _month(y: int, m: int, n: int = 1) -> Period:
     return _span(start, datetime(y + ey, em + 1, 1, tzinfo=UTC))
 
 
+def _whole_year(y: int) -> Period:
+    return _span(datetime(y, 1, 1, tzinfo=UTC), datetime(y + 1, 1, 1, tzinfo=UTC))
+
+
 def _year_of(m: int, d: int, anchor: datetime) -> int:
     """The year a date without one means: the anchor's, unless that is after the anchor."""
     try:
@@ -97,8 +102,7 @@ def _relative(unit: str, which: str, a: datetime) -> Period:
         y, m = (a.year, a.month) if not back else ((a.year - 1, 12) if a.month == 1
                                                     else (a.year, a.month - 1))
         return _month(y, m)
-    y = a.year - back
-    return _span(datetime(y, 1, 1, tzinfo=UTC), datetime(y + 1, 1, 1, tzinfo=UTC))
+    return _whole_year(a.year - back)
 
 
 def _season(name: str, which: str | None, year: str | None, a: datetime) -> Period:
@@ -123,8 +127,50 @@ def _ago(num: str, unit: str, a: datetime) -> Period:
     if unit == "month":
         y, m = divmod(a.year * 12 + a.month - 1 - n, 12)
         return _month(y, m + 1)
-    return _span(datetime(a.year - n, 1, 1, tzinfo=UTC), datetime(a.year - n + 1, 1, 1,
-                                                                    tzinfo=UTC))
+    return _whole_year(a.year - n)
+
+
+def _date(mon: str, day: str, year: str | None, a: datetime) -> Period | None:
+    """A day named by month and day, in ``year`` or else the year :func:`_year_of` gives."""
+    m, d = _MONTHS[mon], int(day)
+    return _day(int(year) if year else _year_of(m, d, a), m, d)
+
+
+def _in_month(mon: str, a: datetime) -> Period:
+    """A month without a year: the latest one that has begun by the anchor."""
+    m = _MONTHS[mon]
+    return _month(a.year if m <= a.month else a.year - 1, m)
+
+
+def _days_back(word: str, a: datetime) -> Period:
+    """The day ``word`` (today, yesterday, the day before yesterday) names."""
+    d = a - timedelta(days={"today": 0, "yesterday": 1}.get(word, 2))
+    return _day(d.year, d.month, d.day) or _span(d, d)
+
+
+_Resolve = Callable[[re.Match[str], datetime], Period | None]
+#: Each kind of expression with the period one of its matches names, in the order they
+#: claim the query's text: dates first, so "7 May 2023" is never read as "May 2023".
+_KINDS: tuple[tuple[re.Pattern[str], _Resolve], ...] = (
+    (_ISO, lambda m, a: _day(int(m[1]), int(m[2]), int(m[3]))),
+    (_DAY_MON, lambda m, a: _date(m[2], m[1], m[3], a)),
+    (_MON_DAY, lambda m, a: _date(m[1], m[2], m[3], a)),
+    (_MON_YEAR, lambda m, a: _month(int(m[2]), _MONTHS[m[1]])),
+    (_IN_MON, lambda m, a: _in_month(m[1], a)),
+    (_SEASON, lambda m, a: _season(m[2], m[1], m[3], a)),
+    (_YEAR_ONLY, lambda m, a: _whole_year(int(m[1]))),
+    (_REL_DAY, lambda m, a: _days_back(m[1], a)),
+    (_AGO, lambda m, a: _ago(m[1], m[2], a)),
+    (_REL_UNIT, lambda m, a: _relative(m[2], m[1], a)),
+)
+
+
+def _claim(taken: list[bool], m: re.Match[str]) -> bool:
+    """Mark ``m``'s characters taken; False (and nothing marked) when one already was."""
+    if any(taken[m.start():m.end()]):
+        return False
+    taken[m.start():m.end()] = [True] * (m.end() - m.start())
+    return True
 
 
 def resolve_periods(query: str, anchor_ms: int) -> list[Period]:
@@ -135,45 +181,9 @@ def resolve_periods(query: str, anchor_ms: int) -> list[Period]:
     text = query.lower()
     taken = [False] * len(text)
     out: list[Period] = []
-
-    def claim(m: re.Match[str]) -> bool:
-        if any(taken[m.start():m.end()]):
-            return False
-        taken[m.start():m.end()] = [True] * (m.end() - m.start())
-        return True
-
-    for m in _ISO.finditer(text):
-        if claim(m) and (p := _day(int(m[1]), int(m[2]), int(m[3]))):
-            out.append(p)
-    for rx, order in ((_DAY_MON, (2, 1, 3)), (_MON_DAY, (1, 2, 3))):
+    for rx, resolve in _KINDS:
         for m in rx.finditer(text):
-            mon, day = _MONTHS[m[order[0]]], int(m[order[1]])
-            year = int(m[order[2]]) if m[order[2]] else _year_of(mon, day, a)
-            if claim(m) and (p := _day(year, mon, day)):
+            # an impossible date (31 February) still claims its text, naming nothing
+            if _claim(taken, m) and (p := resolve(m, a)) is not None:
                 out.append(p)
-    for m in _MON_YEAR.finditer(text):
-        if claim(m):
-            out.append(_month(int(m[2]), _MONTHS[m[1]]))
-    for m in _IN_MON.finditer(text):
-        if claim(m):
-            mon = _MONTHS[m[1]]
-            out.append(_month(a.year if mon <= a.month else a.year - 1, mon))
-    for m in _SEASON.finditer(text):
-        if claim(m):
-            out.append(_season(m[2], m[1], m[3], a))
-    for m in _YEAR_ONLY.finditer(text):
-        if claim(m):
-            y = int(m[1])
-            out.append(_span(datetime(y, 1, 1, tzinfo=UTC), datetime(y + 1, 1, 1, tzinfo=UTC)))
-    for m in _REL_DAY.finditer(text):
-        if claim(m):
-            back = {"today": 0, "yesterday": 1}.get(m[1], 2)
-            d = a - timedelta(days=back)
-            out.append(_day(d.year, d.month, d.day) or _span(d, d))
-    for m in _AGO.finditer(text):
-        if claim(m):
-            out.append(_ago(m[1], m[2], a))
-    for m in _REL_UNIT.finditer(text):
-        if claim(m):
-            out.append(_relative(m[2], m[1], a))
     return out
