@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any, Literal
 
 import numpy as np
 
@@ -22,9 +23,9 @@ from .draft import Draft
 from .params import parse_params
 from .signals import actors_of, chronological
 from .text import entry_text, union_tags
-from .transformer import TransformContext, register_transformer
+from .transformer import Similarity, TransformContext, register_transformer
 
-__all__ = ["TeamParams", "TeamTransformer", "team"]
+__all__ = ["Merge", "TeamParams", "TeamTransformer", "duplicate_groups", "team"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -36,6 +37,43 @@ class TeamParams:
     def __post_init__(self) -> None:
         if not MIN_NEAR_THRESHOLD <= self.threshold <= 1.0:
             raise ValueError(f"threshold must be in [{MIN_NEAR_THRESHOLD}, 1]")
+
+
+#: How a group came together: "near" (near duplicates merged), "exact" (only exact ones),
+#: "none" (a single entry).
+Merge = Literal["near", "exact", "none"]
+
+
+def _merge_kind(clusters: int, members: int) -> Merge:
+    if clusters > 1:
+        return "near"
+    return "exact" if members > 1 else "none"
+
+
+def duplicate_groups(
+    texts: Sequence[str], similarity: Similarity | None, threshold: float
+) -> list[tuple[list[int], Merge]]:
+    """Indices of ``texts`` grouped as duplicates (each group ascending), with how each
+    group merged: exact groups, then, given ``similarity``, near-duplicate clusters of
+    their first texts (the cohesion guard of :func:`near_duplicate_clusters`)."""
+    exact = exact_groups(texts)
+    if similarity is None or len(exact) <= 1:
+        return [(g, _merge_kind(1, len(g))) for g in exact]
+    reps = np.asarray(similarity([texts[g[0]] for g in exact]), dtype=np.float64)
+    groups: list[tuple[list[int], Merge]] = []
+    for cl in near_duplicate_clusters(reps, threshold):
+        idx = sorted(i for c in cl for i in exact[c])
+        groups.append((idx, _merge_kind(len(cl), len(idx))))
+    return groups
+
+
+def _attribution(e: Entry) -> dict[str, Any]:
+    return {
+        "agent": next(iter(actors_of(e)), None),
+        "entry": e.id,
+        "scope": e.scope,
+        "at": e.created_at,
+    }
 
 
 class TeamTransformer:
@@ -50,53 +88,37 @@ class TeamTransformer:
         if not es:
             return []
         texts = [entry_text(e) for e in es]
-        exact = exact_groups(texts)
-        groups: list[tuple[list[int], str]] = []
-        if ctx.similarity is not None and len(exact) > 1:
-            reps = np.asarray(ctx.similarity([texts[g[0]] for g in exact]), dtype=np.float64)
-            for cl in near_duplicate_clusters(reps, p.threshold):
-                idx = sorted(i for c in cl for i in exact[c])
-                merge = "near" if len(cl) > 1 else ("exact" if len(idx) > 1 else "none")
-                groups.append((idx, merge))
-        else:
-            groups = [(g, "exact" if len(g) > 1 else "none") for g in exact]
-        out = []
-        for idx, merge in groups:
-            members = [es[i] for i in idx]
-            first = members[0]
-            attribution = [
-                {
-                    "agent": next(iter(actors_of(e)), None),
-                    "entry": e.id,
-                    "scope": e.scope,
-                    "at": e.created_at,
-                }
-                for e in members
-            ]
-            agents = sorted({a for e in members for a in actors_of(e)})
-            authors = actors_of(first)
-            meta = dict(first.metadata)
-            meta.update(
-                kind="team",
-                agents=agents,
-                attribution=attribution,
-                merge=merge,
-                duplicates=len(members) - 1,
-                content_hash=content_hash(texts[idx[0]]),
-            )
-            out.append(
-                Draft(
-                    value=first.value,
-                    provenance=ctx.provenance(self, [e.id for e in members]),
-                    tags=union_tags(e.tags for e in members),
-                    metadata=meta,
-                    importance=max(e.importance for e in members),
-                    key=None,
-                    reinforcements=len(members) - 1 + sum(e.reinforcements for e in members),
-                    reinforced_by=tuple(a for a in agents if a not in authors),
-                )
-            )
-        return out
+        return [
+            self._draft([es[i] for i in idx], merge, content_hash(texts[idx[0]]), ctx)
+            for idx, merge in duplicate_groups(texts, ctx.similarity, p.threshold)
+        ]
+
+    def _draft(
+        self, members: list[Entry], merge: Merge, text_hash: str, ctx: TransformContext
+    ) -> Draft:
+        """One group's draft: the first member's value and metadata, with the team's."""
+        first = members[0]
+        agents = sorted({a for e in members for a in actors_of(e)})
+        authors = actors_of(first)
+        meta = dict(first.metadata)
+        meta.update(
+            kind="team",
+            agents=agents,
+            attribution=[_attribution(e) for e in members],
+            merge=merge,
+            duplicates=len(members) - 1,
+            content_hash=text_hash,
+        )
+        return Draft(
+            value=first.value,
+            provenance=ctx.provenance(self, [e.id for e in members]),
+            tags=union_tags(e.tags for e in members),
+            metadata=meta,
+            importance=max(e.importance for e in members),
+            key=None,
+            reinforcements=len(members) - 1 + sum(e.reinforcements for e in members),
+            reinforced_by=tuple(a for a in agents if a not in authors),
+        )
 
 
 team = register_transformer(TeamTransformer())
