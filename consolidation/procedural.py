@@ -15,8 +15,9 @@ supersedes it. A new procedure starts at version 1.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from pydantic import BaseModel, Field
 
@@ -170,6 +171,50 @@ _SYSTEM = (
 )
 
 
+def known_procedures(existing: Mapping[str, Entry]) -> frozenset[tuple[str, str]]:
+    """``(kind, "a,b,c")`` of the procedures among ``existing`` keys (``mine_patterns``'s
+    ``keep``)."""
+    return frozenset(
+        (k.split(":")[1], k.split(":", 2)[2])
+        for k in existing
+        if k.startswith("procedure:") and k.count(":") >= 2
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class _Tally:
+    """A procedure's counts: this batch's pattern plus what its existing entry holds."""
+
+    support: int
+    successes: int
+    failures: int
+    procedure_version: int
+
+    @classmethod
+    def of(cls, pt: Pattern, old: Mapping[str, Any]) -> _Tally:
+        return cls(
+            pt.support + int(old.get("support", 0)),
+            pt.successes + int(old.get("successes", 0)),
+            pt.failures + int(old.get("failures", 0)),
+            int(old.get("procedure_version", 0)) + 1,
+        )
+
+    @property
+    def success_rate(self) -> float | None:
+        known = self.successes + self.failures
+        return round(self.successes / known, 6) if known else None
+
+    def fields(self) -> dict[str, Any]:
+        """The counts as a procedure's value and metadata both hold them."""
+        return {
+            "support": self.support,
+            "successes": self.successes,
+            "failures": self.failures,
+            "success_rate": self.success_rate,
+            "procedure_version": self.procedure_version,
+        }
+
+
 class ProceduralTransformer:
     name = "procedural"
     version = "1"
@@ -177,73 +222,61 @@ class ProceduralTransformer:
     async def __call__(self, batch: Sequence[Entry], ctx: TransformContext) -> list[Draft]:
         p = parse_params(ProceduralParams, ctx.params, self.name)
         runs = task_runs(batch)
-        keep = frozenset(
-            (k.split(":")[1], k.split(":", 2)[2])
-            for k in ctx.existing
-            if k.startswith("procedure:") and k.count(":") >= 2
-        )
-        patterns = mine_patterns(runs, p, keep)
-        notes: dict[int, ProcedureNote] = {}
-        model = None
-        if ctx.llm is not None and patterns:
-            listing = "\n".join(
-                f"[{i}] task kind {pt.kind}: {' -> '.join(pt.actions)}"
-                for i, pt in enumerate(patterns)
-            )
-            res = await ctx.llm.complete_json(_SYSTEM, listing, ProcedureNotes)
-            notes = {n.index: n for n in res.procedures if 0 <= n.index < len(patterns)}
-            model = ctx.llm.model
+        patterns = mine_patterns(runs, p, known_procedures(ctx.existing))
+        notes, model = await self._notes(patterns, ctx)
         entries_of = {r.task: r.entries for r in runs}
-        out = []
-        for i, pt in enumerate(patterns):
-            key = procedure_key(pt.kind, pt.actions)
-            old = ctx.existing.get(key)
-            m = old.metadata if old is not None else {}
-            support = pt.support + int(m.get("support", 0))
-            successes = pt.successes + int(m.get("successes", 0))
-            failures = pt.failures + int(m.get("failures", 0))
-            version = int(m.get("procedure_version", 0)) + 1
-            known = successes + failures
-            rate = round(successes / known, 6) if known else None
-            note = notes.get(i)
-            value = {
-                "task_kind": pt.kind,
-                "steps": list(pt.actions),
-                "name": note.name if note else None,
-                "description": note.description if note else None,
-                "support": support,
-                "successes": successes,
-                "failures": failures,
-                "success_rate": rate,
-                "procedure_version": version,
-                "tasks": list(pt.tasks),
-            }
-            meta = {
-                "kind": "procedure",
-                "canonical_key": key,
-                "task_kind": pt.kind,
-                "support": support,
-                "successes": successes,
-                "failures": failures,
-                "success_rate": rate,
-                "procedure_version": version,
-            }
-            sources = [e for t in pt.tasks for e in entries_of[t]]
-            out.append(
-                Draft(
-                    value=value,
-                    provenance=ctx.provenance(self, sources, model),
-                    tags=frozenset(
-                        {"procedure", f"task_kind:{pt.kind}"[:128]}
-                        | {f"action_type:{a}"[:128] for a in pt.actions}
-                    ),
-                    metadata=meta,
-                    importance=min(1.0, 0.5 + 0.5 * (rate or 0.0) * min(1.0, support / 5)),
-                    key=key,
-                    supersedes=old.id if old is not None else None,
-                )
-            )
-        return out
+        return [
+            self._draft(pt, notes.get(i), [e for t in pt.tasks for e in entries_of[t]], ctx, model)
+            for i, pt in enumerate(patterns)
+        ]
+
+    async def _notes(
+        self, patterns: list[Pattern], ctx: TransformContext
+    ) -> tuple[dict[int, ProcedureNote], str | None]:
+        """The LLM's names for ``patterns`` by index, and its model (none without an LLM)."""
+        if ctx.llm is None or not patterns:
+            return {}, None
+        listing = "\n".join(
+            f"[{i}] task kind {pt.kind}: {' -> '.join(pt.actions)}" for i, pt in enumerate(patterns)
+        )
+        res = await ctx.llm.complete_json(_SYSTEM, listing, ProcedureNotes)
+        notes = {n.index: n for n in res.procedures if 0 <= n.index < len(patterns)}
+        return notes, ctx.llm.model
+
+    def _draft(
+        self,
+        pt: Pattern,
+        note: ProcedureNote | None,
+        sources: list[str],
+        ctx: TransformContext,
+        model: str | None,
+    ) -> Draft:
+        """The draft of one mined procedure, superseding the existing one with its key."""
+        key = procedure_key(pt.kind, pt.actions)
+        old = ctx.existing.get(key)
+        tally = _Tally.of(pt, old.metadata if old is not None else {})
+        value = {
+            "task_kind": pt.kind,
+            "steps": list(pt.actions),
+            "name": note.name if note else None,
+            "description": note.description if note else None,
+            **tally.fields(),
+            "tasks": list(pt.tasks),
+        }
+        meta = {"kind": "procedure", "canonical_key": key, "task_kind": pt.kind, **tally.fields()}
+        rate = tally.success_rate
+        return Draft(
+            value=value,
+            provenance=ctx.provenance(self, sources, model),
+            tags=frozenset(
+                {"procedure", f"task_kind:{pt.kind}"[:128]}
+                | {f"action_type:{a}"[:128] for a in pt.actions}
+            ),
+            metadata=meta,
+            importance=min(1.0, 0.5 + 0.5 * (rate or 0.0) * min(1.0, tally.support / 5)),
+            key=key,
+            supersedes=old.id if old is not None else None,
+        )
 
 
 procedural = register_transformer(ProceduralTransformer())
