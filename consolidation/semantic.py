@@ -168,6 +168,189 @@ _SYSTEM = (
 )
 
 
+def _weighed(facts: list[Fact], now_ms: int, half_life: float) -> list[Fact]:
+    """``facts`` each with its weight ``0.5 ** (age / half_life)``."""
+    return [
+        Fact(
+            f.subject,
+            f.predicate,
+            f.object,
+            f.negated,
+            f.source,
+            f.at,
+            f.agent,
+            0.5 ** (max(0, now_ms - f.at) / half_life),
+        )
+        for f in facts
+    ]
+
+
+def _aged_prior(existing: Entry | None, now_ms: int, half_life: float) -> _Prior | None:
+    """The existing belief's claim and evidence, its weight aged to ``now_ms``."""
+    prior = _prior(existing) if existing is not None else None
+    if prior is None:
+        return None
+    # The stored weight was computed at weighted_at_ms; age it from there only.
+    age = max(0, now_ms - prior.weighted_at)
+    return _Prior(
+        prior.claim,
+        prior.weight * 0.5 ** (age / half_life),
+        prior.count,
+        prior.agents,
+        prior.last_ms,
+        now_ms,
+    )
+
+
+def _support(fs: list[Fact], c: Claim, prior: _Prior | None, functional: bool) -> tuple[float, int]:
+    """Supporting weight of ``c`` (the prior's included when it is ``c``) and its newest
+    support: the claim drafted is the one maximal in this order."""
+    w = sum(f.weight for f in fs if stance_of(f, c, functional) is Stance.SUPPORT)
+    last = max((f.at for f in fs if stance_of(f, c, functional) is Stance.SUPPORT), default=-1)
+    if prior is not None and prior.claim == c:
+        w, last = w + prior.weight, max(last, prior.last_ms)
+    return round(w, 9), last
+
+
+def _winning_claim(fs: list[Fact], prior: _Prior | None, functional: bool) -> Claim:
+    """The claim with the most supporting weight (the prior's counted for its own claim),
+    a tie going to the most recent support, then to the greatest claim."""
+    candidates = {(f.object_key, f.negated) for f in fs}
+    if prior is not None:
+        candidates.add(prior.claim)
+    return max(sorted(candidates), key=lambda c: _support(fs, c, prior, functional))
+
+
+def _display_forms(fs: list[Fact], claim: Claim, existing: Entry | None) -> tuple[str, str]:
+    """Subject and object as the latest fact asserting ``claim`` writes them, else as the
+    existing entry does."""
+    asserting = [f for f in fs if (f.object_key, f.negated) == claim]
+    if not asserting:
+        assert existing is not None
+        return existing.value["subject"], existing.value["object"]
+    latest = max(asserting, key=lambda f: (f.at, f.source))
+    return latest.subject, latest.object
+
+
+def _fact_evidence(fs: list[Fact], reference: Claim, functional: bool) -> list[dict[str, Any]]:
+    """An evidence link per fact, in time order, with its stance toward ``reference``."""
+    return [
+        {
+            "entry": f.source,
+            "stance": stance_of(f, reference, functional).value,
+            "weight": round(f.weight, 6),
+            "agent": f.agent,
+            "at": f.at,
+            "claim": statement(f.subject, f.predicate, f.object, f.negated),
+        }
+        for f in sorted(fs, key=lambda f: (f.at, f.source, f.object_key, f.negated))
+    ]
+
+
+def _context_evidence(fs: list[Fact], es: list[Entry]) -> list[dict[str, Any]]:
+    """Context links (weight 0) to the entries not cited by ``fs`` that mention their
+    subject."""
+    cited = {f.source for f in fs}
+    subj_words = set(words(fs[0].subject_key.replace("-", " ")))
+    out: list[dict[str, Any]] = []
+    for e in es:
+        if e.id not in cited and subj_words and subj_words <= set(words(entry_text(e))):
+            actors = actors_of(e)
+            out.append(
+                {
+                    "entry": e.id,
+                    "stance": Stance.CONTEXT.value,
+                    "weight": 0.0,
+                    "agent": actors[0] if actors else None,
+                    "at": e.created_at,
+                    "claim": None,
+                }
+            )
+    return out
+
+
+def _stances(fs: list[Fact], claim: Claim, functional: bool) -> tuple[list[Fact], list[Fact]]:
+    """The facts supporting ``claim`` and those contradicting it."""
+    sup = [f for f in fs if stance_of(f, claim, functional) is Stance.SUPPORT]
+    con = [f for f in fs if stance_of(f, claim, functional) is Stance.CONTRADICT]
+    return sup, con
+
+
+def _prior_share(prior: _Prior | None, claim: Claim) -> tuple[_Prior | None, float]:
+    """The prior when it backs ``claim``, and the weight it holds against ``claim``."""
+    if prior is None:
+        return None, 0.0
+    if prior.claim == claim:
+        return prior, 0.0
+    return None, prior.weight
+
+
+def _newest_support(sup: list[Fact], kept: _Prior | None, now_ms: int) -> int:
+    """The time of the newest support (a fact's or the backing prior's), else ``now_ms``."""
+    return max([f.at for f in sup] + ([kept.last_ms] if kept is not None else []), default=now_ms)
+
+
+@dataclass(frozen=True, slots=True)
+class _Tally:
+    """The evidence for the drafted claim: distinct supporting sources, agents, supporting
+    and contradicting weight, newest support, whether any fact contradicts it."""
+
+    count: int
+    agents: list[str]
+    support: float
+    contradiction: float
+    last_ms: int
+    contested: bool
+
+
+def _tally(
+    fs: list[Fact], claim: Claim, prior: _Prior | None, functional: bool, now_ms: int
+) -> _Tally:
+    """The evidence for ``claim``: ``fs``'s and the prior's (for it or against it)."""
+    sup, con = _stances(fs, claim, functional)
+    kept, against = _prior_share(prior, claim)
+    return _Tally(
+        count=len({f.source for f in sup}) + (kept.count if kept is not None else 0),
+        agents=sorted(
+            {f.agent for f in sup if f.agent} | set(kept.agents if kept is not None else ())
+        ),
+        support=sum(f.weight for f in sup) + (kept.weight if kept is not None else 0.0),
+        contradiction=sum(f.weight for f in con) + against,
+        last_ms=_newest_support(sup, kept, now_ms),
+        contested=bool(con),
+    )
+
+
+def _confidence(t: _Tally, recency: float, count_scale: float) -> tuple[float, dict[str, Any]]:
+    """``confidence`` and its components, as stored (rounded)."""
+    count_score = 1.0 - math.exp(-t.count / count_scale)
+    diversity = len(t.agents) / (len(t.agents) + 1)
+    s_w, c_w = t.support, t.contradiction
+    balance = s_w / (s_w + c_w) if s_w + c_w > 0 else 1.0
+    confidence = min(
+        1.0, max(0.0, balance * (0.5 * count_score + 0.25 * diversity + 0.25 * recency))
+    )
+    components = {
+        "source_count": t.count,
+        "count_score": round(count_score, 6),
+        "agents": len(t.agents),
+        "diversity": round(diversity, 6),
+        "support_weight": round(s_w, 6),
+        "contradiction_weight": round(c_w, 6),
+        "balance": round(balance, 6),
+        "recency": round(recency, 6),
+    }
+    return confidence, components
+
+
+def _revision(prior: _Prior | None, claim: Claim, contested: bool) -> str:
+    if prior is None:
+        return "new"
+    if prior.claim != claim:
+        return "changed"
+    return "contested" if contested else "reinforced"
+
+
 class SemanticTransformer:
     name = "semantic"
     version = "1"
@@ -179,22 +362,8 @@ class SemanticTransformer:
         if ctx.llm is not None and es:
             facts = [f for f in facts if _is_explicit(es, f)] + await self._llm_facts(es, ctx)
             model = ctx.llm.model
-        half_life = p.half_life_days * _DAY_MS
-        facts = [
-            Fact(
-                f.subject,
-                f.predicate,
-                f.object,
-                f.negated,
-                f.source,
-                f.at,
-                f.agent,
-                0.5 ** (max(0, ctx.now_ms - f.at) / half_life),
-            )
-            for f in facts
-        ]
         groups: dict[str, list[Fact]] = {}
-        for f in facts:
+        for f in _weighed(facts, ctx.now_ms, p.half_life_days * _DAY_MS):
             groups.setdefault(canonical_key(f, p.functional), []).append(f)
         by_id = {e.id: e for e in es}
         return [
@@ -235,109 +404,21 @@ class SemanticTransformer:
         p: SemanticParams,
         model: str | None,
     ) -> Draft:
+        """The draft of one canonical key's belief from its facts ``fs`` (see the module)."""
         functional = fs[0].predicate in p.functional
         half_life = p.half_life_days * _DAY_MS
         existing = ctx.existing.get(key)
-        prior = None
-        if existing is not None and (prior := _prior(existing)) is not None:
-            # The stored weight was computed at weighted_at_ms; age it from there only.
-            age = max(0, ctx.now_ms - prior.weighted_at)
-            prior = _Prior(
-                prior.claim,
-                prior.weight * 0.5 ** (age / half_life),
-                prior.count,
-                prior.agents,
-                prior.last_ms,
-                ctx.now_ms,
-            )
-
-        def support(c: Claim) -> tuple[float, int]:
-            w = sum(f.weight for f in fs if stance_of(f, c, functional) is Stance.SUPPORT)
-            last = max(
-                (f.at for f in fs if stance_of(f, c, functional) is Stance.SUPPORT), default=-1
-            )
-            if prior is not None and prior.claim == c:
-                w, last = w + prior.weight, max(last, prior.last_ms)
-            return round(w, 9), last
-
-        candidates = {(f.object_key, f.negated) for f in fs}
-        if prior is not None:
-            candidates.add(prior.claim)
-        claim = max(sorted(candidates), key=support)
-        # Display forms come from the latest fact asserting the claim (or the old entry).
-        asserting = [f for f in fs if (f.object_key, f.negated) == claim]
-        latest = max(asserting, key=lambda f: (f.at, f.source)) if asserting else None
-        if latest is not None:
-            subject, obj = latest.subject, latest.object
-        else:
-            assert existing is not None
-            subject, obj = existing.value["subject"], existing.value["object"]
+        prior = _aged_prior(existing, ctx.now_ms, half_life)
+        claim = _winning_claim(fs, prior, functional)
+        subject, obj = _display_forms(fs, claim, existing)
         reference = prior.claim if prior is not None else claim
-
-        evidence: list[dict[str, Any]] = []
-        for f in sorted(fs, key=lambda f: (f.at, f.source, f.object_key, f.negated)):
-            evidence.append(
-                {
-                    "entry": f.source,
-                    "stance": stance_of(f, reference, functional).value,
-                    "weight": round(f.weight, 6),
-                    "agent": f.agent,
-                    "at": f.at,
-                    "claim": statement(f.subject, f.predicate, f.object, f.negated),
-                }
-            )
-        cited = {f.source for f in fs}
-        subj_words = set(words(fs[0].subject_key.replace("-", " ")))
-        for e in es:
-            if e.id not in cited and subj_words and subj_words <= set(words(entry_text(e))):
-                actors = actors_of(e)
-                evidence.append(
-                    {
-                        "entry": e.id,
-                        "stance": Stance.CONTEXT.value,
-                        "weight": 0.0,
-                        "agent": actors[0] if actors else None,
-                        "at": e.created_at,
-                        "claim": None,
-                    }
-                )
-
-        sup = [f for f in fs if stance_of(f, claim, functional) is Stance.SUPPORT]
-        con = [f for f in fs if stance_of(f, claim, functional) is Stance.CONTRADICT]
-        same = prior is not None and prior.claim == claim
-        n = len({f.source for f in sup}) + (prior.count if same and prior else 0)
-        agents = sorted(
-            {f.agent for f in sup if f.agent} | set(prior.agents if same and prior else ())
-        )
-        s_w = sum(f.weight for f in sup) + (prior.weight if same and prior else 0.0)
-        c_w = sum(f.weight for f in con) + (prior.weight if prior and not same else 0.0)
-        last_sup = max(
-            [f.at for f in sup] + ([prior.last_ms] if same and prior else []), default=ctx.now_ms
-        )
-        recency = 0.5 ** (max(0, ctx.now_ms - last_sup) / half_life)
-        count_score = 1.0 - math.exp(-n / p.count_scale)
-        diversity = len(agents) / (len(agents) + 1)
-        balance = s_w / (s_w + c_w) if s_w + c_w > 0 else 1.0
-        confidence = min(
-            1.0, max(0.0, balance * (0.5 * count_score + 0.25 * diversity + 0.25 * recency))
-        )
+        evidence = _fact_evidence(fs, reference, functional) + _context_evidence(fs, es)
+        tally = _tally(fs, claim, prior, functional, ctx.now_ms)
+        recency = 0.5 ** (max(0, ctx.now_ms - tally.last_ms) / half_life)
+        confidence, components = _confidence(tally, recency, p.count_scale)
         status = BeliefStatus.STALE if recency < p.stale_below else BeliefStatus.ACTIVE
-        if prior is None:
-            revision = "new"
-        elif not same:
-            revision = "changed"
-        else:
-            revision = "contested" if con else "reinforced"
-        components = {
-            "source_count": n,
-            "count_score": round(count_score, 6),
-            "agents": len(agents),
-            "diversity": round(diversity, 6),
-            "support_weight": round(s_w, 6),
-            "contradiction_weight": round(c_w, 6),
-            "balance": round(balance, 6),
-            "recency": round(recency, 6),
-        }
+        revision = _revision(prior, claim, tally.contested)
+        supersedes = existing.id if existing is not None else None
         pred, neg = fs[0].predicate, claim[1]
         value = {
             "subject": subject,
@@ -350,7 +431,7 @@ class SemanticTransformer:
             "confidence": round(confidence, 6),
             "confidence_components": components,
             "evidence": evidence,
-            "supersedes": existing.id if existing is not None else None,
+            "supersedes": supersedes,
             "revision": revision,
         }
         meta = {
@@ -358,11 +439,11 @@ class SemanticTransformer:
             "canonical_key": key,
             "status": status.value,
             "confidence": round(confidence, 6),
-            "support_weight": round(s_w, 6),
-            "contradiction_weight": round(c_w, 6),
-            "source_count": n,
-            "agents": agents,
-            "last_supported_ms": last_sup,
+            "support_weight": components["support_weight"],
+            "contradiction_weight": components["contradiction_weight"],
+            "source_count": tally.count,
+            "agents": tally.agents,
+            "last_supported_ms": tally.last_ms,
             "weighted_at_ms": ctx.now_ms,
             "revision": revision,
         }
@@ -376,7 +457,7 @@ class SemanticTransformer:
             metadata=meta,
             importance=max(by_id[s].importance for s in sources),
             key=key,
-            supersedes=existing.id if existing is not None else None,
+            supersedes=supersedes,
         )
 
 
