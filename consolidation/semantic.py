@@ -214,7 +214,7 @@ def _support(fs: list[Fact], c: Claim, prior: _Prior | None, functional: bool) -
 
 def _winning_claim(fs: list[Fact], prior: _Prior | None, functional: bool) -> Claim:
     """The claim with the most supporting weight (the prior's counted for its own claim),
-    a tie going to the most recent support, then to the greatest claim."""
+    a tie going to the most recent support, then to the first claim in sorted order."""
     candidates = {(f.object_key, f.negated) for f in fs}
     if prior is not None:
         candidates.add(prior.claim)
