@@ -21,7 +21,7 @@ from .dense import DenseIndex
 from .embedders.base import Embedder, default_embedder
 from .prf import entities, expansion_terms, rocchio
 from .query import MemoryQuery
-from .ranking import rank, scope_candidates
+from .ranking import Candidates, rank, scope_candidates
 from .rerank import rerank
 from .scoring import ScoredEntry, ScoringConfig
 from .text import entry_text
@@ -408,37 +408,47 @@ class SearchEngine:
         the same candidate pool."""
         q = MemoryQuery(query=query) if isinstance(query, str) else query
         now = int(time.time() * 1000) if now_ms is None else now_ms
-        cfg = self.config
-        pool = max(cfg.candidates, cfg.candidate_factor * q.max_results)
         with self._lock:
-            names = scopes if scopes is not None else q.scopes or list(self._scopes)
-            # an empty scope has nothing to find (and an empty FAISS search still costs)
-            cats = [self._scopes[s] for s in names if s in self._scopes and len(self._scopes[s])]
+            cats = self._searched_locked(scopes, q.scopes)
             if self._pending or self._out:
                 self._flush_locked(self.inline_embed, cats)
             qvec = None
             if q.query is not None and self.embedder is not None:
                 qvec = self.embedder.embed([q.query])[0]
-            parts = [scope_candidates(c, q, qvec, now, pool, cfg) for c in cats]
-            parts = [p for p in parts if len(p.rows)]
+            return self._rank_locked(q, cats, qvec, now, q.max_results if depth is None else depth)
+
+    def _searched_locked(
+        self, scopes: list[str] | None, default: list[str] | None
+    ) -> list[ScopeCatalog]:
+        """The catalogs of ``scopes`` (None: ``default``, else every scope) holding entries."""
+        names = scopes if scopes is not None else default or list(self._scopes)
+        # an empty scope has nothing to find (and an empty FAISS search still costs)
+        return [self._scopes[s] for s in names if s in self._scopes and len(self._scopes[s])]
+
+    def _rank_locked(
+        self, q: MemoryQuery, cats: list[ScopeCatalog], qvec: Vec | None, now: int, k: int
+    ) -> list[ScoredEntry]:
+        """Under the lock: the best ``k`` of ``cats``' candidates for ``q``, after a round of
+        feedback (``prf_docs``) and with the second stage when it can change anything."""
+        cfg = self.config
+        pool = max(cfg.candidates, cfg.candidate_factor * q.max_results)
+        parts = _candidates(cats, q, qvec, now, pool, cfg)
+        if not parts:
+            return []
+        dim = self.embedder.dim if self.embedder is not None else 1
+        head = q.model_copy(update={"max_results": max(k, cfg.rerank_depth)})
+        if cfg.prf_docs and q.query is not None:
+            first = rank(parts, head, qvec, now, cfg, dim)[: cfg.prf_docs]
+            q2, qvec = self._feedback(q, qvec, first)
+            head = head.model_copy(update={"query": q2})
+            parts = _candidates(cats, head, qvec, now, pool, cfg)
             if not parts:
                 return []
-            dim = self.embedder.dim if self.embedder is not None else 1
-            k = q.max_results if depth is None else depth
-            head = q.model_copy(update={"max_results": max(k, cfg.rerank_depth)})
-            if cfg.prf_docs and q.query is not None:
-                first = rank(parts, head, qvec, now, cfg, dim)[: cfg.prf_docs]
-                q2, qvec = self._feedback(q, qvec, first)
-                head = head.model_copy(update={"query": q2})
-                parts = [scope_candidates(c, head, qvec, now, pool, cfg) for c in cats]
-                parts = [p for p in parts if len(p.rows)]
-                if not parts:
-                    return []
-            anchor = max(c.latest_event for c in cats)
-            if not self._second_stage(q.query, cats, anchor):
-                return rank(parts, head.model_copy(update={"max_results": k}), qvec, now, cfg,
-                            dim)
-            return rerank(rank(parts, head, qvec, now, cfg, dim), q.query, cfg, anchor, k)
+        anchor = max(c.latest_event for c in cats)
+        if not self._second_stage(q.query, cats, anchor):
+            return rank(parts, head.model_copy(update={"max_results": k}), qvec, now, cfg,
+                        dim)
+        return rerank(rank(parts, head, qvec, now, cfg, dim), q.query, cfg, anchor, k)
 
     def _second_stage(self, query: str | None, cats: list[ScopeCatalog], anchor: int) -> bool:
         """Whether :func:`rerank` can change anything: conversational entries for the
@@ -481,6 +491,15 @@ class SearchEngine:
             cfg.prf_terms, lambda t: float(np.log(1 + n / (1 + bm.document_frequency(t)))),
         )
         return " ".join([text, *terms]), qvec
+
+
+def _candidates(
+    cats: list[ScopeCatalog], q: MemoryQuery, qvec: Vec | None, now: int, pool: int,
+    cfg: ScoringConfig,
+) -> list[Candidates]:
+    """The candidates of each of ``cats`` that has any (:func:`scope_candidates`)."""
+    parts = [scope_candidates(c, q, qvec, now, pool, cfg) for c in cats]
+    return [p for p in parts if len(p.rows)]
 
 
 def _said(e: Entry) -> tuple[str, str | None]:
