@@ -467,30 +467,35 @@ class SearchEngine:
         cfg = self.config
         assert q.query is not None
         if qvec is not None and first:
-            vecs = []
-            for h in first:
-                cat = self._scopes[h.scope]
-                row = cat.row_of.get(h.entry.id)
-                if row is not None and cat.dense is not None and cat.has_vec.a[row]:
-                    vecs.append(cat.dense.reconstruct(np.asarray([row], np.int64))[0])
-            if vecs:
-                qvec = rocchio(qvec, np.stack(vecs), cfg.prf_dense)
+            qvec = self._toward_hits(qvec, first)
         text = q.query
         if cfg.hop_entities and first:
-            said = [_said(h.entry) for h in first]
-            names = entities([t for t, _ in said], text, [s for _, s in said if s],
-                             cfg.hop_entities)
-            text = " ".join([text, *names])
+            text = " ".join([text, *_hop_names(text, first, cfg.hop_entities)])
         if not cfg.prf_terms or not first:
             return text, qvec
+        return " ".join([text, *self._expansion(q.query, first)]), qvec
+
+    def _toward_hits(self, qvec: Vec, first: list[ScoredEntry]) -> Vec:
+        """``qvec`` moved toward the vectors of the ``first`` hits that have one (Rocchio)."""
+        vecs = []
+        for h in first:
+            cat = self._scopes[h.scope]
+            row = cat.row_of.get(h.entry.id)
+            if row is not None and cat.dense is not None and cat.has_vec.a[row]:
+                vecs.append(cat.dense.reconstruct(np.asarray([row], np.int64))[0])
+        return rocchio(qvec, np.stack(vecs), self.config.prf_dense) if vecs else qvec
+
+    def _expansion(self, query: str, first: list[ScoredEntry]) -> list[str]:
+        """Terms of the ``first`` hits to add to ``query``, weighed by the IDF of the best
+        hit's scope."""
         bm = self._scopes[first[0].scope].bm25
         an = bm.analyzer
         n = max(len(bm), 1)
-        terms = expansion_terms(
-            an.terms([self.text_fn(h.entry) for h in first]), an.query_terms(q.query),
-            cfg.prf_terms, lambda t: float(np.log(1 + n / (1 + bm.document_frequency(t)))),
+        return expansion_terms(
+            an.terms([self.text_fn(h.entry) for h in first]), an.query_terms(query),
+            self.config.prf_terms,
+            lambda t: float(np.log(1 + n / (1 + bm.document_frequency(t)))),
         )
-        return " ".join([text, *terms]), qvec
 
 
 def _candidates(
@@ -500,6 +505,13 @@ def _candidates(
     """The candidates of each of ``cats`` that has any (:func:`scope_candidates`)."""
     parts = [scope_candidates(c, q, qvec, now, pool, cfg) for c in cats]
     return [p for p in parts if len(p.rows)]
+
+
+def _hop_names(text: str, first: list[ScoredEntry], limit: int) -> list[str]:
+    """Names the ``first`` hits mention and ``text`` does not (speakers left out): what a
+    second hop searches for."""
+    said = [_said(h.entry) for h in first]
+    return entities([t for t, _ in said], text, [s for _, s in said if s], limit)
 
 
 def _said(e: Entry) -> tuple[str, str | None]:
