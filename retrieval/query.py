@@ -7,7 +7,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
-from .lens import resolve_lens
+from .lens import LensPreset, resolve_lens
 
 __all__ = ["FusionMethod", "MemoryQuery", "RecallOrder", "TagFilter", "as_query"]
 
@@ -95,25 +95,13 @@ class MemoryQuery(BaseModel):
             return data
         preset = resolve_lens(str(data["lens"]))
         out = dict(data)
-        if out.get("query") is None and preset.query is not None:
-            out["query"] = preset.query
-        tf = out.get("tag_filter")
-        given = (
-            tf.model_dump() if isinstance(tf, TagFilter) else dict(tf) if tf is not None else {}
-        )
-        out["tag_filter"] = {
-            "all_of": given.get("all_of") or preset.all_of,
-            "any_of": given.get("any_of") or preset.any_of,
-            "none_of": given.get("none_of") or preset.none_of,
-        }
-        if out.get("levels") is None and preset.levels is not None:
-            out["levels"] = list(preset.levels)
-        if out.get("min_strength") is None and preset.min_strength is not None:
-            out["min_strength"] = preset.min_strength
+        _fill(out, "query", preset.query)
+        out["tag_filter"] = _lens_tags(out.get("tag_filter"), preset)
+        _fill(out, "levels", list(preset.levels) if preset.levels is not None else None)
+        _fill(out, "min_strength", preset.min_strength)
         if "max_results" not in out and preset.max_results is not None:
             out["max_results"] = preset.max_results
-        if out.get("alpha") is None and preset.alpha is not None:
-            out["alpha"] = preset.alpha
+        _fill(out, "alpha", preset.alpha)
         return out
 
     @field_validator("query")
@@ -214,3 +202,24 @@ def as_query(query: MemoryQuery | str | Any, limit: int | None = None,
         return q
     # model_validate (not model_copy) so the new values are validated too
     return MemoryQuery.model_validate({**q.model_dump(exclude={"lens"}), **update})
+
+
+def _fill(out: dict[str, Any], name: str, lens_value: Any) -> None:
+    """Give ``out[name]`` the lens's value when the caller left it unset (None)."""
+    if out.get(name) is None and lens_value is not None:
+        out[name] = lens_value
+
+
+def _lens_tags(given: Any, preset: LensPreset) -> dict[str, Any]:
+    """The caller's tag filter (a TagFilter, a mapping or None) with each part it leaves
+    empty taken from the lens."""
+    tf = (
+        given.model_dump()
+        if isinstance(given, TagFilter)
+        else dict(given) if given is not None else {}
+    )
+    return {
+        "all_of": tf.get("all_of") or preset.all_of,
+        "any_of": tf.get("any_of") or preset.any_of,
+        "none_of": tf.get("none_of") or preset.none_of,
+    }
