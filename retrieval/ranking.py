@@ -113,16 +113,7 @@ def rank(
             )
         if not len(rows):
             return []
-        has_d = ~np.isnan(dense)
-        if q.fusion == "rrf":
-            lists = [bm25] + ([dense] if has_d.any() else [])
-            present = [bm25 > 0] + ([has_d] if has_d.any() else [])
-            fused = rrf(lists, present, cfg.rrf_k) * (cfg.rrf_k + 1) / len(lists)
-        elif has_d.any():
-            alpha = cfg.alpha if q.alpha is None else q.alpha
-            fused = convex(minmax(dense, has_d), minmax(bm25), alpha)
-        else:
-            fused = minmax(bm25)
+        fused = _fused(dense, bm25, q, cfg)
     else:
         fused = np.zeros(len(rows))
     rec = recency(created, now, cfg.recency_half_life_ms)
@@ -152,6 +143,20 @@ def rank(
         out.append(ScoredEntry(entry, cat.scope, None if math.isnan(d) else d,
                                b if text else None, f, st, rc, im, sc))
     return out
+
+
+def _fused(dense: F64, bm25: F64, q: MemoryQuery, cfg: ScoringConfig) -> F64:
+    """Relevance in [0, 1]: the BM25 and dense scores (NaN: no vector) fused as ``q`` says
+    (reciprocal ranks or a convex combination; BM25 alone when no candidate has a vector)."""
+    has_d = ~np.isnan(dense)
+    if q.fusion == "rrf":
+        lists = [bm25] + ([dense] if has_d.any() else [])
+        present = [bm25 > 0] + ([has_d] if has_d.any() else [])
+        return rrf(lists, present, cfg.rrf_k) * (cfg.rrf_k + 1) / len(lists)
+    if has_d.any():
+        alpha = cfg.alpha if q.alpha is None else q.alpha
+        return convex(minmax(dense, has_d), minmax(bm25), alpha)
+    return minmax(bm25)
 
 
 def _vectors(parts: list[Candidates], owner: I64, rows: I64, dim: int) -> Vec:
