@@ -13,7 +13,7 @@ Re-reading under one lock makes replays and overlaps (reader and catch-up) harml
 Embeddings are computed once and stored back in Redis: see :mod:`retrieval.embedding_sync`.
 
 Read-your-writes: given each scope's newest feed id (:meth:`IndexFollower.sync` asks
-:func:`blackboard.newest_event_ids`; a recall asks the blackboard's feed probe around its
+:meth:`bb.reads.newest_event_ids <blackboard.reads.Reads.newest_event_ids>`; a recall asks the blackboard's feed probe around its
 search), :meth:`IndexFollower.catch_up_to` pulls the gap itself (``XRANGE``), bounded by a
 timeout.
 """
@@ -27,17 +27,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-from blackboard import (
-    Blackboard,
-    Entry,
-    Event,
-    EventType,
-    entries_across,
-    feed_heads,
-    newest_event_ids,
-    read_ranges,
-    read_scopes_or_pause,
-)
+from blackboard import Blackboard, Entry, Event, EventType
 
 from .embedding_sync import EmbeddingSync
 from .engine import SearchEngine
@@ -232,7 +222,7 @@ class IndexFollower:
     # -- loading --------------------------------------------------------------------------
 
     async def _newest(self, scopes: Sequence[str]) -> dict[str, str]:
-        return await newest_event_ids(self.bb, scopes)
+        return await self.bb.reads.newest_event_ids(scopes)
 
     async def _from_snapshot(self, scopes: list[str]) -> set[str]:
         """Load the scopes a current snapshot holds: its feed id for them is still in the
@@ -248,7 +238,7 @@ class IndexFollower:
         wanted = [s for s in scopes if s in snap.manifest.scopes]
         if not wanted:
             return set()
-        heads = await feed_heads(self.bb, wanted, at=snap.manifest.scopes)
+        heads = await self.bb.reads.heads(wanted, at=snap.manifest.scopes)
         loaded: set[str] = set()
         emb = self.engine.embedder
         for head in heads:
@@ -269,7 +259,7 @@ class IndexFollower:
         """Read the scopes from Redis: newest feed ids first, then every entry."""
         if not scopes:
             return
-        for head in await feed_heads(self.bb, scopes, with_ids=True):
+        for head in await self.bb.reads.heads(scopes, with_ids=True):
             s = head.scope
             self.engine.set_policy(s, head.policy)
             scope = self.bb.scope(s)
@@ -300,7 +290,7 @@ class IndexFollower:
                 reread[s].append(eid)
         scopes = list(reread)
         if scopes:
-            got = await entries_across(self.bb, reread)
+            got = await self.bb.reads.entries(reread)
             now = self.bb.now_ms()
             ups: list[Entry] = []
             for s in scopes:
@@ -326,8 +316,8 @@ class IndexFollower:
                 if s in self._applied and feed_id_gt(t, self._applied[s])
             }
             while todo:
-                got = await read_ranges(
-                    self.bb, {s: (self._applied[s], t) for s, t in todo.items()}, count=500
+                got = await self.bb.reads.ranges(
+                    {s: (self._applied[s], t) for s, t in todo.items()}, count=500
                 )
                 events = [ev for evs in got.values() for ev in evs]
                 if not events:
@@ -339,8 +329,8 @@ class IndexFollower:
         while not self._stopped:
             scopes = sorted(self._by_part[partition])
             pos = {s: self._applied[s] for s in scopes}
-            got = await read_scopes_or_pause(
-                self.bb, pos, partition, count=200, block_ms=self.block_ms,
+            got = await self.bb.reads.events_or_pause(
+                pos, partition, count=200, block_ms=self.block_ms,
                 stopped=lambda: self._stopped, reader="index follower")
             events = [ev for _scope, ev in got]
             if events:
