@@ -10,12 +10,11 @@ Applying events is state based: an entry touched by ``written``/``updated``/``re
 is re-read and upserted (gone: removed); ``deleted``/``expired``/``evicted`` remove it.
 Re-reading under one lock makes replays and overlaps (reader and catch-up) harmless.
 
-Embeddings are computed once and stored back in Redis: see :mod:`retrieval.embedding_sync`.
+Embeddings are computed once and stored back in Redis: see :mod:`retrieval.embedding_queue`.
 
 Read-your-writes: given each scope's newest feed id (:meth:`IndexFollower.sync` asks
-:meth:`bb.reads.newest_event_ids <blackboard.reads.Reads.newest_event_ids>`; a recall asks the blackboard's feed probe around its
-search), :meth:`IndexFollower.catch_up_to` pulls the gap itself (``XRANGE``), bounded by a
-timeout.
+``bb.reads.newest_event_ids``; a recall asks the blackboard's feed probe around its search),
+:meth:`IndexFollower.catch_up_to` pulls the gap itself (``XRANGE``), bounded by a timeout.
 """
 
 from __future__ import annotations
@@ -29,7 +28,7 @@ from pathlib import Path
 
 from blackboard import Blackboard, Entry, Event, EventType
 
-from .embedding_sync import EmbeddingSync
+from .embedding_queue import EmbeddingQueue
 from .engine import SearchEngine
 from .snapshot import Snapshot, load_snapshot, save_snapshot
 
@@ -94,7 +93,7 @@ class IndexFollower:
         self._snapshot_read = False
         self._loop = asyncio.get_running_loop()
         self._n = {"events": 0, "bootstrapped": 0, "from_snapshot": 0, "timeouts": 0}
-        self._embeddings = EmbeddingSync(bb, engine, write_back=write_back)
+        self._embeddings = EmbeddingQueue(bb, engine, write_back=write_back)
 
     # -- public ---------------------------------------------------------------------------
 
@@ -153,7 +152,7 @@ class IndexFollower:
     async def settled(self, max_batch: int | None = None) -> None:
         """Wait for the batch being embedded in the background, if any and (``max_batch``)
         no larger than that: a search right after then finds every entry with its vector
-        without embedding any itself (:meth:`EmbeddingSync.settled`)."""
+        without embedding any itself (:meth:`EmbeddingQueue.settled`)."""
         await self._embeddings.settled(max_batch)
 
     def positions(self, scopes: Sequence[str]) -> dict[str, str]:
