@@ -5,7 +5,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from memory import AccessPolicy, Registry
+from memory import Registry
+from memory.access import AccessPolicy
 from memory.memory_map import build_memory_map
 
 from .caller import Caller
