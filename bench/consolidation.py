@@ -44,7 +44,8 @@ sys.path.append(str(Path(__file__).resolve().parent))  # cpu_budget beside this 
 from cpu_budget import cpu_budget, cpu_seconds
 from drain import drain_rate, sample_until_done
 
-from blackboard import Blackboard, WriteRequest, partition_of, relay_all
+from blackboard import Blackboard, WriteRequest
+from blackboard.keys import partition_of
 from memory.registry import Registry
 from memory.subscriptions import MemorySubscription, Trigger
 from workers.embedded import redis_or_embedded
@@ -144,7 +145,7 @@ async def run_workers(url: str, n: int, procs: int) -> dict[str, Any]:
         # the write script filled the bus): the drain measures consolidation alone, and the
         # relay's own rate is reported beside it.
         tr = time.perf_counter()
-        await relay_all(bb)
+        await bb.relays.relay_all()
         t_relay = time.perf_counter() - tr
         env = {**os.environ, **WORKER_ENV}
         # Worker stderr is kept in files (named in any failure) for diagnosis.
@@ -246,7 +247,7 @@ async def run_raw(url: str, n: int) -> dict[str, Any]:
 
         tw = time.perf_counter()
         await _write_all(bb, n)  # the same backlog as the workers get
-        await relay_all(bb)  # the raw loop reads a bus: filled outside the timed window
+        await bb.relays.relay_all()  # the raw loop reads a bus: filled outside the timed window
         t_write = time.perf_counter() - tw
         # Timed in this process, without a sampler beside it: the loop has the CPU to itself.
         t0 = time.perf_counter()

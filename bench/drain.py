@@ -9,8 +9,6 @@ import asyncio
 import time
 from typing import TYPE_CHECKING
 
-from blackboard import backlog, settled
-
 if TYPE_CHECKING:
     from blackboard import Blackboard
 
@@ -19,7 +17,7 @@ __all__ = ["Sample", "drain_rate", "idle", "remaining", "sample_until_done"]
 
 async def idle(bb: Blackboard) -> bool:
     """Every event consumed and acked, no buffered or in-flight batch left."""
-    return await settled(bb)
+    return await bb.progress.settled()
 
 
 async def remaining(bb: Blackboard, group: str) -> tuple[int, int]:
@@ -27,7 +25,7 @@ async def remaining(bb: Blackboard, group: str) -> tuple[int, int]:
     undelivered and unacked, plus, for the second, the items still in the edge buffers.
     Two round trips whatever the number of partitions and buffers: the sampler must not
     steal the CPU it measures."""
-    b = await backlog(bb, group)
+    b = await bb.progress.backlog(group)
     return b.unconsumed, b.unconsolidated
 
 

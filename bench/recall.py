@@ -36,8 +36,9 @@ import faiss
 from rank_bm25 import BM25Okapi
 
 from blackboard import Entry
-from retrieval import Analyzer, BM25Index, MemoryQuery, ScoringConfig, SearchEngine
-from retrieval.analyzer import _cached_query_terms
+from retrieval import MemoryQuery, ScoringConfig, SearchEngine
+from retrieval.analyzer import Analyzer, _cached_query_terms
+from retrieval.bm25 import BM25Index
 from retrieval.dense import configure_faiss_threads
 
 DIM = 384

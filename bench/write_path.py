@@ -28,7 +28,8 @@ import redis.asyncio as aredis
 from rich.console import Console
 from rich.table import Table
 
-from blackboard import Blackboard, RedisServer, WriteRequest, new_ulid
+from blackboard import Blackboard, RedisServer, WriteRequest
+from blackboard.ids import new_ulid
 
 TAGS = ("action", "tool:search")
 

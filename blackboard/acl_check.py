@@ -184,63 +184,85 @@ def _broad(info: dict[str, Any]) -> list[str]:
     return out
 
 
-async def _check_node(admin: AclAdmin, node: Any, name: str, report: AclReport,
-                      recorded: dict[str, tuple[str, ...]], admins: set[str]) -> None:
-    def add(code: str, subject: str, problem: str, remedy: str) -> None:
-        report.findings.append(AclFinding(code, subject, problem, remedy, name))
+#: A finding before it is tied to a node: (code, subject, problem, remedy).
+_Found = tuple[str, str, str, str]
 
-    conf = pairs(await admin.on_node(node, "CONFIG", "GET", "*"))
-    conf = {k: str(decoded(v)) for k, v in conf.items()}
+
+def _config_findings(conf: dict[str, str]) -> list[_Found]:
+    """What a node's CONFIG says about its ACLs surviving a restart and its exposure."""
+    out: list[_Found] = []
     if not conf.get("aclfile"):
-        add("no-aclfile", "aclfile", "no aclfile: ACL users (and a protected default user) "
-            "live in memory only and are lost, default open again, on restart",
-            "start Redis with --aclfile (`blackboard server` does) and re-run the grants")
+        out.append(("no-aclfile", "aclfile", "no aclfile: ACL users (and a protected default "
+                    "user) live in memory only and are lost, default open again, on restart",
+                    "start Redis with --aclfile (`blackboard server` does) and re-run the "
+                    "grants"))
     binds = conf.get("bind", "").split()
     if conf.get("protected-mode") == "no" and any(not b.startswith(_LOOPBACK) for b in binds):
-        add("protected-mode-off", "protected-mode", f"protected-mode is off and Redis binds "
-            f"{' '.join(binds)}: an open default user is reachable from the network",
-            "CONFIG SET protected-mode yes, or bind to loopback only")
+        out.append(("protected-mode-off", "protected-mode", f"protected-mode is off and Redis "
+                    f"binds {' '.join(binds)}: an open default user is reachable from the "
+                    "network", "CONFIG SET protected-mode yes, or bind to loopback only"))
     for opt in ("enable-debug-command", "enable-module-command", "enable-protected-configs"):
         if conf.get(opt, "no") != "no":
-            add(opt, opt, f"{opt} is {conf[opt]}: DEBUG/MODULE/protected CONFIG SET can "
-                "crash or reconfigure the server for any user allowed the command",
-                f"set {opt} no in the server's configuration")
+            out.append((opt, opt, f"{opt} is {conf[opt]}: DEBUG/MODULE/protected CONFIG SET "
+                        "can crash or reconfigure the server for any user allowed the command",
+                        f"set {opt} no in the server's configuration"))
+    return out
 
+
+def _open_finding(user: str) -> _Found:
+    """An enabled user anyone can log in as."""
+    if user == DEFAULT_USER:
+        return ("default-open", user, "the default user is on with no password: any client, "
+                "a confined agent too, can `AUTH default x` and do anything", PROTECT_HINT)
+    return ("nopass", user, f"user {user} is on with nopass: any password logs in as it",
+            f"ACL SETUSER {user} resetpass >NEW (or `acl grant --rotate`)")
+
+
+async def _agent_findings(admin: AclAdmin, node: Any, user: str, info: dict[str, Any],
+                          recorded: dict[str, tuple[str, ...]]) -> list[_Found]:
+    """An agent user against its grant record."""
+    agent = user[len(AGENT_USER_PREFIX):]
+    if agent not in recorded:
+        return [("agent-unrecorded", user, "an agent user with no grant record: its rules "
+                 "cannot be checked against what `acl grant` gives",
+                 f"`blackboard acl grant {agent}` (or `acl revoke {agent}`)")]
+    want = await _expected(admin, node, agent_rules(agent, recorded[agent], admin.bb.partitions))
+    if _rules_of(info) == want:
+        return []
+    return [("agent-drift", user, "its rules differ from what `acl grant` gives "
+             f"(teams {','.join(recorded[agent]) or '-'}); it may reach more",
+             f"`blackboard acl grant {agent}` with its teams rewrites them")]
+
+
+async def _user_findings(admin: AclAdmin, node: Any, user: str, info: dict[str, Any],
+                         recorded: dict[str, tuple[str, ...]], admins: set[str]) -> list[_Found]:
+    """One user's findings: open, drifted from its grant, or broader than its role."""
+    if "on" not in _flags(info):
+        return []  # nobody can log in as a disabled user
+    out = [_open_finding(user)] if _is_open(info) else []
+    if user.startswith(AGENT_USER_PREFIX):
+        out += await _agent_findings(admin, node, user, info, recorded)
+    elif user == SERVICE_USER:
+        if _rules_of(info) != await _expected(admin, node, SERVICE_RULES):
+            out.append(("service-drift", user, "its rules differ from SERVICE_RULES",
+                        "`blackboard acl service` rewrites them"))
+    elif user not in admins and user != DEFAULT_USER and _broad(info):
+        out.append(("broad-user", user, f"user {user} may use {' and '.join(_broad(info))} "
+                    "but is neither the service user nor an ACL admin",
+                    f"narrow it (ACL SETUSER {user} ...) or delete it"))
+    return out
+
+
+async def _check_node(admin: AclAdmin, node: Any, name: str, report: AclReport,
+                      recorded: dict[str, tuple[str, ...]], admins: set[str]) -> None:
+    conf = pairs(await admin.on_node(node, "CONFIG", "GET", "*"))
+    found = _config_findings({k: str(decoded(v)) for k, v in conf.items()})
     names = sorted({str(decoded(n)) for n in await admin.on_node(node, "ACL", "USERS") or ()})
     report.users = max(report.users, len(names))
     for user in names:
         info = user_info(await admin.on_node(node, "ACL", "GETUSER", user))
-        if "on" not in _flags(info):
-            continue  # nobody can log in as a disabled user
-        if _is_open(info):
-            if user == DEFAULT_USER:
-                add("default-open", user, "the default user is on with no password: any "
-                    "client, a confined agent too, can `AUTH default x` and do anything",
-                    PROTECT_HINT)
-            else:
-                add("nopass", user, f"user {user} is on with nopass: any password logs in "
-                    "as it", f"ACL SETUSER {user} resetpass >NEW (or `acl grant --rotate`)")
-        if user.startswith(AGENT_USER_PREFIX):
-            agent = user[len(AGENT_USER_PREFIX):]
-            if agent not in recorded:
-                add("agent-unrecorded", user, "an agent user with no grant record: its "
-                    "rules cannot be checked against what `acl grant` gives",
-                    f"`blackboard acl grant {agent}` (or `acl revoke {agent}`)")
-                continue
-            want = await _expected(admin, node, agent_rules(agent, recorded[agent],
-                                                            admin.bb.partitions))
-            if _rules_of(info) != want:
-                add("agent-drift", user, "its rules differ from what `acl grant` gives "
-                    f"(teams {','.join(recorded[agent]) or '-'}); it may reach more",
-                    f"`blackboard acl grant {agent}` with its teams rewrites them")
-        elif user == SERVICE_USER:
-            if _rules_of(info) != await _expected(admin, node, SERVICE_RULES):
-                add("service-drift", user, "its rules differ from SERVICE_RULES",
-                    "`blackboard acl service` rewrites them")
-        elif user not in admins and user != DEFAULT_USER and _broad(info):
-            add("broad-user", user, f"user {user} may use {' and '.join(_broad(info))} "
-                "but is neither the service user nor an ACL admin",
-                f"narrow it (ACL SETUSER {user} ...) or delete it")
+        found += await _user_findings(admin, node, user, info, recorded, admins)
+    report.findings += [AclFinding(*f, name) for f in found]
 
 
 async def check_acl(admin: AclAdmin) -> AclReport:

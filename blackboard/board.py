@@ -1,28 +1,36 @@
 """The blackboard: a connection to Redis (single or cluster), handles on what it holds --
-scopes, and per partition its bus, dataflow buffers and upkeep; the lease table and the
-workers' presence -- and the operations across partitions (sweep, trim, consume)."""
+scopes, and per partition its bus, dataflow buffers and upkeep; the lease table, the
+workers' presence, the registry's records, the reads over many scopes, the dead letters,
+the dataflow's progress and the edges versions -- and the operations across partitions
+(sweep, trim, check, consume)."""
 
 from __future__ import annotations
 
 import asyncio
 import functools
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Iterable, Sequence
 from dataclasses import replace
 from typing import Any
 
 from redis import exceptions as rexc
 
 from . import keys as K
+from .backlog import Progress
 from .bus import Bus
+from .check import CheckReport, check_scopes
 from .clock import ServerClock
 from .connection import Connect, open_client, warn_on_unsafe_server, without_credentials
 from .consumer import Batch, ConsumeCounters, ConsumeOptions, PartitionSource, consume
+from .dead_letters import DeadLetters
+from .edges_version import EdgesVersions
 from .errors import ConfigMismatch, InvalidArgument, ServerUnavailable
+from .handler_loop import BatchHandler, handle_batches
 from .keys import ScopeKeys
 from .lease import Lease, LeaseTable
 from .pending import PendingBuffer
 from .presence import Presence
 from .probe import FeedProbe
+from .reads import Reads
 from .records import Records
 from .redact import mask_url
 from .relay import Relays
@@ -179,6 +187,27 @@ class Blackboard:
         """Now in ms since the epoch on Redis's clock (the clock entries are stamped with)."""
         return self.clock.now_ms()
 
+    async def reconnect(self) -> Blackboard:
+        """A second connection to this server, with these settings and credentials, for code
+        running on another event loop (a client is bound to the loop it was opened on); the
+        caller closes it. A cluster client's credentials come from the settings alone."""
+        kw = self.client.connection_pool.connection_kwargs if not self.cluster else {}
+        return await Blackboard.connect(
+            self.settings.redis_url, settings=self.settings,
+            username=kw.get("username"), password=kw.get("password"),
+        )
+
+    async def missing_scripts(self) -> list[str]:
+        """Names of the scripts the server does not hold (PING first: raises when it is
+        down). A server can serve confined agents only with none missing: an agent user may
+        only EVALSHA what the service or admin user loaded."""
+        await self.client.ping()
+        scripts = SCRIPTS.all()
+        have = await self.client.script_exists(*(s.sha for s in scripts))
+        if isinstance(have, dict):  # a cluster answers per node: loaded means on every primary
+            have = [all(v) for v in zip(*have.values(), strict=True)]
+        return [s.name for s, ok in zip(scripts, have, strict=True) if not ok]
+
     async def server_info(self, section: str) -> dict[str, Any]:
         """One section of the server's ``INFO`` (``cpu``, ``server``, ``memory``...); on a
         cluster, the node the client asks first."""
@@ -244,6 +273,28 @@ class Blackboard:
         """The registry's scope and edge records (redis-om models on this client)."""
         return Records(self)
 
+    @functools.cached_property
+    def edges_versions(self) -> EdgesVersions:
+        """Every partition's edges version (workers reload the edges when it moves)."""
+        return EdgesVersions(self)
+
+    # -- across partitions ----------------------------------------------------------------
+
+    @functools.cached_property
+    def reads(self) -> Reads:
+        """Every read over many scopes, each in one round trip (``blackboard/reads.py``)."""
+        return Reads(self)
+
+    @functools.cached_property
+    def dead_letters(self) -> DeadLetters:
+        """The dead letters of every bus: list, re-drive, audit."""
+        return DeadLetters(self)
+
+    @functools.cached_property
+    def progress(self) -> Progress:
+        """How far the dataflow is behind the writes (backlog, settled)."""
+        return Progress(self)
+
     # -- maintenance ----------------------------------------------------------------------
 
     async def sweep(
@@ -283,6 +334,14 @@ class Blackboard:
                 out[p] = trimmed
         return TrimReport(out, dry_run, reaped)
 
+    async def check(
+        self, *, repair: bool = False, scopes: Iterable[str] | None = None
+    ) -> CheckReport:
+        """Verify (and with ``repair`` fix) every scope's indexes against its entries
+        (:mod:`blackboard.check`). ``scopes``: only these (default: every scope in the
+        partition ``scopes`` sets)."""
+        return await check_scopes(self.client, self.partitions, repair=repair, scopes=scopes)
+
     # -- consumption ----------------------------------------------------------------------
 
     def consume(
@@ -313,6 +372,21 @@ class Blackboard:
         )
         return consume(self, role, consumer, partitions, opts, counters)
 
-    async def dlq(self, partition: int, count: int = 100) -> list[tuple[str, dict[str, str]]]:
-        """The newest dead-lettered events of a partition: (dlq id, fields)."""
-        return await self.bus(partition).dlq(count)
+    async def handle_batches(
+        self,
+        role: str,
+        consumer: str,
+        handler: BatchHandler,
+        stopping: asyncio.Event,
+        partitions: PartitionSource = None,
+        opts: ConsumeOptions | None = None,
+        *,
+        finish_timeout_s: float = 30.0,
+        changed: asyncio.Event | None = None,
+        counters: ConsumeCounters | None = None,
+    ) -> None:
+        """Run ``handler`` on every batch of ``role`` for ``consumer`` until ``stopping``
+        is set, in each partition's reader task: :func:`blackboard.handler_loop.handle_batches`
+        says how partitions are re-read, how it stops and what it raises."""
+        await handle_batches(self, role, consumer, handler, stopping, partitions, opts,
+                             finish_timeout_s, changed, counters)

@@ -2,7 +2,8 @@
 
 Every command on ``bb:{pN}:bus`` and ``bb:{pN}:dlq`` that is not a reader's own
 (XREADGROUP / XCLAIM live in :mod:`blackboard.consumer`) goes through :class:`Bus`, so the
-layers above never name a stream key nor decode XINFO replies themselves.
+layers above never name a stream key nor decode XINFO replies themselves; dead letters are
+read, re-driven and audited through ``bb.dead_letters`` (:mod:`blackboard.dead_letters`).
 """
 
 from __future__ import annotations
@@ -13,7 +14,6 @@ from typing import TYPE_CHECKING, Any
 
 from redis import exceptions as rexc
 
-from .codec import as_str
 from .entry import Event
 from .keys import PartitionKeys
 from .scripts import run_script
@@ -109,14 +109,6 @@ class Bus:
         )
         return bool(r)
 
-    async def dlq(self, count: int = 100) -> list[tuple[str, dict[str, str]]]:
-        """The newest dead-lettered events: (dlq id, fields)."""
-        return _dead_letters(await self.bb.client.xrevrange(self._k.dlq, count=count))
-
-    async def dlq_range(self, dlq_id: str) -> list[tuple[str, dict[str, str]]]:
-        """The dead letter ``dlq_id`` (empty when there is none): (dlq id, fields)."""
-        return _dead_letters(await self.bb.client.xrange(self._k.dlq, dlq_id, dlq_id))
-
     async def dlq_len(self) -> int:
         return int(await self.bb.client.xlen(self._k.dlq))
 
@@ -168,9 +160,3 @@ class Bus:
 def _s(v: bytes | str) -> str:
     return v.decode() if isinstance(v, bytes) else str(v)
 
-
-def _dead_letters(items: Any) -> list[tuple[str, dict[str, str]]]:
-    """DLQ stream entries as text; a field written by hand that is not UTF-8 is replaced,
-    not fatal, so the operator still sees the letter."""
-    return [(as_str(sid), {as_str(k): as_str(v, "replace") for k, v in f.items()})
-            for sid, f in items]

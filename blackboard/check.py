@@ -4,7 +4,7 @@ The entry hashes are the source of truth; ``ix``, the tag sets, the ``tags`` cou
 ``keys`` hash, ``exp``, ``evict`` and the partition ``scopes`` / ``ttl`` / ``prune`` sets
 are derived from them by the write scripts. After a crash (AOF replays whole scripts, so
 this should never find anything), a manual edit, or a hostile agent ZREM-ing a schedule,
-:func:`check` reports each difference as a :class:`Drift`; ``repair=True`` rewrites the
+``bb.check()`` reports each difference as a :class:`Drift`; ``repair=True`` rewrites the
 index to match the entries. It also finds what raw commands on a scope's own keys can do
 to the scripts: an index key of the wrong type or a feed with no room for new ids (the
 scripts then refuse every write; repair deletes the key and rebuilds it), and an entry
@@ -32,7 +32,7 @@ from .ids import is_entry_id
 from .keys import PartitionKeys, ScopeKeys
 from .validation import validate_scope
 
-__all__ = ["CheckReport", "Drift", "check"]
+__all__ = ["CheckReport", "Drift", "check_scopes"]
 
 #: A stream id whose milliseconds are at the maximum leaves XADD '*' no room.
 _MAX_MS = "18446744073709551615-"
@@ -314,16 +314,18 @@ class _ScopeCheck:
             await self.c.zadd(key, {sid: due})
 
 
-async def _scope_ids(bb: Any, report: CheckReport, repair: bool) -> list[tuple[str, int]]:
+async def _scope_ids(
+    client: Any, partitions: int, report: CheckReport, repair: bool
+) -> list[tuple[str, int]]:
     """Scope ids from the partition sets (invalid or misplaced members are drift)."""
     out: list[tuple[str, int]] = []
-    for p in range(bb.partitions):
+    for p in range(partitions):
         key = PartitionKeys(p).scopes
-        for raw in sorted(await bb.client.smembers(key)):
+        for raw in sorted(await client.smembers(key)):
             sid = _s(raw)
             try:
                 validate_scope(sid)
-                ok = K.partition_of(sid, bb.partitions) == p
+                ok = K.partition_of(sid, partitions) == p
             except InvalidArgument:
                 ok = False
             if ok:
@@ -331,23 +333,22 @@ async def _scope_ids(bb: Any, report: CheckReport, repair: bool) -> list[tuple[s
                 continue
             report.drift.append(Drift(sid[:200], "scopes", sid[:200], f"not a scope of p{p}"))
             if repair:
-                await bb.client.srem(key, raw)
+                await client.srem(key, raw)
     return out
 
 
-async def check(bb: Any, *, repair: bool = False,
-                scopes: Iterable[str] | None = None) -> CheckReport:
-    """Verify (and with ``repair`` fix) every scope's indexes against its entries.
-
-    ``scopes``: only these (default: every scope in the partition ``scopes`` sets).
-    """
+async def check_scopes(
+    client: Any, partitions: int, *, repair: bool, scopes: Iterable[str] | None
+) -> CheckReport:
+    """:meth:`Blackboard.check <blackboard.board.Blackboard.check>` on ``client``'s server
+    of ``partitions`` partitions."""
     report = CheckReport(repaired=repair)
     if scopes is None:
-        pairs = await _scope_ids(bb, report, repair)
+        pairs = await _scope_ids(client, partitions, report, repair)
     else:
-        pairs = [(validate_scope(s), K.partition_of(s, bb.partitions)) for s in scopes]
+        pairs = [(validate_scope(s), K.partition_of(s, partitions)) for s in scopes]
     prefixes = [ScopeKeys(s, p).prefix for s, p in pairs]
     for sid, p in pairs:
         report.scopes += 1
-        await _ScopeCheck(bb.client, ScopeKeys(sid, p), report, repair, prefixes).run()
+        await _ScopeCheck(client, ScopeKeys(sid, p), report, repair, prefixes).run()
     return report

@@ -3,7 +3,7 @@
 Workers match bus events against the edges they loaded under a version, and ``buffer.lua``
 refuses a batch matched under an older one; the edge registry bumps every partition's
 counter after each install, update or removal, and workers compare what they loaded with
-:func:`edges_versions`.
+:meth:`EdgesVersions.read` (``bb.edges_versions``).
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ from .keys import PartitionKeys
 if TYPE_CHECKING:
     from .board import Blackboard
 
-__all__ = ["bump_edges_versions", "edges_versions", "version_string"]
+__all__ = ["EdgesVersions", "version_string"]
 
 
 def version_string(raw: Any) -> str:
@@ -25,20 +25,25 @@ def version_string(raw: Any) -> str:
     return "0" if raw is None else as_str(raw)
 
 
-async def edges_versions(bb: Blackboard) -> dict[int, str]:
-    """Every partition's edges version, in one round trip. Read it *before* listing the
-    edges: a version read after could vouch for a change the listing missed."""
-    parts = [PartitionKeys(p) for p in range(bb.partitions)]
-    async with bb.client.pipeline(transaction=False) as pipe:
-        for part in parts:
-            pipe.get(part.edges_version)
-        got = await pipe.execute()
-    return {part.partition: version_string(v) for part, v in zip(parts, got, strict=True)}
+class EdgesVersions:
+    """Every partition's edges version (``bb.edges_versions``)."""
 
+    def __init__(self, bb: Blackboard) -> None:
+        self.bb = bb
 
-async def bump_edges_versions(bb: Blackboard) -> None:
-    """Bump every partition's edges version (one round trip): workers reload the edges."""
-    async with bb.client.pipeline(transaction=False) as pipe:
-        for p in range(bb.partitions):
-            pipe.incr(PartitionKeys(p).edges_version)
-        await pipe.execute()
+    async def read(self) -> dict[int, str]:
+        """Every partition's edges version, in one round trip. Read it *before* listing the
+        edges: a version read after could vouch for a change the listing missed."""
+        parts = [PartitionKeys(p) for p in range(self.bb.partitions)]
+        async with self.bb.client.pipeline(transaction=False) as pipe:
+            for part in parts:
+                pipe.get(part.edges_version)
+            got = await pipe.execute()
+        return {part.partition: version_string(v) for part, v in zip(parts, got, strict=True)}
+
+    async def bump(self) -> None:
+        """Bump every partition's edges version (one round trip): workers reload the edges."""
+        async with self.bb.client.pipeline(transaction=False) as pipe:
+            for p in range(self.bb.partitions):
+                pipe.incr(PartitionKeys(p).edges_version)
+            await pipe.execute()

@@ -1,62 +1,51 @@
-"""Listing a scope's entries by tags and time, from its indexes (never a scan)."""
+"""Listing one scope's entries by tags and time from its indexes (never a scan): the index
+walks behind :meth:`Reads.listing <blackboard.reads.Reads.listing>` (``Scope.entries``)."""
 
 from __future__ import annotations
 
-from collections.abc import Iterable
-from typing import TYPE_CHECKING
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
 
 from .entry import Entry
-from .errors import InvalidArgument
-from .validation import validate_tags
 
 if TYPE_CHECKING:
     from .scope import Scope
 
-__all__ = ["list_entries"]
+__all__ = ["fetch_filtered", "tagged_ids", "walk_time_index"]
 
 
-async def list_entries(
-    scope: Scope,
-    *,
-    all_of: Iterable[str] | None = None,
-    any_of: Iterable[str] | None = None,
-    none_of: Iterable[str] | None = None,
-    start_ms: int | None = None,
-    end_ms: int | None = None,
-    limit: int | None = 100,
-    newest_first: bool = True,
-) -> list[Entry]:
-    """Live entries of ``scope`` matching the tag filter and time range (created_at, ms,
-    inclusive); :meth:`Scope.entries` is this function. Tag sets narrow the candidates on
-    the server (SINTER/SUNION), the time order comes from the ``ix`` zset, ``none_of`` is
-    applied to the fetched entries; ``limit=None`` returns every match."""
-    a, o, n = validate_tags(all_of), validate_tags(any_of), set(validate_tags(none_of))
-    if limit is not None and (isinstance(limit, bool) or not isinstance(limit, int) or limit < 0):
-        raise InvalidArgument(f"limit must be a non-negative int or None, got {limit!r}")
-    if set(a) & n:
-        return []
-    lo = "-inf" if start_ms is None else int(start_ms)
-    hi = "+inf" if end_ms is None else int(end_ms)
+def _in_range(score: Any, lo: int | str, hi: int | str) -> bool:
+    return score is not None and (lo == "-inf" or score >= lo) and (hi == "+inf" or score <= hi)
+
+
+async def tagged_ids(
+    scope: Scope, all_of: Sequence[str], any_of: Sequence[str], lo: int | str, hi: int | str,
+    newest_first: bool,
+) -> list[str]:
+    """Ids carrying every tag of ``all_of`` and one of ``any_of`` (either may be empty, not
+    both), created in [lo, hi], in time order."""
     client = scope.bb.client
-    if a or o:
-        candidates: set[bytes] = set()
-        if a:
-            candidates = set(await client.sinter([scope.keys.tag_set(t) for t in a]))
-        if o:
-            union = set(await client.sunion([scope.keys.tag_set(t) for t in o]))
-            candidates = candidates & union if a else union
-        ordered = sorted(candidates)
-        if not ordered:
-            return []
-        scores = await client.zmscore(scope.keys.ix, ordered)
-        pairs = [
-            (s, i)
-            for i, s in zip(ordered, scores, strict=True)
-            if s is not None and (lo == "-inf" or s >= lo) and (hi == "+inf" or s <= hi)
-        ]
-        pairs.sort(reverse=newest_first)
-        return await _fetch_filtered(scope, [i.decode() for _, i in pairs], n, limit)
-    # No positive tag filter: walk the time index in pages.
+    candidates: set[bytes] = set()
+    if all_of:
+        candidates = set(await client.sinter([scope.keys.tag_set(t) for t in all_of]))
+    if any_of:
+        union = set(await client.sunion([scope.keys.tag_set(t) for t in any_of]))
+        candidates = candidates & union if all_of else union
+    ordered = sorted(candidates)
+    if not ordered:
+        return []
+    scores = await client.zmscore(scope.keys.ix, ordered)
+    pairs = [(s, i) for i, s in zip(ordered, scores, strict=True) if _in_range(s, lo, hi)]
+    pairs.sort(reverse=newest_first)
+    return [i.decode() for _, i in pairs]
+
+
+async def walk_time_index(
+    scope: Scope, none_of: set[str], lo: int | str, hi: int | str, limit: int | None,
+    newest_first: bool,
+) -> list[Entry]:
+    """No positive tag filter: walk the time index in pages."""
+    client = scope.bb.client
     out: list[Entry] = []
     offset, page = 0, max(32, min(1000, (limit or 1000) * 2))
     while limit is None or len(out) < limit:
@@ -68,13 +57,13 @@ async def list_entries(
             break
         offset += len(ids)
         need = None if limit is None else limit - len(out)
-        out += await _fetch_filtered(scope, [i.decode() for i in ids], n, need)
+        out += await fetch_filtered(scope, [i.decode() for i in ids], none_of, need)
         if len(ids) < page:
             break
     return out
 
 
-async def _fetch_filtered(
+async def fetch_filtered(
     scope: Scope, ids: list[str], none_of: set[str], limit: int | None
 ) -> list[Entry]:
     out: list[Entry] = []

@@ -28,8 +28,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from .feeds import heads_reply, newest_event_ids
 from .packing import pack
+from .reads import heads_reply
 from .scripts import SCRIPTS
 
 if TYPE_CHECKING:
@@ -85,7 +85,7 @@ class FeedProbe:
         if reply is None:  # asked after the work: newer ids, still a sound check
             self._drop()
             self.pooled += 1
-            return result, await newest_event_ids(self.bb, q.scopes)
+            return result, await self.bb.reads.newest_event_ids(q.scopes)
         self.direct += 1
         return result, heads_reply(q.scopes, reply)
 
@@ -141,7 +141,7 @@ class FeedProbe:
         self.pooled += 1
         if not q.feeds:
             return work(), {}
-        asked = asyncio.ensure_future(newest_event_ids(self.bb, q.scopes))
+        asked = asyncio.ensure_future(self.bb.reads.newest_event_ids(q.scopes))
         await asyncio.sleep(0)  # the question may leave before the work holds the loop
         try:
             result = work()

@@ -32,7 +32,6 @@ from redis import exceptions as rexc
 
 from . import keys as K
 from .codec import as_str
-from .edges_version import bump_edges_versions
 
 if TYPE_CHECKING:
     from .board import Blackboard
@@ -212,13 +211,13 @@ class Records:
         fields = asdict(definition) | {"version": expected_version + 1}
         if not await self._write(edge_id, fields, expected_version=expected_version):
             return False
-        await bump_edges_versions(self.bb)
+        await self.bb.edges_versions.bump()
         return True
 
     async def publish_edge(self, edge_id: str) -> None:
         """Bump every partition's edges version, then mark the record published (if it
         still exists: a removal meanwhile must not leave a stub record behind)."""
-        await bump_edges_versions(self.bb)
+        await self.bb.edges_versions.bump()
         key = self.Edge.make_primary_key(edge_id)
         for _ in range(_PUBLISH_TRIES):  # an update meanwhile only delays the flag
             try:
@@ -241,7 +240,7 @@ class Records:
         version; whether a record existed."""
         n = await self.bb.client.delete(self.Edge.make_primary_key(edge_id))
         await self.bb.client.srem(K.EDGE_RECORDS, edge_id)
-        await bump_edges_versions(self.bb)
+        await self.bb.edges_versions.bump()
         return bool(n)
 
     # -- plumbing -------------------------------------------------------------------------

@@ -29,7 +29,7 @@ from .tasks import cancel_and_wait
 if TYPE_CHECKING:
     from .board import Blackboard
 
-__all__ = ["Inbox", "RelayCounters", "RelayResult", "Relays", "relay_all"]
+__all__ = ["Inbox", "RelayCounters", "RelayResult", "Relays"]
 
 log = logging.getLogger(__name__)
 
@@ -119,6 +119,21 @@ class Relays:
             self._retiring.add(task)
             task.add_done_callback(self._retiring.discard)
 
+    async def relay_all(self, partitions: Iterable[int] | None = None) -> dict[int, RelayResult]:
+        """Relay every waiting inbox item of ``partitions`` (all by default) now, once: what
+        a worker's relay loop does continuously (the CLI, tests, a consumer-less tool)."""
+        out: dict[int, RelayResult] = {}
+        for p in partitions if partitions is not None else range(self.bb.partitions):
+            inbox, total = Inbox(self.bb, p), [0, 0, 0]
+            while True:
+                r = await inbox.relay()
+                total = [total[0] + r.relayed, total[1] + r.stale, total[2] + r.invalid]
+                if r.left == 0:
+                    break
+            if any(total):
+                out[p] = RelayResult(total[0], total[1], total[2], 0)
+        return out
+
     async def close(self) -> None:
         tasks = [*self._tasks.values(), *self._retiring]
         self._tasks.clear()
@@ -156,20 +171,3 @@ class Relays:
         finally:
             self.bb.reserve_connections(-1)
 
-
-async def relay_all(
-    bb: Blackboard, partitions: Iterable[int] | None = None
-) -> dict[int, RelayResult]:
-    """Relay every waiting inbox item of ``partitions`` (all by default) now, once: what a
-    worker's relay loop does continuously (the CLI, tests, a consumer-less tool)."""
-    out: dict[int, RelayResult] = {}
-    for p in partitions if partitions is not None else range(bb.partitions):
-        inbox, total = Inbox(bb, p), [0, 0, 0]
-        while True:
-            r = await inbox.relay()
-            total = [total[0] + r.relayed, total[1] + r.stale, total[2] + r.invalid]
-            if r.left == 0:
-                break
-        if any(total):
-            out[p] = RelayResult(total[0], total[1], total[2], 0)
-    return out

@@ -10,10 +10,8 @@ from redis import exceptions as rexc
 
 from .entry import Entry, Event, ScopePolicy, decode_entry, decode_event
 from .errors import InvalidArgument, NotFound
-from .feeds import newest_ids, read_feeds
 from .ids import is_entry_id
 from .keys import ScopeKeys, partition_of
-from .listing import list_entries
 from .request import (
     EncodedWrite,
     WriteRequest,
@@ -324,15 +322,30 @@ class Scope:
         hi = "+inf" if end_ms is None else end_ms
         return [i.decode() for i in await self.bb.client.zrangebyscore(self.keys.ix, lo, hi)]
 
-    #: Live entries matching a tag filter and a time range (created_at, ms, inclusive):
-    #: :func:`blackboard.listing.list_entries`, kept in a module of its own for its size.
-    entries = list_entries
+    async def entries(
+        self,
+        *,
+        all_of: Iterable[str] | None = None,
+        any_of: Iterable[str] | None = None,
+        none_of: Iterable[str] | None = None,
+        start_ms: int | None = None,
+        end_ms: int | None = None,
+        limit: int | None = 100,
+        newest_first: bool = True,
+    ) -> list[Entry]:
+        """Live entries matching the tag filter and time range (created_at, ms, inclusive),
+        newest first unless told; ``limit=None`` returns every match. From the indexes,
+        never a scan: :meth:`Reads.listing <blackboard.reads.Reads.listing>`."""
+        return await self.bb.reads.listing(
+            self, all_of=all_of, any_of=any_of, none_of=none_of, start_ms=start_ms,
+            end_ms=end_ms, limit=limit, newest_first=newest_first,
+        )
 
     # -- events ---------------------------------------------------------------------------
 
     async def last_event_id(self) -> str:
         """Id of the newest event in the feed, ``0-0`` when it is empty."""
-        return (await newest_ids(self.bb, [self.keys.feed]))[self.keys.feed]
+        return (await self.bb.reads.newest_event_ids([self.id]))[self.id]
 
     async def feed(
         self, since: str | None = None, *, block_ms: int = 1000, count: int = 100
@@ -342,10 +355,10 @@ class Scope:
         """
         last = since if since is not None else await self.last_event_id()
         while True:
-            got = await read_feeds(
-                self.bb, {self.keys.feed: last}, self.partition, count=count, block_ms=block_ms
+            got = await self.bb.reads.events(
+                {self.id: last}, self.partition, count=count, block_ms=block_ms
             )
-            for _feed, ev in got:
+            for _scope, ev in got:
                 last = ev.id
                 yield ev
 

@@ -1,7 +1,8 @@
 """Per-scope statistics computed from counters and indexes, never from reading entries.
 
 Each scope costs a constant number of Redis commands (two pipelined round trips for all
-scopes together), whatever the number of entries.
+scopes together, :meth:`Reads.stats <blackboard.reads.Reads.stats>`), whatever the number
+of entries; this module holds the records and the maths, without Redis.
 
 Strength distribution, from the ``evict`` zset alone:
 - non-decaying scope: the score *is* the stored strength, so each bucket is one ZCOUNT
@@ -23,14 +24,17 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from .entry import ScopePolicy
 
-if TYPE_CHECKING:
-    from .board import Blackboard
-
-__all__ = ["STRENGTH_EDGES", "ScopeStats", "StrengthHistogram", "scope_stats"]
+__all__ = [
+    "STRENGTH_EDGES",
+    "ScopeStats",
+    "StrengthHistogram",
+    "scope_stats_of",
+    "strength_ranges",
+]
 
 STRENGTH_EDGES: tuple[float, ...] = (0.0, 0.2, 0.4, 0.6, 0.8, 1.0)
 
@@ -68,8 +72,9 @@ class ScopeStats:
                 "strength": self.strength.to_json()}
 
 
-def _bounds(policy: ScopePolicy, now: int) -> list[tuple[str, str]]:
-    """ZCOUNT ranges over evict scores, one per strength bucket (plus the due range)."""
+def strength_ranges(policy: ScopePolicy, now: int) -> list[tuple[str, str]]:
+    """ZCOUNT ranges over evict scores, one per strength bucket (plus, for a decaying
+    scope, the range due for pruning)."""
     edges = STRENGTH_EDGES
     out: list[tuple[str, str]] = []
     if policy.decay_rate <= 0:
@@ -94,43 +99,22 @@ def _bounds(policy: ScopePolicy, now: int) -> list[tuple[str, str]]:
     return out
 
 
-async def scope_stats(bb: Blackboard, scope_ids: Sequence[str]) -> list[ScopeStats]:
-    """Stats of each scope, in order; O(scopes + tags) Redis work, two round trips."""
-    if not scope_ids:
-        return []
-    now = bb.now_ms()
-    keys = [bb.scope(s).keys for s in scope_ids]
-    async with bb.client.pipeline(transaction=False) as pipe:
-        for k in keys:
-            pipe.zcard(k.ix)
-            pipe.zcount(k.exp, "-inf", now)
-            pipe.hgetall(k.tags)
-            pipe.zrange(k.ix, 0, 0, withscores=True)
-            pipe.zrange(k.ix, -1, -1, withscores=True)
-            pipe.hgetall(k.cfg)
-        first = await pipe.execute()
-    policies = [ScopePolicy.from_redis(first[i * 6 + 5]) for i in range(len(keys))]
-    ranges = [_bounds(p, now) for p in policies]
-    async with bb.client.pipeline(transaction=False) as pipe:
-        for k, rs in zip(keys, ranges, strict=True):
-            for lo, hi in rs:
-                pipe.zcount(k.evict, lo, hi)
-        counts = await pipe.execute()
-    out, pos = [], 0
-    for i, (scope_id, policy) in enumerate(zip(scope_ids, policies, strict=True)):
-        total, expired, tags, oldest, newest, _cfg = first[i * 6 : i * 6 + 6]
-        n = len(ranges[i])
-        got = [int(c) for c in counts[pos : pos + n]]
-        pos += n
-        decaying = policy.decay_rate > 0
-        hist = StrengthHistogram(
-            STRENGTH_EDGES, tuple(got[: len(STRENGTH_EDGES) - 1]),
-            below_threshold=got[-1] if decaying else 0, exact=not decaying,
-        )
-        out.append(ScopeStats(
-            scope=scope_id, count=int(total) - int(expired),
-            tags={k.decode(): int(v) for k, v in sorted(tags.items()) if int(v) > 0},
-            oldest_ms=int(oldest[0][1]) if oldest else None,
-            newest_ms=int(newest[0][1]) if newest else None, strength=hist,
-        ))
-    return out
+def scope_stats_of(
+    scope_id: str, row: Sequence[Any], policy: ScopePolicy, counts: Sequence[int]
+) -> ScopeStats:
+    """A scope's :class:`ScopeStats` from what :meth:`Reads.stats
+    <blackboard.reads.Reads.stats>` read: ``row`` (ZCARD ix, expired count, tags hash,
+    oldest and newest ix member with score, cfg hash) and the ZCOUNT of each of
+    :func:`strength_ranges`."""
+    total, expired, tags, oldest, newest, _cfg = row
+    decaying = policy.decay_rate > 0
+    hist = StrengthHistogram(
+        STRENGTH_EDGES, tuple(counts[: len(STRENGTH_EDGES) - 1]),
+        below_threshold=counts[-1] if decaying else 0, exact=not decaying,
+    )
+    return ScopeStats(
+        scope=scope_id, count=int(total) - int(expired),
+        tags={k.decode(): int(v) for k, v in sorted(tags.items()) if int(v) > 0},
+        oldest_ms=int(oldest[0][1]) if oldest else None,
+        newest_ms=int(newest[0][1]) if newest else None, strength=hist,
+    )

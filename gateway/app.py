@@ -18,7 +18,8 @@ from fastapi import FastAPI, Request
 from fastapi.responses import Response
 from redis import exceptions as rexc
 
-from blackboard import Blackboard, BlackboardError, RateLimiter
+from blackboard import Blackboard, BlackboardError
+from blackboard.ratelimit import RateLimiter
 
 from .caller import Callers, bearer
 from .errors import (

@@ -5,9 +5,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from memory import AccessPolicy, Registry
+from memory import Registry
+from memory.access import AccessPolicy
 from memory.memory_map import build_memory_map
-from memory.stats import scope_stats
 
 from .caller import Caller
 
@@ -35,4 +35,4 @@ async def operator_map(caller: Caller) -> dict[str, Any]:
 
 
 async def operator_stats(caller: Caller) -> dict[str, dict[str, Any]]:
-    return {s.scope: s.to_json() for s in await scope_stats(caller.bb, await all_scopes(caller))}
+    return {s.scope: s.to_json() for s in await caller.bb.reads.stats(await all_scopes(caller))}

@@ -15,8 +15,9 @@ import secrets
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from blackboard import Blackboard, NotFound, TokenRecord, TokenStore
+from blackboard import Blackboard, NotFound
 from blackboard.acl import SERVICE_USER, AclAdmin, agent_username
+from blackboard.tokens import TokenRecord, TokenStore
 
 from .refusals import Unauthorized
 

@@ -17,8 +17,6 @@ from blackboard import (
     InvalidArgument,
     NotFound,
     deterministic_id,
-    reconnect,
-    scopes_holding,
 )
 from retrieval.query import MemoryQuery, as_query
 from retrieval.scoring import ScoredEntry
@@ -34,7 +32,7 @@ from .naming import agent_scope, agent_scopes, parse_scope, team_scope
 from .observers import ChangeHandle, Handler
 from .producers import Producers
 from .registry import Registry
-from .stats import ScopeStats, scope_stats
+from .stats import ScopeStats
 from .subscriptions import TagMatch, pattern_matches
 
 __all__ = ["AgentMemory", "Retriever"]
@@ -268,7 +266,7 @@ class AgentMemory:
             candidates = [scope]
         else:
             candidates = self.writable_scopes()
-        found = await scopes_holding(self.bb, entry_id, candidates)
+        found = await self.bb.reads.holding(entry_id, candidates)
         for s, hit in zip(candidates, found, strict=True):
             if hit:
                 return s
@@ -336,7 +334,7 @@ class AgentMemory:
     async def stats(self) -> dict[str, ScopeStats]:
         """Statistics of every readable scope (see :mod:`memory.stats`); O(scopes + tags)."""
         sids = self.readable_scopes()
-        return {s.scope: s for s in await scope_stats(self.bb, sids)}
+        return {s.scope: s for s in await self.bb.reads.stats(sids)}
 
     async def memory_map(self) -> MemoryMap:
         return await build_memory_map(self.bb, self.registry, self.access,
@@ -356,7 +354,7 @@ class AgentMemory:
     async def _twin(self) -> AgentMemory:
         """This memory over a new connection of its own (closed with it), for producers
         running on another event loop."""
-        twin = AgentMemory(await reconnect(self.bb), self.agent_id, self.teams,
+        twin = AgentMemory(await self.bb.reconnect(), self.agent_id, self.teams,
                            default_retriever=False)
         twin._owns_bb = True
         return twin

@@ -20,7 +20,8 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
-from blackboard import Blackboard, Entry, InvalidArgument, WriteRequest, validate_tag
+from blackboard import Blackboard, Entry, InvalidArgument, WriteRequest
+from blackboard.validation import validate_tag
 
 __all__ = [
     "MESSAGE_KIND",

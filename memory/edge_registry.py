@@ -25,16 +25,8 @@ import asyncio
 import json
 import logging
 
-from blackboard import (
-    Blackboard,
-    BlackboardError,
-    EdgeDefinition,
-    EdgeRecord,
-    NotFound,
-    Records,
-    edges_versions,
-    version_string,
-)
+from blackboard import Blackboard, BlackboardError, EdgeDefinition, EdgeRecord, NotFound, Records
+from blackboard.edges_version import version_string
 
 from .errors import EdgeVersionConflict
 from .subscriptions import MemorySubscription, TagMatch, Trigger, check_acyclic
@@ -89,7 +81,7 @@ class EdgeRegistry:
     async def edges_versions(self) -> dict[int, str]:
         """Every partition's edges version, in one round trip. Read it *before* listing the
         edges: a version read after could vouch for a change the listing missed."""
-        return await edges_versions(self.bb)
+        return await self.bb.edges_versions.read()
 
     # -- changing -------------------------------------------------------------------------
 

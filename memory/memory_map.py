@@ -8,7 +8,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from blackboard import Blackboard, entry_counts
+from blackboard import Blackboard
 
 from .access import AccessPolicy
 from .config import ScopeConfig
@@ -80,7 +80,7 @@ async def build_memory_map(
     entries. Cost: O(scopes + edges) commands in three round trips plus one per partition whose
     scopes have edges, independent of entries."""
     configs = await registry.get_scopes(list(candidates))
-    counts = await entry_counts(bb, candidates)
+    counts = await bb.reads.counts(candidates)
     views = []
     for s, n in zip(candidates, counts, strict=True):
         if s not in configs and not n:

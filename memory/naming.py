@@ -9,7 +9,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from enum import StrEnum
 
-from blackboard import InvalidScope, validate_scope
+from blackboard import InvalidScope
+from blackboard.validation import validate_scope
 
 from .levels import MemoryLevel
 

@@ -14,7 +14,7 @@ from collections import defaultdict
 from collections.abc import Awaitable, Callable, Collection, Sequence
 from typing import Any
 
-from blackboard import Blackboard, Event, EventType, newest_event_ids, read_scopes_or_pause
+from blackboard import Blackboard, Event, EventType
 
 from .subscriptions import TagMatch
 
@@ -93,7 +93,7 @@ class ChangeHandle:
             if self._since is not None:
                 pos = dict.fromkeys(scopes, self._since)
             else:
-                pos = await newest_event_ids(self._bb, scopes)
+                pos = await self._bb.reads.newest_event_ids(scopes)
         finally:
             self._pending_ready -= 1
             if self._pending_ready <= 0:
@@ -101,8 +101,8 @@ class ChangeHandle:
         # The flag as well as cancel(): a cancel racing the client's read timeout can
         # surface as a TimeoutError that the client retries, losing the cancellation.
         while not self._stopped:
-            got = await read_scopes_or_pause(
-                self._bb, pos, partition, count=100, block_ms=self._block_ms,
+            got = await self._bb.reads.events_or_pause(
+                pos, partition, count=100, block_ms=self._block_ms,
                 stopped=lambda: self._stopped, reader="on_change reader")
             for scope, ev in got:
                 pos[scope] = ev.id

@@ -12,7 +12,7 @@ from __future__ import annotations
 import time
 from typing import Any
 
-from blackboard import Blackboard, ScopePolicy, ScopeRecord, scope_policies
+from blackboard import Blackboard, ScopePolicy, ScopeRecord
 
 from .config import LevelConfig, ScopeConfig, default_config
 from .edge_registry import EdgeRegistry
@@ -75,5 +75,5 @@ class Registry(EdgeRegistry):
         return {c.scope_id: c for c in await self._configs(await self.records.scopes(scope_ids))}
 
     async def _configs(self, records: list[ScopeRecord]) -> list[ScopeConfig]:
-        policies = await scope_policies(self.bb, [r.scope_id for r in records])
+        policies = await self.bb.reads.policies([r.scope_id for r in records])
         return [_to_config(r, p) for r, p in zip(records, policies, strict=True)]

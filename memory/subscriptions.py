@@ -15,7 +15,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from blackboard import validate_scope, validate_tags
+from blackboard.validation import validate_scope, validate_tags
 
 from .catalog import known_transformers, register_transformer_name
 from .errors import EdgeCycle, InvalidEdge

@@ -16,13 +16,13 @@ from blackboard import Entry, ScopePolicy
 
 from .bm25 import BM25Index
 from .bm25_variants import BM25Params
-from .catalog import ScopeCatalog, ScopeDecay
 from .dense import DenseIndex
 from .embedders.base import Embedder, default_embedder
 from .prf import entities, expansion_terms, rocchio
 from .query import MemoryQuery
 from .ranking import Candidates, rank, scope_candidates
 from .rerank import rerank
+from .scope_index import ScopeDecay, ScopeIndex
 from .scoring import ScoredEntry, ScoringConfig
 from .text import entry_text
 from .timeline import resolve_periods
@@ -30,14 +30,14 @@ from .timeline import resolve_periods
 __all__ = ["EngineStats", "SearchEngine"]
 
 Vec = npt.NDArray[np.float32]
-#: Entries waiting for a vector: (their scope's catalog, row, indexed text).
-Pending = list[tuple[ScopeCatalog, int, str]]
+#: Entries waiting for a vector: (their scope's index, row, indexed text).
+Pending = list[tuple[ScopeIndex, int, str]]
 #: How long a search waits for a batch being embedded elsewhere before embedding its own
 #: entries of it itself (a stuck remote embedder must not hold a search forever).
 OUT_WAIT_S = 10.0
 
 
-def _needs_vector(x: tuple[ScopeCatalog, int, str]) -> bool:
+def _needs_vector(x: tuple[ScopeIndex, int, str]) -> bool:
     """Whether a waiting entry still wants its vector: its row indexed and without one."""
     cat, row, _ = x
     return bool(cat.alive.a[row]) and not cat.has_vec.a[row]
@@ -104,7 +104,7 @@ class SearchEngine:
         self.embed_batch = embed_batch
         self.inline_embed = inline_embed
         self._lock = threading.RLock()
-        self._scopes: dict[str, ScopeCatalog] = {}
+        self._scopes: dict[str, ScopeIndex] = {}
         self._scope_of: dict[str, str] = {}  # entry id -> scope
         self._pending: Pending = []
         self._out: list[_Out] = []  # batches taken, being embedded outside the lock
@@ -118,7 +118,7 @@ class SearchEngine:
 
     # -- bookkeeping -----------------------------------------------------------
 
-    def _catalog(self, scope: str) -> ScopeCatalog:
+    def _scope_index(self, scope: str) -> ScopeIndex:
         cat = self._scopes.get(scope)
         if cat is None:
             emb = self.embedder
@@ -128,13 +128,13 @@ class SearchEngine:
                 else None
             )
             bm25 = BM25Index(variant=self.bm25_variant, params=self.bm25_params)
-            cat = self._scopes[scope] = ScopeCatalog(scope, dense, bm25)
+            cat = self._scopes[scope] = ScopeIndex(scope, dense, bm25)
         return cat
 
     def set_policy(self, scope: str, policy: ScopePolicy) -> None:
         """Use ``policy``'s decay rate and tick for the current strength of ``scope``."""
         with self._lock:
-            self._catalog(scope).decay = ScopeDecay(
+            self._scope_index(scope).decay = ScopeDecay(
                 policy.decay_rate, int(policy.decay_tick * 1000)
             )
 
@@ -182,7 +182,7 @@ class SearchEngine:
             for scope, batch in by_scope.items():
                 kept = self._kept_vectors(batch) if emb is not None else {}
                 self._remove_locked([e.id for e in batch])
-                cat = self._catalog(scope)
+                cat = self._scope_index(scope)
                 rows, texts, vec_rows, vecs = [], [], [], []
                 for e in batch:
                     row = cat.append(e)
@@ -248,11 +248,11 @@ class SearchEngine:
         return self.put_vectors(batch, vecs)
 
     def take_pending(self, limit: int | None = None) -> Pending:
-        """The oldest ``limit`` (None: all) queued entries still indexed, as (catalog, row,
+        """The oldest ``limit`` (None: all) queued entries still indexed, as (scope index, row,
         text), out of the queue until :meth:`put_vectors` (or :meth:`requeue`) returns
         them. A search that needs them meanwhile waits, holding the lock, for the vectors
         :meth:`embed_pending` computes; a caller that can wait asynchronously first
-        (:meth:`EmbeddingSync.settled <retrieval.embedding_sync.EmbeddingSync.settled>`)
+        (:meth:`EmbeddingQueue.settled <retrieval.embedding_queue.EmbeddingQueue.settled>`)
         keeps its event loop free."""
         with self._lock:
             live = [x for x in self._pending if _needs_vector(x)]
@@ -321,7 +321,7 @@ class SearchEngine:
         self._out = [o for o in self._out if o.items is not batch]
 
     def _flush_locked(self, limit: int | None = None,
-                      cats: list[ScopeCatalog] | None = None) -> int:
+                      cats: list[ScopeIndex] | None = None) -> int:
         # Under the lock held: the entries of ``cats`` (None: all) still without a vector
         # get it now -- from the batch being embedded elsewhere that holds them (waited
         # for, not computed twice), else embedded here. With ``limit`` (a search's bound),
@@ -450,7 +450,7 @@ class SearchEngine:
                         dim)
         return rerank(rank(parts, head, qvec, now, cfg, dim), q.query, cfg, anchor, k)
 
-    def _second_stage(self, query: str | None, cats: list[ScopeCatalog], anchor: int) -> bool:
+    def _second_stage(self, query: str | None, cats: list[ScopeIndex], anchor: int) -> bool:
         """Whether :func:`rerank` can change anything: conversational entries for the
         speaker and neighbour boosts, or a period named in the query for the time boost."""
         cfg = self.config

@@ -10,12 +10,11 @@ Applying events is state based: an entry touched by ``written``/``updated``/``re
 is re-read and upserted (gone: removed); ``deleted``/``expired``/``evicted`` remove it.
 Re-reading under one lock makes replays and overlaps (reader and catch-up) harmless.
 
-Embeddings are computed once and stored back in Redis: see :mod:`retrieval.embedding_sync`.
+Embeddings are computed once and stored back in Redis: see :mod:`retrieval.embedding_queue`.
 
 Read-your-writes: given each scope's newest feed id (:meth:`IndexFollower.sync` asks
-:func:`blackboard.newest_event_ids`; a recall asks the blackboard's feed probe around its
-search), :meth:`IndexFollower.catch_up_to` pulls the gap itself (``XRANGE``), bounded by a
-timeout.
+``bb.reads.newest_event_ids``; a recall asks the blackboard's feed probe around its search),
+:meth:`IndexFollower.catch_up_to` pulls the gap itself (``XRANGE``), bounded by a timeout.
 """
 
 from __future__ import annotations
@@ -27,19 +26,9 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-from blackboard import (
-    Blackboard,
-    Entry,
-    Event,
-    EventType,
-    entries_across,
-    feed_heads,
-    newest_event_ids,
-    read_ranges,
-    read_scopes_or_pause,
-)
+from blackboard import Blackboard, Entry, Event, EventType
 
-from .embedding_sync import EmbeddingSync
+from .embedding_queue import EmbeddingQueue
 from .engine import SearchEngine
 from .snapshot import Snapshot, load_snapshot, save_snapshot
 
@@ -104,7 +93,7 @@ class IndexFollower:
         self._snapshot_read = False
         self._loop = asyncio.get_running_loop()
         self._n = {"events": 0, "bootstrapped": 0, "from_snapshot": 0, "timeouts": 0}
-        self._embeddings = EmbeddingSync(bb, engine, write_back=write_back)
+        self._embeddings = EmbeddingQueue(bb, engine, write_back=write_back)
 
     # -- public ---------------------------------------------------------------------------
 
@@ -163,7 +152,7 @@ class IndexFollower:
     async def settled(self, max_batch: int | None = None) -> None:
         """Wait for the batch being embedded in the background, if any and (``max_batch``)
         no larger than that: a search right after then finds every entry with its vector
-        without embedding any itself (:meth:`EmbeddingSync.settled`)."""
+        without embedding any itself (:meth:`EmbeddingQueue.settled`)."""
         await self._embeddings.settled(max_batch)
 
     def positions(self, scopes: Sequence[str]) -> dict[str, str]:
@@ -232,7 +221,7 @@ class IndexFollower:
     # -- loading --------------------------------------------------------------------------
 
     async def _newest(self, scopes: Sequence[str]) -> dict[str, str]:
-        return await newest_event_ids(self.bb, scopes)
+        return await self.bb.reads.newest_event_ids(scopes)
 
     async def _from_snapshot(self, scopes: list[str]) -> set[str]:
         """Load the scopes a current snapshot holds: its feed id for them is still in the
@@ -248,7 +237,7 @@ class IndexFollower:
         wanted = [s for s in scopes if s in snap.manifest.scopes]
         if not wanted:
             return set()
-        heads = await feed_heads(self.bb, wanted, at=snap.manifest.scopes)
+        heads = await self.bb.reads.heads(wanted, at=snap.manifest.scopes)
         loaded: set[str] = set()
         emb = self.engine.embedder
         for head in heads:
@@ -269,7 +258,7 @@ class IndexFollower:
         """Read the scopes from Redis: newest feed ids first, then every entry."""
         if not scopes:
             return
-        for head in await feed_heads(self.bb, scopes, with_ids=True):
+        for head in await self.bb.reads.heads(scopes, with_ids=True):
             s = head.scope
             self.engine.set_policy(s, head.policy)
             scope = self.bb.scope(s)
@@ -300,7 +289,7 @@ class IndexFollower:
                 reread[s].append(eid)
         scopes = list(reread)
         if scopes:
-            got = await entries_across(self.bb, reread)
+            got = await self.bb.reads.entries(reread)
             now = self.bb.now_ms()
             ups: list[Entry] = []
             for s in scopes:
@@ -326,8 +315,8 @@ class IndexFollower:
                 if s in self._applied and feed_id_gt(t, self._applied[s])
             }
             while todo:
-                got = await read_ranges(
-                    self.bb, {s: (self._applied[s], t) for s, t in todo.items()}, count=500
+                got = await self.bb.reads.ranges(
+                    {s: (self._applied[s], t) for s, t in todo.items()}, count=500
                 )
                 events = [ev for evs in got.values() for ev in evs]
                 if not events:
@@ -339,8 +328,8 @@ class IndexFollower:
         while not self._stopped:
             scopes = sorted(self._by_part[partition])
             pos = {s: self._applied[s] for s in scopes}
-            got = await read_scopes_or_pause(
-                self.bb, pos, partition, count=200, block_ms=self.block_ms,
+            got = await self.bb.reads.events_or_pause(
+                pos, partition, count=200, block_ms=self.block_ms,
                 stopped=lambda: self._stopped, reader="index follower")
             events = [ev for _scope, ev in got]
             if events:

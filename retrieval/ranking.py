@@ -1,7 +1,7 @@
 """Ranking of one search: per-scope candidates (dense and BM25 hits under the hard
 pre-filters), then fusion across scopes, final scoring and optional MMR.
 
-Functions that read :class:`ScopeCatalog` rows and never mutate them; the caller
+Functions that read :class:`ScopeIndex` rows and never mutate them; the caller
 (:class:`SearchEngine`) holds the lock that serialises them with mutations.
 """
 
@@ -13,9 +13,9 @@ from dataclasses import dataclass
 import numpy as np
 import numpy.typing as npt
 
-from .catalog import ScopeCatalog
 from .fusion import convex, minmax, mmr, rrf
 from .query import MemoryQuery
+from .scope_index import ScopeIndex
 from .scoring import ScoredEntry, ScoringConfig, recency, relevance_floor
 
 __all__ = ["Candidates", "rank", "scope_candidates"]
@@ -29,14 +29,14 @@ Vec = npt.NDArray[np.float32]
 class Candidates:
     """Candidates of one search, concatenated over scopes (parallel arrays of shape ``(n,)``)."""
 
-    cat: list[ScopeCatalog]
+    cat: list[ScopeIndex]
     rows: I64
     dense: F64  # raw cosine, NaN: no vector / no semantic query
     bm25: F64  # raw BM25, 0: no term match
 
 
 def scope_candidates(
-    cat: ScopeCatalog,
+    cat: ScopeIndex,
     q: MemoryQuery,
     qvec: Vec | None,
     now: int,
@@ -77,7 +77,7 @@ def scope_candidates(
     return Candidates([cat], rows, dense, bm)
 
 
-def _prior(cat: ScopeCatalog, rows: I64, now: int, cfg: ScoringConfig) -> F64:
+def _prior(cat: ScopeIndex, rows: I64, now: int, cfg: ScoringConfig) -> F64:
     return (
         cfg.w_strength * np.minimum(cat.current_strength(rows, now), 1.0)
         + cfg.w_recency * recency(cat.created_at.view[rows], now, cfg.recency_half_life_ms)

@@ -11,7 +11,8 @@ from dataclasses import dataclass
 import numpy as np
 import numpy.typing as npt
 
-from blackboard import Entry, strength_at
+from blackboard import Entry
+from blackboard.decay import strength_at
 
 __all__ = [
     "ScoredEntry",

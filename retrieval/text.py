@@ -7,7 +7,8 @@ from collections.abc import Mapping
 from datetime import datetime
 from typing import Any
 
-from blackboard import Entry, value_text
+from blackboard import Entry
+from blackboard.entry import value_text
 
 __all__ = [
     "MAIN_TEXT_KEYS", "TEXT_METADATA", "entry_text", "event_time_ms", "flatten_value",

@@ -19,7 +19,8 @@ from typing import Annotated, Any
 
 import typer
 
-from blackboard import Blackboard, RedisServer, mask_url
+from blackboard import Blackboard, RedisServer
+from blackboard.redact import mask_url
 
 from .cli_errors import fail, one_line_warnings, usage
 from .cli_options import DryRun, Json, RedisUrl, with_blackboard

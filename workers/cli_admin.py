@@ -27,7 +27,6 @@ from blackboard.acl_check import (
     protect_default,
     require_default_closed,
 )
-from blackboard.check import check as run_check
 
 from .cli_errors import EXIT_DRIFT, EXIT_PERMISSION
 from .cli_options import Json, RedisUrl
@@ -192,7 +191,7 @@ def check(
     json_out: Json = False,
 ) -> None:
     """Verify every index against the entries; exit 3 when drift remains."""
-    report = _with_bb(redis_url, lambda bb: run_check(bb, repair=repair, scopes=scope))
+    report = _with_bb(redis_url, lambda bb: bb.check(repair=repair, scopes=scope))
     if json_out:
         print_json(report.to_json())
     else:

@@ -26,14 +26,8 @@ import typer
 from redis import exceptions as rexc
 from rich.markup import escape
 
-from blackboard import (
-    AccessDenied,
-    BlackboardError,
-    InvalidArgument,
-    NotFound,
-    ServerUnavailable,
-    redact,
-)
+from blackboard import AccessDenied, BlackboardError, InvalidArgument, NotFound, ServerUnavailable
+from blackboard.redact import redact
 
 from .output import err_console
 

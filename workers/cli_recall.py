@@ -16,7 +16,8 @@ from typing import Annotated, Any
 
 import typer
 
-from blackboard import NotFound, value_text
+from blackboard import NotFound
+from blackboard.entry import value_text
 
 from .cli_options import Json, RedisUrl
 

@@ -21,17 +21,9 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from blackboard import (
-    Blackboard,
-    Entry,
-    EntryRef,
-    Event,
-    EventType,
-    PendingBuffer,
-    WriteRequest,
-    fetch_entries,
-    version_string,
-)
+from blackboard import Blackboard, Entry, EntryRef, Event, EventType, WriteRequest
+from blackboard.edges_version import version_string
+from blackboard.pending import PendingBuffer
 from memory.subscriptions import MemorySubscription
 
 from .edgeset import EdgeSet
@@ -291,7 +283,7 @@ class DataflowRunner:
         """
         refs = list(dict.fromkeys(EntryRef(it.scope, it.entry_id) for it in items))
         # Retained: an entry evicted or expired since it was buffered is still consolidated.
-        found = await fetch_entries(self.bb, partition, refs, skip_invalid=True, retained=True)
+        found = await self.bb.reads.fetch(partition, refs, skip_invalid=True, retained=True)
         return [e for e in found if e is not None]
 
     async def _write(self, target: str, requests: Sequence[WriteRequest]) -> None:

@@ -28,7 +28,8 @@ from rich.progress import (
     TimeElapsedColumn,
 )
 
-from blackboard import Blackboard, BlackboardError, InvalidArgument, mask_url, newest_ids
+from blackboard import Blackboard, BlackboardError, InvalidArgument
+from blackboard.redact import mask_url
 from memory import AgentMemory, MemoryLevel
 from memory.memory_map import MemoryMap
 from memory.producers import CallRecord, Observation
@@ -121,7 +122,7 @@ async def _backlog(bb: Blackboard) -> int:
     n = 0
     st = await collect_stats(bb)
     buses = [bb.bus(b.partition).stream for b in st.buses]
-    newest = await newest_ids(bb, buses)
+    newest = await bb.reads.newest_ids(buses)
     for b, bus in zip(st.buses, buses, strict=True):
         n += await bb.pending(b.partition).backlog()
         for g in b.groups:

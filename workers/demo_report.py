@@ -14,7 +14,8 @@ from rich.markup import escape
 from rich.padding import Padding
 from rich.text import Text
 
-from blackboard import Blackboard, Entry, value_text
+from blackboard import Blackboard, Entry
+from blackboard.entry import value_text
 from memory import AgentMemory
 from memory.memory_map import MemoryMap
 from memory.render import render_map

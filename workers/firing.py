@@ -10,7 +10,8 @@ import contextlib
 import logging
 from collections.abc import Callable
 
-from blackboard import Blackboard, PendingBuffer
+from blackboard import Blackboard
+from blackboard.pending import PendingBuffer
 from memory.subscriptions import MemorySubscription
 
 from .dataflow import BufferItem, DataflowRunner

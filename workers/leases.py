@@ -26,7 +26,9 @@ import socket
 import uuid
 from dataclasses import dataclass, field
 
-from blackboard import Blackboard, LeaseRows, cancel_and_wait
+from blackboard import Blackboard
+from blackboard.lease import LeaseRows
+from blackboard.tasks import cancel_and_wait
 
 __all__ = ["JobLease", "LeaseSet", "LeaseSnapshot", "LeaseTable"]
 

@@ -17,7 +17,8 @@ from typing import Any
 
 import numpy as np
 
-from blackboard import Blackboard, Entry, InvalidScope, validate_scope
+from blackboard import Blackboard, Entry, InvalidScope
+from blackboard.validation import validate_scope
 from consolidation.dedupe import find_duplicates
 from consolidation.transformer import Similarity
 

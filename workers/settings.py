@@ -6,7 +6,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from blackboard import InvalidArgument, settings_from_env
+from blackboard import InvalidArgument
+from blackboard.settings import settings_from_env
 
 __all__ = ["WorkerSettings"]
 

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from blackboard import Blackboard, GroupInfo
+from blackboard import Blackboard
+from blackboard.bus import GroupInfo
 
 __all__ = ["BusStats", "GroupStats", "Stats", "collect_stats"]
 

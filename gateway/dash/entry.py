@@ -5,7 +5,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from blackboard import Entry, evict_time, strength_at
+from blackboard import Entry
+from blackboard.decay import evict_time, strength_at
 from memory.wire import EntryOut
 
 from ..caller import Caller

@@ -7,7 +7,7 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
-from blackboard import AccessDenied, audit_log, dead_letters, redrive
+from blackboard import AccessDenied
 from workers.heartbeat import list_workers
 from workers.lease_view import lease_rows, read_leases
 from workers.settings import WorkerSettings
@@ -41,16 +41,20 @@ async def workers_view(caller: Caller) -> dict[str, Any]:
 
 async def dlq(caller: Caller, limit: int, partition: int | None) -> dict[str, Any]:
     require_operator(caller)
-    items = await dead_letters(caller.bb, limit=limit, partition=partition)
-    return {"items": [dataclasses.asdict(d) for d in items]}
+    items = await caller.bb.dead_letters.list(limit=limit, partition=partition)
+    # the typed fields only: what the dashboard has always shown
+    return {"items": [{k: v for k, v in dataclasses.asdict(d).items() if k != "fields"}
+                      for d in items]}
 
 
 async def redrive_one(caller: Caller, partition: int, dlq_id: str) -> dict[str, Any]:
     require_operator(caller)
-    rec = await redrive(caller.bb, partition, dlq_id, by=f"{caller.agent_id} ({caller.token_id})")
+    by = f"{caller.agent_id} ({caller.token_id})"
+    rec = await caller.bb.dead_letters.redrive(partition, dlq_id, by=by)
     return dataclasses.asdict(rec)
 
 
 async def audit(caller: Caller, limit: int) -> dict[str, Any]:
     require_operator(caller)
-    return {"items": [dataclasses.asdict(a) for a in await audit_log(caller.bb, limit=limit)]}
+    records = await caller.bb.dead_letters.audit(limit=limit)
+    return {"items": [dataclasses.asdict(a) for a in records]}

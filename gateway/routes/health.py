@@ -7,8 +7,6 @@ from fastapi import APIRouter, Request
 from fastapi.responses import JSONResponse, Response
 from prometheus_client import CONTENT_TYPE_LATEST
 
-from blackboard import missing_scripts
-
 router = APIRouter(tags=["health"])
 
 
@@ -23,7 +21,7 @@ async def readyz(request: Request) -> Response:
     if svc is None:
         return JSONResponse({"status": "ok", "redis": "not checked (no service connection)"})
     try:
-        missing = await missing_scripts(svc)
+        missing = await svc.missing_scripts()
     except Exception as exc:  # any failure means not ready; the reason is the answer
         return JSONResponse({"error": "not_ready", "detail": f"Redis: {exc}", "field": None},
                             status_code=503)

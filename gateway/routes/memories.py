@@ -8,7 +8,8 @@ from typing import Any
 from fastapi import APIRouter, Query, Response
 from pydantic import BaseModel
 
-from blackboard import Entry, WriteRequest, encode_write
+from blackboard import Entry, WriteRequest
+from blackboard.request import encode_write
 from memory import MemoryLevel, MemoryQuery
 from memory.wire import (
     BatchOut,

@@ -9,8 +9,6 @@ from typing import Any
 import pytest
 
 from blackboard import Blackboard, ScopeDamaged, ScopePolicy
-from blackboard.check import check
-from blackboard.relay import relay_all
 
 SCOPE = "agent:a1:working"
 MAX_ID = "18446744073709551615-18446744073709551615"
@@ -79,10 +77,10 @@ async def test_check_finds_and_repairs_the_damage(bb: Blackboard, how: str) -> N
     await _damage(bb, how, es[0].id)
     with pytest.raises(ScopeDamaged):
         await s.write("refused", tags={"t"})
-    found = await check(bb)
+    found = await bb.check()
     assert not found.ok and {d.index for d in found.drift} & {"type", "feed"}
-    await check(bb, repair=True)
-    assert (await check(bb)).ok
+    await bb.check(repair=True)
+    assert (await bb.check()).ok
     await s.write("accepted again", tags={"t"})
     assert await s.count() == 4
 
@@ -90,15 +88,15 @@ async def test_check_finds_and_repairs_the_damage(bb: Blackboard, how: str) -> N
 async def test_check_publishes_an_entry_without_its_event(bb: Blackboard) -> None:
     s = bb.scope(SCOPE)
     e = await s.write("orphan", tags={"t"})
-    await relay_all(bb)
+    await bb.relays.relay_all()
     # What a half-written script left before: the entry and its indexes, no event.
     await bb.client.hdel(s.keys.entry(e.id), "event_id", "last_event_id", "cver", "relayed")
     await bb.client.xtrim(s.keys.part.bus, maxlen=0)
-    found = await check(bb)
+    found = await bb.check()
     assert [(d.index, d.member) for d in found.drift] == [("event", e.id)] and not found.ok
-    await check(bb, repair=True)
-    assert (await check(bb)).ok
+    await bb.check(repair=True)
+    assert (await bb.check()).ok
     assert (await s.get(e.id)).event_id  # the feed has its event again ...
-    await relay_all(bb)  # ... and the dataflow gets it
+    await bb.relays.relay_all()  # ... and the dataflow gets it
     bus = await bb.client.xrange(s.keys.part.bus)
     assert [f[b"entry"] for _, f in bus] == [e.id.encode()]

@@ -13,7 +13,7 @@ from redis.backoff import NoBackoff
 
 from blackboard import Blackboard, NotFound
 from blackboard.clock import ServerClock
-from blackboard.fetch import EntryRef, fetch_entries
+from blackboard.reads import EntryRef
 from workers.heartbeat import Heartbeat, live_workers
 
 _real_time = time.time
@@ -62,7 +62,7 @@ async def test_a_skewed_client_reads_the_server_clock(
         ]
         assert await s.count() == 1
         part = s.partition
-        got = await fetch_entries(bb, part, [EntryRef(s.id, live.id), EntryRef(s.id, short.id)])
+        got = await bb.reads.fetch(part, [EntryRef(s.id, live.id), EntryRef(s.id, short.id)])
         assert [e.id if e else None for e in got] == [live.id, None]
 
 

@@ -10,7 +10,6 @@ import pytest
 
 from blackboard import Batch, Blackboard, ConsumeOptions, Event, EventType, InvalidArgument
 from blackboard.keys import PartitionKeys
-from blackboard.relay import relay_all
 
 
 def scopes_in_distinct_partitions(bb: Blackboard, n: int) -> list[str]:
@@ -91,11 +90,11 @@ async def test_max_deliveries_moves_to_dlq_and_acks(bb: Blackboard) -> None:
         with pytest.raises(TimeoutError):
             await next_batch(it, 0.7)
     assert seen == 3  # delivered exactly max_deliveries times
-    dlq = await bb.dlq(s.partition)
+    dlq = await bb.dead_letters.list(partition=s.partition)
     assert len(dlq) == 1
-    _, f = dlq[0]
-    assert f["entry"] == bad.id and f["group"] == "r" and f["deliveries"] == "3"
-    assert f["reason"] == "max deliveries exceeded" and f["scope"] == s.id
+    d = dlq[0]
+    assert d.entry == bad.id and d.group == "r" and d.deliveries == 3
+    assert d.reason == "max deliveries exceeded" and d.scope == s.id
     assert (await bb.client.xpending(s.keys.part.bus, "r"))["pending"] == 0
 
 
@@ -107,7 +106,7 @@ async def test_dead_letter_explicitly(bb: Blackboard) -> None:
         assert await b.dead_letter(b.events[0], "bad input") is True
         assert await b.dead_letter(b.events[0], "twice") is False  # no longer pending
         b.release()
-    assert [f["reason"] for _, f in await bb.dlq(s.partition)] == ["bad input"]
+    assert [d.reason for d in await bb.dead_letters.list(partition=s.partition)] == ["bad input"]
     assert (await bb.client.xpending(s.keys.part.bus, "r"))["pending"] == 0
 
 
@@ -186,7 +185,7 @@ async def test_trim_behind_slowest_group_only(bb: Blackboard) -> None:
     )
     await other.write_many(list(range(5)))  # a bus without groups
     await s.write_many(list(range(10)))
-    await relay_all(bb)
+    await bb.relays.relay_all()
     bus = s.keys.part.bus
     await bb.bus(s.partition).ensure_group("fast")
     await bb.bus(s.partition).ensure_group("slow")
@@ -238,7 +237,7 @@ async def test_takeovers_after_crashes_are_not_failures(bb: Blackboard) -> None:
     async with contextlib.aclosing(bb.consume("r", "lives", **opts)) as it:
         b = await next_batch(it)
         await b.ack()
-    assert await bb.dlq(s.partition) == []
+    assert await bb.dead_letters.list(partition=s.partition) == []
     # The guard: 4 x max_deliveries deliveries with no handler failure.
     poison = await s.write("kills its consumer")
     for n in range(8):
@@ -249,6 +248,6 @@ async def test_takeovers_after_crashes_are_not_failures(bb: Blackboard) -> None:
     async with contextlib.aclosing(bb.consume("r", "last", **opts)) as it:
         with pytest.raises(TimeoutError):
             await next_batch(it, 0.7)
-    (_, f), = await bb.dlq(s.partition)
-    assert f["entry"] == poison.id
-    assert f["reason"] == "max deliveries exceeded: its consumers died holding it"
+    (d,) = await bb.dead_letters.list(partition=s.partition)
+    assert d.entry == poison.id
+    assert d.reason == "max deliveries exceeded: its consumers died holding it"

@@ -9,16 +9,7 @@ import contextlib
 
 import pytest
 
-from blackboard import (
-    Blackboard,
-    ConsumeCounters,
-    InvalidArgument,
-    NotFound,
-    audit_log,
-    dead_letters,
-    redrive,
-    relay_all,
-)
+from blackboard import Blackboard, ConsumeCounters, InvalidArgument, NotFound
 
 
 async def _one_batch(bb: Blackboard, role: str, partition: int,
@@ -43,7 +34,7 @@ async def test_redrive_reaches_the_failed_group_only_once_and_is_audited(
     for role in ("a", "b"):
         await bus.ensure_group(role)
     e = await s.write({"text": "x"}, tags={"t"})
-    await relay_all(bb, [p])
+    await bb.relays.relay_all([p])
     # group a fails on the event (dead-lettered), group b handles it
     it = bb.consume("a", "a-c", partitions=[p], block_ms=100)
     async with contextlib.aclosing(it):
@@ -52,12 +43,12 @@ async def test_redrive_reaches_the_failed_group_only_once_and_is_audited(
         batch.release()
     assert await _one_batch(bb, "b", p) == [e.id]
 
-    [d] = await dead_letters(bb, partition=p)
+    [d] = await bb.dead_letters.list(partition=p)
     assert (d.group, d.entry, d.scope, d.reason) == ("a", e.id, s.id, "handler failed")
-    rec = await redrive(bb, p, d.id, by="ops")
+    rec = await bb.dead_letters.redrive(p, d.id, by="ops")
     assert (rec.group, rec.entry, rec.by) == ("a", e.id, "ops")
     with pytest.raises(NotFound):  # once: the letter is gone
-        await redrive(bb, p, d.id, by="ops")
+        await bb.dead_letters.redrive(p, d.id, by="ops")
     assert await bus.dlq_len() == 0
 
     counters = ConsumeCounters()
@@ -65,12 +56,12 @@ async def test_redrive_reaches_the_failed_group_only_once_and_is_audited(
     assert counters.not_ours == 1
     assert await bus.oldest_pending("b") is None  # acked, not left pending
     assert await _one_batch(bb, "a", p) == [e.id]  # a gets it again, with its tags
-    [audited] = await audit_log(bb)
+    [audited] = await bb.dead_letters.audit()
     assert (audited.dlq_id, audited.bus_id, audited.group) == (d.id, rec.bus_id, "a")
 
 
 async def test_redrive_refuses_a_partition_out_of_range(bb: Blackboard) -> None:
     with pytest.raises(InvalidArgument):
-        await redrive(bb, bb.partitions, "0-1", by="ops")
+        await bb.dead_letters.redrive(bb.partitions, "0-1", by="ops")
     with pytest.raises(NotFound):
-        await redrive(bb, 0, "0-1", by="ops")
+        await bb.dead_letters.redrive(0, "0-1", by="ops")

@@ -1,4 +1,4 @@
-"""fetch_entries(): many entries of one partition, across scopes, in one call."""
+"""bb.reads.fetch(): many entries of one partition, across scopes, in one call."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import redis
 from redis_snapshot import snapshot_of
 
 from blackboard import Blackboard, InvalidArgument, WriteRequest
-from blackboard.fetch import EntryRef, fetch_entries
+from blackboard.reads import EntryRef
 
 
 def _scopes_in_one_partition(bb: Blackboard, n: int) -> list[str]:
@@ -37,7 +37,7 @@ async def test_reads_entries_across_scopes_in_order(board: Blackboard) -> None:
         EntryRef(a, "nosuchentry"),
         EntryRef(a, ea[0].id),
     ]
-    got = await fetch_entries(board, p, refs)
+    got = await board.reads.fetch(p, refs)
     assert got[2] is None
     assert [e.id if e else None for e in got] == [eb.id, ea[1].id, None, ea[0].id]
     # Every field as a single get reads it.
@@ -52,7 +52,7 @@ async def test_expired_entries_read_as_none(bb: Blackboard) -> None:
     (a,) = _scopes_in_one_partition(bb, 1)
     e = await bb.scope(a).write("brief", ttl=0.05)
     await asyncio.sleep(0.1)
-    assert await fetch_entries(bb, bb.scope(a).partition, [EntryRef(a, e.id)]) == [None]
+    assert await bb.reads.fetch(bb.scope(a).partition, [EntryRef(a, e.id)]) == [None]
 
 
 async def test_bad_refs_are_refused_before_redis(bb: Blackboard, clean_redis: redis.Redis) -> None:
@@ -69,9 +69,9 @@ async def test_bad_refs_are_refused_before_redis(bb: Blackboard, clean_redis: re
         ([EntryRef("not a scope", "abc")], "scope"),
     ]:
         with pytest.raises(InvalidArgument, match=match):
-            await fetch_entries(bb, p, refs)
+            await bb.reads.fetch(p, refs)
     assert snapshot_of(clean_redis) == before
-    assert await fetch_entries(bb, p, []) == []
+    assert await bb.reads.fetch(p, []) == []
 
 
 async def test_skip_invalid_reads_bad_refs_as_none(bb: Blackboard) -> None:
@@ -82,6 +82,6 @@ async def test_skip_invalid_reads_bad_refs_as_none(bb: Blackboard) -> None:
     )
     e = await bb.scope(a).write("x")
     refs = [EntryRef(other, "abc"), EntryRef(a, e.id), EntryRef(a, "bad id!"), EntryRef("no", "x")]
-    got = await fetch_entries(bb, p, refs, skip_invalid=True)
+    got = await bb.reads.fetch(p, refs, skip_invalid=True)
     assert [g.id if g else None for g in got] == [None, e.id, None, None]
-    assert await fetch_entries(bb, p, refs[:1], skip_invalid=True) == [None]
+    assert await bb.reads.fetch(p, refs[:1], skip_invalid=True) == [None]

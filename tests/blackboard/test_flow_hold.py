@@ -6,7 +6,6 @@ from __future__ import annotations
 
 from blackboard import Blackboard, ScopePolicy
 from blackboard.keys import PartitionKeys
-from blackboard.relay import relay_all
 from blackboard.scripts import run_script
 
 SCOPE = "agent:a1:working"
@@ -40,7 +39,7 @@ async def test_retired_entries_wait_for_their_buffer_then_are_reaped(bb: Blackbo
     await s.set_policy(ScopePolicy(max_entries=2))
     await bb.bus(p).ensure_group("g")
     es = [await s.write({"i": i}) for i in range(3)]
-    await relay_all(bb)
+    await bb.relays.relay_all()
     key = PartitionKeys(p).pending("e", "agent:a1:stm")
     assert await _buffer(bb, p, key, [f"1|{SCOPE}|{e.id}" for e in es]) == [3, 0]
     assert [await c.hget(s.keys.entry(e.id), "holds") for e in es] == [b"1"] * 3
@@ -61,7 +60,7 @@ async def test_a_mangled_entry_fails_no_batch(bb: Blackboard) -> None:
     await bb.bus(p).ensure_group("g")
     a = await mine.write("a")
     b = await mine.write("b")
-    await relay_all(bb)
+    await bb.relays.relay_all()
     await c.delete(mine.keys.entry(a.id))
     await c.set(mine.keys.entry(a.id), "not a hash")  # raw commands on its own entry
     await c.hset(mine.keys.entry(b.id), "holds", "junk")

@@ -1,4 +1,5 @@
-"""handle_batches(): a handler per batch, run concurrently across partitions, finished on stop."""
+"""bb.handle_batches(): a handler per batch, run concurrently across partitions, finished on
+stop."""
 
 from __future__ import annotations
 
@@ -7,7 +8,7 @@ import asyncio
 import pytest
 from test_consumer import scopes_in_distinct_partitions
 
-from blackboard import Batch, Blackboard, ConsumeOptions, handle_batches
+from blackboard import Batch, Blackboard, ConsumeOptions
 from blackboard.keys import PartitionKeys
 
 OPTS = ConsumeOptions(count=50, block_ms=50, rebalance_every_ms=50)
@@ -32,7 +33,7 @@ async def test_partitions_are_handled_concurrently(bb: Blackboard) -> None:
             await release_a.wait()  # partition a's handler blocks...
         await batch.ack()
 
-    task = asyncio.create_task(handle_batches(bb, "r", "w", handler, stop, [pa, pb], OPTS))
+    task = asyncio.create_task(bb.handle_batches("r", "w", handler, stop, [pa, pb], OPTS))
     try:
         # ...while partition b's batch is handled and acked meanwhile.
         for _ in range(200):
@@ -64,7 +65,7 @@ async def test_unacked_batch_is_released_and_redelivered(bb: Blackboard) -> None
         if len(deliveries) >= 2:
             await batch.ack()
 
-    task = asyncio.create_task(handle_batches(bb, "r", "w", handler, stop, None, OPTS))
+    task = asyncio.create_task(bb.handle_batches("r", "w", handler, stop, None, OPTS))
     try:
         for _ in range(300):
             if len(deliveries) >= 2:
@@ -90,7 +91,7 @@ async def test_stop_finishes_the_batch_in_hand(bb: Blackboard) -> None:
         await batch.ack()
         finished.append(True)
 
-    task = asyncio.create_task(handle_batches(bb, "r", "w", handler, stop, None, OPTS))
+    task = asyncio.create_task(bb.handle_batches("r", "w", handler, stop, None, OPTS))
     await asyncio.wait_for(entered.wait(), 10)
     stop.set()
     await asyncio.wait_for(task, 10)
@@ -107,7 +108,7 @@ async def test_a_handler_error_stops_serving_and_is_raised(bb: Blackboard) -> No
 
     with pytest.raises(RuntimeError, match="handler broke"):
         await asyncio.wait_for(
-            handle_batches(bb, "r", "w", handler, asyncio.Event(), None, OPTS), 10
+            bb.handle_batches("r", "w", handler, asyncio.Event(), None, OPTS), 10
         )
     # The event was never acked: it stays pending for a later consumer.
     assert await _pending(bb, bb.scope(a).partition, "r") == 1

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import contextlib
 
-from blackboard import Blackboard, relay_all
+from blackboard import Blackboard
 from blackboard.scripts import run_script_many
 
 
@@ -18,7 +18,7 @@ async def test_bus_groups_counts_and_dlq(bb: Blackboard) -> None:
     e = await s.write("x")
     c = await bus.counts()
     assert (c.length, c.dlq, c.scopes) == (0, 0, 1) and c.inbox == 1  # not relayed yet
-    await relay_all(bb, [s.partition])
+    await bb.relays.relay_all([s.partition])
     c = await bus.counts()
     assert (c.length, c.inbox) == (1, 0)
     [g] = await bus.groups()
@@ -33,8 +33,8 @@ async def test_bus_groups_counts_and_dlq(bb: Blackboard) -> None:
         batch.release()
     assert await bus.oldest_pending("r") is None
     assert await bus.dlq_len() == 1
-    [(_, fields)] = await bus.dlq()
-    assert fields["reason"] == "bad" and fields["entry"] == e.id and fields["deliveries"] == "2"
+    [d] = await bb.dead_letters.list(partition=bus.partition)
+    assert d.reason == "bad" and d.entry == e.id and d.deliveries == 2
     assert await bus.count_before("9999999999999-0") == 1
     assert await bus.trim_to("9999999999999-0") == 1 and (await bus.counts()).length == 0
 

@@ -9,7 +9,7 @@ import asyncio
 import pytest
 import redis
 
-from blackboard import AccessDenied, Blackboard, newest_event_ids
+from blackboard import AccessDenied, Blackboard
 from blackboard.acl import AclAdmin
 from blackboard.probe import FeedProbe
 
@@ -25,7 +25,7 @@ async def test_answers_around_the_work_on_its_own_socket(bb: Blackboard) -> None
     e = await bb.scope(A).write("x")
     # a write acknowledged before the call is in the answer
     _, ids = await probe.around([A, B, T], lambda: None)
-    assert ids == await newest_event_ids(bb, [A, B, T])
+    assert ids == await bb.reads.newest_event_ids([A, B, T])
     assert ids[A] == await bb.scope(A).last_event_id() and ids[A] != "0-0"
     assert e.id
     assert (probe.direct, probe.pooled) == (2, 0)
@@ -46,7 +46,7 @@ async def test_a_busy_probe_sends_the_second_caller_through_the_pool(
     await asyncio.sleep(0.05)
     assert not first.done()
     second = await probe.around([A], lambda: "second")
-    want = await newest_event_ids(bb, [A])
+    want = await bb.reads.newest_event_ids([A])
     assert await first == ("first", want) and second == ("second", want)
     assert (probe.direct, probe.pooled) == (2, 1)
 
@@ -56,7 +56,7 @@ async def assert_next_answer_is_current(bb: Blackboard, probe: FeedProbe) -> Non
     write, then the next answer must name it."""
     await bb.scope(A).write("after")
     _, ids = await probe.around([A], lambda: None)
-    assert ids == await newest_event_ids(bb, [A]) and ids[A] != "0-0"
+    assert ids == await bb.reads.newest_event_ids([A]) and ids[A] != "0-0"
 
 
 async def test_work_that_raises_leaves_no_reply_for_the_next_question(bb: Blackboard) -> None:
@@ -97,10 +97,10 @@ async def test_a_killed_socket_falls_back_then_reconnects(
     assert clean_redis.client_kill(f"{host}:{port}")
     await bb.scope(A).write("x")
     _, ids = await probe.around([A], lambda: None)  # the dead socket: through the pool
-    assert ids == await newest_event_ids(bb, [A])
+    assert ids == await bb.reads.newest_event_ids([A])
     assert probe.pooled == 1
     _, ids = await probe.around([A], lambda: None)  # a new socket
-    assert ids == await newest_event_ids(bb, [A]) and probe.direct == 2
+    assert ids == await bb.reads.newest_event_ids([A]) and probe.direct == 2
 
 
 async def test_an_unloaded_script_is_loaded_through_the_pool(
@@ -110,7 +110,7 @@ async def test_an_unloaded_script_is_loaded_through_the_pool(
     await bb.scope(A).write("x")
     clean_redis.script_flush()
     _, ids = await probe.around([A], lambda: None)  # NOSCRIPT: the pool's run loads it
-    assert ids == await newest_event_ids(bb, [A]) and probe.pooled == 1
+    assert ids == await bb.reads.newest_event_ids([A]) and probe.pooled == 1
     _, again = await probe.around([A], lambda: None)
     assert again == ids and probe.direct == 1
 
@@ -125,8 +125,9 @@ async def test_a_confined_agent_probes_as_itself(bb: Blackboard, redis_url: str)
         probe = agent.feed_probe
         # collective is read-only to agents: the question must count its keys as read
         _, ids = await probe.around([A, T, "collective"], lambda: None)
-        assert ids == await newest_event_ids(bb, [A, T, "collective"]) and probe.direct == 1
-        assert await newest_event_ids(agent, ["collective"]) == {"collective": ids["collective"]}
+        assert ids == await bb.reads.newest_event_ids([A, T, "collective"]) and probe.direct == 1
+        got = await agent.reads.newest_event_ids(["collective"])
+        assert got == {"collective": ids["collective"]}
         # the probe's socket is logged in as the agent: another agent's feed is refused by
         # Redis, on the probe's socket and then through the pool
         with pytest.raises(AccessDenied, match=r"ACL|NOPERM|permission"):
@@ -147,7 +148,7 @@ async def test_a_confined_agent_without_the_script_still_gets_answers(
         await agent.scope(A).write("mine")
         clean_redis.script_flush()  # a restart's empty script cache; agents may not load
         _, ids = await agent.feed_probe.around([A], lambda: None)
-        assert ids == await newest_event_ids(bb, [A]) and ids[A] != "0-0"
+        assert ids == await bb.reads.newest_event_ids([A]) and ids[A] != "0-0"
         assert agent.feed_probe.pooled == 1
     finally:
         await agent.close()
@@ -165,7 +166,7 @@ async def test_a_refused_login_stops_the_probe_not_the_caller(
         # is refused; the caller is answered through the pool and the probe stops trying.
         await admin.grant("a1", (), rotate=True)
         _, ids = await agent.feed_probe.around([A], lambda: None)
-        assert ids == await newest_event_ids(bb, [A])
+        assert ids == await bb.reads.newest_event_ids([A])
         assert agent.feed_probe._address is None and agent.feed_probe.pooled == 1
     finally:
         await agent.close()
@@ -175,5 +176,5 @@ async def test_a_refused_login_stops_the_probe_not_the_caller(
 async def test_a_cluster_asks_through_the_pool(cbb: Blackboard) -> None:
     await cbb.scope(A).write("x")
     _, ids = await cbb.feed_probe.around([A, T], lambda: None)
-    assert ids == await newest_event_ids(cbb, [A, T])
+    assert ids == await cbb.reads.newest_event_ids([A, T])
     assert (cbb.feed_probe.direct, cbb.feed_probe.pooled) == (0, 1)

@@ -6,7 +6,7 @@ from __future__ import annotations
 import asyncio
 from dataclasses import replace
 
-from blackboard import Blackboard, EdgeDefinition, ScopeRecord, edges_versions
+from blackboard import Blackboard, EdgeDefinition, ScopeRecord
 from blackboard import keys as K
 
 DEF = EdgeDefinition(source="agent:*:working", target="agent:{1}:stm", transformer="identity",
@@ -14,7 +14,7 @@ DEF = EdgeDefinition(source="agent:*:working", target="agent:{1}:stm", transform
 
 
 async def _versions(bb: Blackboard) -> list[int]:
-    return [int(v) for v in (await edges_versions(bb)).values()]
+    return [int(v) for v in (await bb.edges_versions.read()).values()]
 
 
 async def test_scope_records_at_their_keys(board: Blackboard) -> None:

@@ -9,7 +9,7 @@ import time
 
 from blackboard import Blackboard, EventType
 from blackboard.keys import PartitionKeys
-from blackboard.relay import Inbox, RelayResult, relay_all
+from blackboard.relay import Inbox, RelayResult
 
 SCOPE = "agent:a1:working"
 
@@ -24,7 +24,7 @@ async def test_write_reaches_the_bus_through_the_inbox(bb: Blackboard) -> None:
     pk = s.keys.part
     assert await bb.client.lrange(pk.inbox, 0, -1) == [f"{SCOPE}|{e.id}|1".encode()]
     assert await bb.client.exists(pk.bus) == 0  # scripts never touch the bus
-    assert await relay_all(bb) == {s.partition: RelayResult(1, 0, 0, 0)}
+    assert await bb.relays.relay_all() == {s.partition: RelayResult(1, 0, 0, 0)}
     (ev,) = await _bus(bb, s.partition)
     assert ev[b"type"] == b"written" and ev[b"entry"] == e.id.encode()
     assert ev[b"scope"] == SCOPE.encode() and ev[b"version"] == b"1"
@@ -38,7 +38,7 @@ async def test_forged_replayed_and_stale_items_are_dropped(bb: Blackboard) -> No
     s = bb.scope(SCOPE)
     e = await s.write("v1", tags={"real"})
     pk = s.keys.part
-    await relay_all(bb)
+    await bb.relays.relay_all()
     other = next(f"agent:o{i}:working" for i in range(100)
                  if bb.scope(f"agent:o{i}:working").partition != s.partition)
     o = await bb.scope(other).write("not here")
@@ -73,11 +73,11 @@ async def test_updates_before_the_relay_collapse_to_the_newest_content(bb: Black
     await s.update(e.id, value="v2")
     await s.reinforce(e.id)  # bumps the version without new content: not a bus event
     await s.update(e.id, value="v4")
-    await relay_all(bb)
+    await bb.relays.relay_all()
     evs = await _bus(bb, s.partition)
     assert [(f[b"type"], f[b"version"]) for f in evs] == [(b"updated", b"4")]
     await s.update(e.id, value="v5")
-    await relay_all(bb)
+    await bb.relays.relay_all()
     assert [f[b"version"] for f in await _bus(bb, s.partition)] == [b"4", b"5"]
 
 

@@ -11,7 +11,6 @@ import pytest
 from blackboard import Blackboard, Entry, EventType, InvalidArgument, NotFound, ScopePolicy
 from blackboard import decay as D
 from blackboard.ids import new_ulid
-from blackboard.relay import relay_all
 
 SCOPE = "agent:a1:working"
 TAGS = ["a", "b", "c"]
@@ -208,7 +207,7 @@ async def test_feed_is_capped_by_policy(bb: Blackboard) -> None:
     await s.write_many(list(range(2000)))
     # MAXLEN ~ trims whole radix nodes: the feed stays far below 2000, the bus is untrimmed.
     assert await bb.client.xlen(s.keys.feed) < 500
-    await relay_all(bb)
+    await bb.relays.relay_all()
     assert await bb.client.xlen(s.keys.part.bus) == 2000
 
 

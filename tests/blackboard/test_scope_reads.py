@@ -1,24 +1,11 @@
-"""Reads over several scopes (blackboard.scope_reads, feeds by scope) and the one embedding
+"""Reads over several scopes (bb.reads: scope state, entries, feeds by scope) and the one embedding
 check: each answer matches what the per-scope reads say."""
 
 from __future__ import annotations
 
 import pytest
 
-from blackboard import (
-    Blackboard,
-    InvalidArgument,
-    ScopePolicy,
-    entries_across,
-    entry_counts,
-    feed_heads,
-    newest_event_ids,
-    read_ranges,
-    read_scopes,
-    scope_policies,
-    scopes_holding,
-)
-from blackboard.relay import relay_all
+from blackboard import Blackboard, InvalidArgument, ScopePolicy
 
 A, B = "agent:a1:working", "team:t1"
 
@@ -29,28 +16,28 @@ async def test_reads_across_scopes_match_the_scopes(bb: Blackboard) -> None:
     x = await a.write("x", key="k-one")
     y = await a.write("y", key="k-two")
     z = await b.write("z")
-    await relay_all(bb)
-    assert await entry_counts(bb, [A, B, "agent:a1:stm"]) == [2, 1, 0]
-    assert await scopes_holding(bb, x.id, [B, A]) == [False, True]
+    await bb.relays.relay_all()
+    assert await bb.reads.counts([A, B, "agent:a1:stm"]) == [2, 1, 0]
+    assert await bb.reads.holding(x.id, [B, A]) == [False, True]
     with pytest.raises(InvalidArgument, match="entry id"):
-        await scopes_holding(bb, "no such id!", [A])
-    assert await scope_policies(bb, [A, B]) == [ScopePolicy(), await b.policy()]
+        await bb.reads.holding("no such id!", [A])
+    assert await bb.reads.policies([A, B]) == [ScopePolicy(), await b.policy()]
     assert sorted(await a.ids_by_key_glob("k-*")) == sorted([x.id, y.id])
     assert await a.ids_by_key_glob("k-t*") == [y.id]
 
-    newest = await newest_event_ids(bb, [A, B])
+    newest = await bb.reads.newest_event_ids([A, B])
     assert newest == {A: await a.last_event_id(), B: await b.last_event_id()}
     first = (await a.events())[0].id
-    heads = await feed_heads(bb, [A, B], at={A: first}, with_ids=True)
+    heads = await bb.reads.heads([A, B], at={A: first}, with_ids=True)
     assert [(h.scope, h.newest, h.kept) for h in heads] == [(A, newest[A], True),
                                                            (B, newest[B], False)]
     assert heads[0].ids == (x.id, y.id) and heads[1].ids == (z.id,)
     assert heads[1].policy == await b.policy()
 
-    got = await entries_across(bb, {A: [y.id, z.id], B: [z.id]})
+    got = await bb.reads.entries({A: [y.id, z.id], B: [z.id]})
     assert [e.id if e else None for e in got[A]] == [y.id, None]
     assert [e.id if e else None for e in got[B]] == [z.id]
-    ranges = await read_ranges(bb, {A: (first, newest[A]), B: ("0-0", newest[B])}, count=10)
+    ranges = await bb.reads.ranges({A: (first, newest[A]), B: ("0-0", newest[B])}, count=10)
     assert [ev.entry_id for ev in ranges[A]] == [y.id]
     assert [ev.entry_id for ev in ranges[B]] == [z.id]
 
@@ -59,11 +46,11 @@ async def test_read_scopes_keeps_to_one_partition(bb: Blackboard) -> None:
     other = next(s for s in (f"agent:a{i}:working" for i in range(2, 99))
                  if bb.scope(s).partition != bb.scope(A).partition)
     with pytest.raises(InvalidArgument, match="not in partition"):
-        await read_scopes(bb, {A: "0-0", other: "0-0"}, bb.scope(A).partition,
+        await bb.reads.events({A: "0-0", other: "0-0"}, bb.scope(A).partition,
                           count=10, block_ms=10)
     e = await bb.scope(A).write("x")
-    await relay_all(bb)
-    got = await read_scopes(bb, {A: "0-0"}, bb.scope(A).partition, count=10, block_ms=10)
+    await bb.relays.relay_all()
+    got = await bb.reads.events({A: "0-0"}, bb.scope(A).partition, count=10, block_ms=10)
     assert [(s, ev.entry_id) for s, ev in got] == [(A, e.id)]
 
 

@@ -18,7 +18,6 @@ from blackboard import (
     WriteRequest,
 )
 from blackboard.ids import new_ulid
-from blackboard.relay import relay_all
 
 SCOPE = "agent:a1:working"
 
@@ -63,7 +62,7 @@ async def test_write_stores_every_field(bb: Blackboard, scope_state: Any) -> Non
     assert evs[0].id == e.event_id
     # The partition bus carries the same event for workers, once the relay moved it there.
     assert await bb.client.xrange(s.keys.part.bus) == []
-    await relay_all(bb)
+    await bb.relays.relay_all()
     bus = await bb.client.xrange(s.keys.part.bus)
     assert len(bus) == 1 and bus[0][1][b"entry"] == e.id.encode()
     assert await bb.scope_ids() == [SCOPE]
@@ -107,7 +106,7 @@ async def test_same_entry_id_twice_is_one_entry_one_event(bb: Blackboard) -> Non
     assert many[0].event_id == first.event_id
     assert await s.count() == 1 and await s.tags() == {"a": 1}
     assert len(await s.events()) == 1
-    await relay_all(bb)
+    await bb.relays.relay_all()
     assert await bb.client.xlen(s.keys.part.bus) == 1
 
 

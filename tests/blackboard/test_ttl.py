@@ -9,7 +9,6 @@ import redis
 
 from blackboard import Blackboard, EventType
 from blackboard.keys import PartitionKeys
-from blackboard.relay import relay_all
 
 SCOPE = "agent:a1:working"
 
@@ -56,7 +55,7 @@ async def test_sweep_removes_every_index_member_and_emits_expired(
     await assert_consistent(s)
     # Once every consumer group has taken their events in, the trimmer reaps them.
     await board.bus(s.partition).ensure_group("r")
-    await relay_all(board)
+    await board.relays.relay_all()
     bus = s.keys.part.bus
     for _stream, items in await c.xreadgroup("r", "w", {bus: ">"}):
         await c.xack(bus, "r", *[i for i, _ in items])

@@ -9,7 +9,8 @@ import pytest
 from cons_support import MIN, T0, make_entry
 
 from blackboard.entry import Entry
-from consolidation import TransformContext, canonical_key, extract_facts, get_transformer
+from consolidation import TransformContext, get_transformer
+from consolidation.facts import canonical_key, extract_facts
 from consolidation.semantic import superseded_metadata
 
 DAY = 86_400_000

@@ -7,7 +7,8 @@ import random
 import numpy as np
 from cons_support import MIN, T0, make_entry
 
-from consolidation import TransformContext, get_transformer, split_episodes
+from consolidation import TransformContext, get_transformer
+from consolidation.episodic import split_episodes
 
 CTX = TransformContext(
     "edge-sum", "agent:a1:stm", params={"budget": 24, "redundancy": 0.9}, now_ms=T0

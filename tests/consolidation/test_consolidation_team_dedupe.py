@@ -9,12 +9,11 @@ import random
 import numpy as np
 from cons_support import T0, make_entry
 
-from consolidation import (
+from consolidation import TransformContext, get_transformer
+from consolidation.dedupe import (
     DuplicateKind,
-    TransformContext,
     exact_groups,
     find_duplicates,
-    get_transformer,
     near_duplicate_clusters,
 )
 

@@ -12,7 +12,6 @@ from redis import exceptions as rexc
 
 from blackboard import AccessDenied
 from blackboard.keys import PartitionKeys
-from blackboard.relay import relay_all
 from memory import MemoryLevel
 from tests.gateway.conftest import GatewayProc, run_async
 from tests.gateway.dashboard_support import dead_letter_one
@@ -50,10 +49,10 @@ def test_redrive_is_confirmed_puts_the_event_back_once_and_is_audited(
 
     async def setup() -> tuple[str, int]:
         async with gateway.admin() as bb:
-            await relay_all(bb)
+            await bb.relays.relay_all()
             ev = await dead_letter_one(bb)
             for p in range(bb.partitions):
-                if await bb.dlq(p):
+                if await bb.dead_letters.list(partition=p):
                     return ev, p
             raise AssertionError("nothing was dead-lettered")
 

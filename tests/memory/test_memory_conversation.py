@@ -10,7 +10,8 @@ import pytest
 from redis.asyncio.connection import AbstractConnection
 
 from blackboard import Blackboard, InvalidArgument
-from memory import AgentMemory, ConversationConfig, MemoryLevel, Message, message_of
+from memory import AgentMemory, ConversationConfig, MemoryLevel, Message
+from memory.conversation import message_of
 from retrieval import Retriever
 
 DAY = datetime(2023, 5, 8, 13, 56, tzinfo=UTC)

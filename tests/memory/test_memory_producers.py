@@ -9,7 +9,8 @@ from collections.abc import AsyncIterator
 import pytest
 
 from blackboard import Blackboard
-from memory import AgentMemory, CallRecord, MemoryLevel, MemoryQuery, Observation, TagFilter
+from memory import AgentMemory, MemoryLevel, MemoryQuery, TagFilter
+from memory.producers import CallRecord, Observation
 
 
 @pytest.fixture()

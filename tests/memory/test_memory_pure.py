@@ -6,25 +6,24 @@ import pytest
 
 from blackboard import AccessDenied, InvalidArgument, InvalidScope
 from memory import (
-    DEFAULT_LEVEL_CONFIGS,
-    AccessPolicy,
     EdgeCycle,
     InvalidEdge,
     MemoryLevel,
     MemorySubscription,
-    OwnerKind,
     TagMatch,
     Trigger,
     agent_scope,
     default_config,
     default_edges,
     parse_scope,
-    register_transformer_name,
     team_scope,
 )
+from memory.access import AccessPolicy
 from memory.catalog import forget_transformer_name, known_transformers
+from memory.config import DEFAULT_LEVEL_CONFIGS
+from memory.naming import OwnerKind
 from memory.producers import json_safe
-from memory.subscriptions import check_acyclic
+from memory.subscriptions import check_acyclic, register_transformer_name
 
 
 def test_level_scopes_and_parse_round_trip() -> None:

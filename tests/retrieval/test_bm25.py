@@ -9,8 +9,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from rank_bm25 import BM25Okapi
 
-from retrieval import Analyzer, BM25Index, BM25Params
-from retrieval.bm25 import _sum_by_slot
+from retrieval import BM25Params
+from retrieval.analyzer import Analyzer
+from retrieval.bm25 import BM25Index, _sum_by_slot
 
 WORDS = [
     "apple",

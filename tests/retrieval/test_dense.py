@@ -5,7 +5,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from retrieval import DenseIndex
+from retrieval.dense import DenseIndex
 
 
 def unit(n: int, dim: int, seed: int = 0) -> np.ndarray:

@@ -6,7 +6,8 @@ import numpy as np
 import pytest
 
 from blackboard.decay import strength_at
-from retrieval import ScoringConfig, convex, minmax, mmr, rrf
+from retrieval import ScoringConfig
+from retrieval.fusion import convex, minmax, mmr, rrf
 from retrieval.scoring import current_strength, recency, relevance_floor
 
 

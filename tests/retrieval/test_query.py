@@ -3,8 +3,8 @@ from __future__ import annotations
 import pytest
 from pydantic import ValidationError
 
-from retrieval import LensPreset, MemoryQuery, TagFilter, facts_about, known_lenses, register_lens
-from retrieval.lens import UnknownLens, resolve_lens
+from retrieval import LensPreset, MemoryQuery, TagFilter, known_lenses, register_lens
+from retrieval.lens import UnknownLens, facts_about, resolve_lens
 
 
 def test_tag_filter_matches() -> None:

@@ -3,7 +3,8 @@
 
 from __future__ import annotations
 
-from blackboard import Entry, value_text
+from blackboard import Entry
+from blackboard.entry import value_text
 from consolidation.text import entry_text as consolidation_text
 from retrieval.text import entry_text
 

@@ -36,7 +36,6 @@ from support_attack import (
 )
 
 from blackboard import Blackboard, WriteRequest
-from blackboard.check import check
 from blackboard.ids import new_ulid
 from blackboard.keys import EDGE_RECORDS, PartitionKeys, edge_record
 from memory.hierarchy import default_edges, install_default_hierarchy
@@ -193,7 +192,7 @@ async def test_check_reports_and_repairs_an_entry_without_its_event(
     bb = env.admin
     s = bb.scope(f"agent:{VICTIM}:working")
     e = await s.write({"n": 1}, tags={"x"})
-    assert (await check(bb)).ok
+    assert (await bb.check()).ok
     # By hand: a second entry, whole in every index, but no event was ever published.
     fields = await bb.client.hgetall(s.keys.entry(e.id))
     orphan = new_ulid()
@@ -207,7 +206,7 @@ async def test_check_reports_and_repairs_an_entry_without_its_event(
             await bb.client.zadd(z, {orphan: score})
     await bb.client.sadd(s.keys.tag_set("x"), orphan)
     await bb.client.hincrby(s.keys.tags, "x", 1)
-    report = await check(bb)
+    report = await bb.check()
     found = [d for d in report.drift if d.member == orphan]
     print(f"check: entry without its event: {len(found)} finding(s): "
           f"{[(d.index, d.problem) for d in found]}")
@@ -216,8 +215,8 @@ async def test_check_reports_and_repairs_an_entry_without_its_event(
     t = Tally("check: an entry without its event, made by hand")
     t.tries = 1
     seen = not report.ok and any("event" in (d.index + d.problem) for d in found)
-    repaired = await check(bb, repair=True)
-    fixed = (repaired.repaired and (await check(bb)).ok
+    repaired = await bb.check(repair=True)
+    fixed = (repaired.repaired and (await bb.check()).ok
              and bool(await bb.client.hget(s.keys.entry(orphan), "event_id")))
     t.refused = int(seen)
     t.harmed = int(not (seen and fixed))

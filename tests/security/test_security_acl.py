@@ -19,7 +19,6 @@ from blackboard import AccessDenied, Blackboard, EntryTooLarge, ScopeFull
 from blackboard.acl import AclAdmin, agent_rules, partition_tags
 from blackboard.entry import ScopePolicy
 from blackboard.keys import CONFIG, SCOPE_RECORDS, PartitionKeys, scope_record
-from blackboard.relay import relay_all
 from blackboard.scripts import SCRIPTS
 
 AgentBoard = Callable[..., Awaitable[Blackboard]]
@@ -194,13 +193,12 @@ async def test_agent_does_everything_it_may(
     assert ev.scope == "agent:a:working"
     await it.aclose()  # type: ignore[attr-defined]
     # the bus gets the agent's events (workers see them) once the relay moved them
-    await relay_all(bb)
+    await bb.relays.relay_all()
     bus = await bb.client.xrange(PartitionKeys(own.partition).bus)
     assert any(f[b"entry"] == e.id.encode() for _sid, f in bus)
     # ...and the checker finds the indexes it wrote consistent
-    from blackboard.check import check
 
-    assert (await check(bb)).ok
+    assert (await bb.check()).ok
 
 
 async def test_limits_hold_and_cannot_be_lifted(bb: Blackboard, agent_board: AgentBoard,

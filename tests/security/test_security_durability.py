@@ -11,7 +11,6 @@ import contextlib
 from pathlib import Path
 
 from blackboard import Blackboard, WriteRequest
-from blackboard.check import check
 from blackboard.server import RedisServer
 
 SCOPES = ["agent:a:working", "agent:b:stm", "team:t"]
@@ -55,7 +54,7 @@ async def test_kill_9_keeps_every_acknowledged_write(tmp_path: Path) -> None:
             for scope, ids in acked.items():
                 got = set(await bb.scope(scope).ids())
                 assert ids <= got, f"{len(ids - got)} acknowledged writes lost in {scope}"
-            report = await check(bb)
+            report = await bb.check()
             assert report.ok, report.drift[:10]
             assert report.entries >= sum(map(len, acked.values()))
     finally:
@@ -66,7 +65,7 @@ async def test_check_reports_and_repairs_drift(bb: Blackboard) -> None:
     s = bb.scope("agent:a:working")
     es = await s.write_many([WriteRequest(i, tags={"x", "y"}, key=f"k{i}", ttl=60)
                              for i in range(10)])
-    assert (await check(bb)).ok
+    assert (await bb.check()).ok
     c, k = bb.client, s.keys
     await c.zrem(k.ix, es[0].id)
     await c.srem(k.tag_set("x"), es[1].id)
@@ -78,12 +77,12 @@ async def test_check_reports_and_repairs_drift(bb: Blackboard) -> None:
     await c.sadd(k.tag_set("ghost"), es[5].id)
     await c.zrem(k.part.ttl, s.id)
     await c.sadd(k.part.scopes, "not{a}scope")
-    r = await check(bb)
+    r = await bb.check()
     assert not r.ok
     assert {d.index for d in r.drift} >= {"ix", "tag_set", "tags", "keys", "exp", "evict",
                                           "ttl", "scopes"}
-    assert (await check(bb, repair=True)).repaired
-    after = await check(bb)
+    assert (await bb.check(repair=True)).repaired
+    after = await bb.check()
     assert after.ok and not after.drift, after.drift
     assert len(await s.entries(all_of={"x"}, limit=None)) == 10
     assert (await s.get_by_key("k2")).id == es[2].id

@@ -58,8 +58,8 @@ async def test_forged_bus_events_change_nothing_but_reprocessing(bb: Blackboard)
         await asyncio.sleep(0.5)
         assert len(await _copies(bb)) == 2
         # the undecodable one went to the DLQ with a reason; the others were harmless
-        dlq = await bb.dlq(bb.scope("agent:a1:working").partition)
-        assert [d["reason"] for _, d in dlq] == ["undecodable event"]
+        dlq = await bb.dead_letters.list(partition=bb.scope("agent:a1:working").partition)
+        assert [d.reason for d in dlq] == ["undecodable event"]
         assert w.plugin.runner.counters.dead_lettered == 0
     finally:
         await w.stop()

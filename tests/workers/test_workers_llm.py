@@ -11,7 +11,7 @@ from typing import Any
 
 from workers_support import WorkerProcs
 
-from blackboard import Blackboard, Entry, WriteRequest
+from blackboard import Blackboard, DeadLetter, Entry, WriteRequest
 from blackboard.keys import PartitionKeys
 from memory.registry import Registry
 from memory.subscriptions import MemorySubscription, Trigger
@@ -82,10 +82,11 @@ async def test_always_invalid_json_goes_to_the_dlq(
     src = await _setup(bb)
     part = PartitionKeys(bb.scope("agent:a1:working").partition)
 
-    async def dead() -> list[tuple[str, dict[str, str]]]:
-        return await bb.dlq(bb.scope("agent:a1:working").partition)
+    async def dead() -> list[DeadLetter]:
+        return await bb.dead_letters.list(partition=bb.scope("agent:a1:working").partition)
 
-    [(_, fields)] = await until(dead, 25, "the batch in the DLQ")
+    [letter] = await until(dead, 25, "the batch in the DLQ")
+    fields = letter.fields
     assert fields["kind"] == "dataflow" and fields["target"] == "agent:a1:stm"
     assert fields["edge"].startswith("summarize-")
     assert "InvalidLLMOutput" in fields["reason"] and "not JSON" in fields["reason"]

@@ -16,7 +16,6 @@ from redis_snapshot import snapshot_of
 from blackboard import Blackboard, ScopePolicy
 from blackboard import decay as D
 from blackboard.keys import PartitionKeys
-from blackboard.relay import relay_all
 from workers.maintenance import Maintenance
 from workers.settings import WorkerSettings
 
@@ -235,7 +234,7 @@ async def test_trim_only_behind_the_slowest_group(
     await bb.ensure_groups(["summarize", "episodic"])
     scope = bb.scope("agent:a1:working")
     await scope.write_many([f"w{i}" for i in range(10)])
-    await relay_all(bb)
+    await bb.relays.relay_all()
     bus = PartitionKeys(scope.partition).bus
     ids = [i.decode() for i, _ in r.xrange(bus)]
     assert len(ids) == 10

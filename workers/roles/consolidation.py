@@ -10,7 +10,7 @@ from collections.abc import Callable, Coroutine
 from dataclasses import asdict
 from typing import Any
 
-from blackboard import Batch, ConsumeOptions, handle_batches
+from blackboard import Batch, ConsumeOptions
 from consolidation.transformer import transformer_roles
 
 from ..dataflow import DataflowRunner
@@ -134,8 +134,7 @@ class EdgeRunnerRole:
         )
         # Each partition's reader buffers its own batches: one round trip per batch, and
         # the partitions' round trips overlap instead of queueing behind one another.
-        await handle_batches(
-            h.bb,
+        await h.bb.handle_batches(
             h.role,
             h.id,
             self._buffer,

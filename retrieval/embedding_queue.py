@@ -1,4 +1,4 @@
-"""Embedding sync: the follower's path into the engine, keeping vectors computed once.
+"""The embedding queue: the follower's path into the engine, keeping vectors computed once.
 
 An entry whose stored vector comes from the engine's embedder is never re-embedded; any
 other is queued in the engine, embedded in batches in a thread (or by the next search,
@@ -21,12 +21,12 @@ from blackboard import Blackboard, Entry
 
 from .engine import SearchEngine
 
-__all__ = ["EmbeddingSync"]
+__all__ = ["EmbeddingQueue"]
 
 log = logging.getLogger(__name__)
 
 
-class EmbeddingSync:
+class EmbeddingQueue:
     """Adds entries to ``engine`` and stores the vectors it computes back in Redis.
 
     Owns two tasks on the running loop: one embeds the engine's queue in a thread after each

@@ -18,7 +18,7 @@ from .query import MemoryQuery
 from .scoring import current_strength
 from .text import event_time_ms, is_said, origin_of
 
-__all__ = ["ScopeCatalog", "ScopeDecay"]
+__all__ = ["ScopeDecay", "ScopeIndex"]
 
 I64 = npt.NDArray[np.int64]
 Mask = npt.NDArray[np.bool_]
@@ -32,7 +32,7 @@ class ScopeDecay:
     tick_ms: int = 3_600_000
 
 
-class ScopeCatalog:
+class ScopeIndex:
     """A scope's entries as rows, its :class:`DenseIndex` and :class:`BM25Index` keyed by
     row, and the columns the hard filters read (tags, created_at, key, strength, expiry).
 
