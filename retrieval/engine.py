@@ -419,14 +419,14 @@ class SearchEngine:
 
     def _searched_locked(
         self, scopes: list[str] | None, default: list[str] | None
-    ) -> list[ScopeCatalog]:
-        """The catalogs of ``scopes`` (None: ``default``, else every scope) holding entries."""
+    ) -> list[ScopeIndex]:
+        """The indexes of ``scopes`` (None: ``default``, else every scope) holding entries."""
         names = scopes if scopes is not None else default or list(self._scopes)
         # an empty scope has nothing to find (and an empty FAISS search still costs)
         return [self._scopes[s] for s in names if s in self._scopes and len(self._scopes[s])]
 
     def _rank_locked(
-        self, q: MemoryQuery, cats: list[ScopeCatalog], qvec: Vec | None, now: int, k: int
+        self, q: MemoryQuery, cats: list[ScopeIndex], qvec: Vec | None, now: int, k: int
     ) -> list[ScoredEntry]:
         """Under the lock: the best ``k`` of ``cats``' candidates for ``q``, after a round of
         feedback (``prf_docs``) and with the second stage when it can change anything."""
@@ -499,7 +499,7 @@ class SearchEngine:
 
 
 def _candidates(
-    cats: list[ScopeCatalog], q: MemoryQuery, qvec: Vec | None, now: int, pool: int,
+    cats: list[ScopeIndex], q: MemoryQuery, qvec: Vec | None, now: int, pool: int,
     cfg: ScoringConfig,
 ) -> list[Candidates]:
     """The candidates of each of ``cats`` that has any (:func:`scope_candidates`)."""
