@@ -42,7 +42,7 @@ def main() -> None:
     assert Path(sys.prefix).resolve() in where.parents, f"metadata read from {where}"
     eps = {(e.group, e.value) for e in dist.entry_points}
     assert ("pytest11", "blackboard.testing") in eps, f"pytest11 entry point missing: {eps}"
-    assert ("console_scripts", "workers:main") in eps, eps
+    assert ("console_scripts", "cli:main") in eps, eps
     cli = Path(sys.executable).parent / "blackboard"
     subprocess.run([str(cli), "--help"], check=True, capture_output=True)
 
