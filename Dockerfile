@@ -7,5 +7,6 @@ COPY retrieval retrieval
 COPY consolidation consolidation
 COPY workers workers
 COPY gateway gateway
+COPY cli cli
 RUN pip install --no-cache-dir '.[semantic,gateway]'
 ENTRYPOINT ["blackboard"]

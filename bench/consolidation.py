@@ -160,7 +160,7 @@ async def run_workers(url: str, n: int, procs: int) -> dict[str, Any]:
                 [
                     sys.executable,
                     "-m",
-                    "workers",
+                    "cli",
                     "worker",
                     "--role",
                     "summarize",

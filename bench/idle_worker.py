@@ -144,7 +144,7 @@ def measure(
     env = {**os.environ, "PYTHONUNBUFFERED": "1"}
     with open(log_path, "wb") as log:
         proc = subprocess.Popen(
-            [sys.executable, "-m", "workers", "worker", "--role", role, "--redis-url", url],
+            [sys.executable, "-m", "cli", "worker", "--role", role, "--redis-url", url],
             env=env, stdout=log, stderr=subprocess.STDOUT,
         )
     try:

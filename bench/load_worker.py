@@ -97,7 +97,7 @@ def main() -> int:
         url = os.environ.get("BLACKBOARD_REDIS_URL") or stack.enter_context(RedisServer()).url
         log = tempfile.NamedTemporaryFile("w+b", suffix=".log", delete=False)  # noqa: SIM115
         env = {**os.environ, "BLACKBOARD_REDIS_URL": url}
-        proc = subprocess.Popen([sys.executable, "-m", "workers", "worker", "--role", "all"],
+        proc = subprocess.Popen([sys.executable, "-m", "cli", "worker", "--role", "all"],
                                 env=env, stdout=log, stderr=subprocess.STDOUT)
         try:
             time.sleep(3)

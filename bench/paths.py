@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 ROOT = Path.cwd().resolve()
-PACKAGES = ("blackboard", "memory", "retrieval", "consolidation", "workers", "gateway")
+PACKAGES = ("blackboard", "memory", "retrieval", "consolidation", "workers", "gateway", "cli")
 
 
 def _ours(filename: str) -> str | None:

@@ -1,15 +1,13 @@
 """``create_app(settings)``: the gateway's ASGI app (REST under ``/v1``, health, metrics,
-OpenAPI at ``/docs``, and the optional mounts: MCP at ``/mcp``, the dashboard at ``/``).
+OpenAPI at ``/docs``, and the mounts: MCP at ``/mcp``, the dashboard at ``/``).
 
-Optional mounts are modules with ``mount(app) -> AsyncContextManager | None``
-(:data:`MOUNTS`): present ones are mounted, and the context each returns runs for the
-app's lifetime (the MCP session manager needs one).
+A mount is a function ``mount(app) -> AsyncContextManager | None`` (:data:`MOUNTS`); the
+context it returns runs for the app's lifetime (the MCP session manager needs one).
 """
 
 from __future__ import annotations
 
 import contextlib
-import importlib
 from collections.abc import AsyncIterator, Callable
 from contextlib import AbstractAsyncContextManager, AsyncExitStack, asynccontextmanager
 from typing import Any
@@ -21,6 +19,7 @@ from redis import exceptions as rexc
 from blackboard import Blackboard, BlackboardError
 from blackboard.ratelimit import RateLimiter
 
+from . import mcp_server
 from .caller import Callers, bearer
 from .errors import (
     GatewayError,
@@ -31,27 +30,20 @@ from .errors import (
 )
 from .limits import BodyLimit
 from .metrics import Metrics, MetricsMiddleware, route_of
+from .routes import dashboard
 from .settings import GatewaySettings
 
 __all__ = ["MOUNTS", "Mount", "app_from_env", "create_app"]
 
-#: Optional modules mounted when present (G2's MCP server, G3's dashboard).
-MOUNTS: tuple[str, ...] = ("gateway.mcp_server", "gateway.routes.dashboard")
-
 Mount = Callable[[FastAPI], "AbstractAsyncContextManager[Any] | None"]
 
-
-def _optional(name: str) -> Any:
-    try:
-        return importlib.import_module(name)
-    except ModuleNotFoundError as exc:
-        if exc.name == name:
-            return None
-        raise
+#: What every app mounts besides REST: the MCP server, then the dashboard. Both need only
+#: the ``[gateway]`` extra, like the rest of the app.
+MOUNTS: tuple[Mount, ...] = (mcp_server.mount, dashboard.mount)
 
 
 def create_app(settings: GatewaySettings | None = None, *,
-               mounts: tuple[str, ...] = MOUNTS) -> FastAPI:
+               mounts: tuple[Mount, ...] = MOUNTS) -> FastAPI:
     """The gateway app. ``app.state``: ``settings``, ``callers`` (:class:`Callers`),
     ``metrics`` (:class:`Metrics`), ``service`` (the bookkeeping :class:`Blackboard`,
     open while the app runs; None with no rate limit), ``limiter``."""
@@ -89,12 +81,10 @@ def create_app(settings: GatewaySettings | None = None, *,
     app.include_router(health.router)
     app.include_router(memories.router)
     app.include_router(streams.router)
-    for name in mounts:
-        mod = _optional(name)
-        if mod is not None:
-            ctx = mod.mount(app)
-            if ctx is not None:
-                contexts.append(ctx)
+    for mount in mounts:
+        ctx = mount(app)
+        if ctx is not None:
+            contexts.append(ctx)
     app.add_middleware(BodyLimit, limit=s.body_limit)
     app.add_middleware(MetricsMiddleware, metrics=app.state.metrics)
     return app

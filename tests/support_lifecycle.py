@@ -58,7 +58,7 @@ class Procs:
         e = {**os.environ, **(env or {}), "PYTHONUNBUFFERED": "1"}
         with open(log, "wb") as fh:
             p = subprocess.Popen(
-                [sys.executable, "-m", "workers", "worker", "--role", role,
+                [sys.executable, "-m", "cli", "worker", "--role", role,
                  "--redis-url", self.url],
                 env=e, stdout=fh, stderr=subprocess.STDOUT,
             )

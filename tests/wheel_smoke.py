@@ -41,8 +41,8 @@ def main() -> None:
     where = Path(str(dist.locate_file(""))).resolve()
     assert Path(sys.prefix).resolve() in where.parents, f"metadata read from {where}"
     eps = {(e.group, e.value) for e in dist.entry_points}
-    assert ("pytest11", "blackboard.testing") in eps, f"pytest11 entry point missing: {eps}"
-    assert ("console_scripts", "workers:main") in eps, eps
+    assert ("pytest11", "pytest_blackboard") in eps, f"pytest11 entry point missing: {eps}"
+    assert ("console_scripts", "cli:main") in eps, eps
     cli = Path(sys.executable).parent / "blackboard"
     subprocess.run([str(cli), "--help"], check=True, capture_output=True)
 

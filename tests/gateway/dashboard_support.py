@@ -16,11 +16,11 @@ from typing import Any
 from blackboard import Blackboard
 from blackboard.entry import decode_event
 from blackboard.keys import PartitionKeys
+from cli.demo import WORKER_ENV, install_agents
+from cli.demo import run_agent as demo_agent
+from cli.supervisor import worker_command, worker_env
 from tests.gateway.conftest import GatewayProc
-from workers.demo import WORKER_ENV, install_agents
-from workers.demo import run_agent as demo_agent
 from workers.roles import CONSUMING_ROLES
-from workers.supervisor import worker_command, worker_env
 
 AGENTS = ("agent1", "agent2")
 STEPS = 60

@@ -25,7 +25,7 @@ def _env(gw: GatewayProc, token: str | None) -> dict[str, str]:
 
 @asynccontextmanager
 async def stdio_client(gw: GatewayProc, token: str) -> AsyncIterator[Client]:
-    params = StdioServerParameters(command=sys.executable, args=["-m", "workers", "mcp"],
+    params = StdioServerParameters(command=sys.executable, args=["-m", "cli", "mcp"],
                                    env=_env(gw, token), cwd=ROOT)
     async with Client(params, read_timeout_seconds=60) as c:
         yield c
@@ -61,7 +61,7 @@ def test_stdio_refuses_to_start_without_a_good_token(gateway: GatewayProc) -> No
     gateway.revoke(rec.id)
     for token, says in ((None, "BLACKBOARD_TOKEN"), ("bbt_nonsense", "malformed"),
                         (tok, "refused")):
-        p = subprocess.run([sys.executable, "-m", "workers", "mcp"], cwd=ROOT,
+        p = subprocess.run([sys.executable, "-m", "cli", "mcp"], cwd=ROOT,
                            env=_env(gateway, token) | {"PATH": "/usr/bin:/bin"},
                            capture_output=True, text=True, timeout=120, stdin=subprocess.DEVNULL)
         assert p.returncode != 0 and p.stdout == "", (token, p.stdout)

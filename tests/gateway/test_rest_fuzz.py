@@ -64,6 +64,6 @@ def test_fuzzed_bodies_never_500_and_leave_no_drift(gateway):
             assert r.status_code in (422, 400), (raw, r.text)
     env = {**os.environ, "BLACKBOARD_REDIS_URL": gateway.redis.admin_url,
            "PYTHONPATH": str(ROOT)}
-    p = subprocess.run([sys.executable, "-m", "workers", "check"], cwd=ROOT, env=env,
+    p = subprocess.run([sys.executable, "-m", "cli", "check"], cwd=ROOT, env=env,
                        capture_output=True, text=True, timeout=300)
     assert p.returncode == 0, p.stdout + p.stderr

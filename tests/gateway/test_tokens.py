@@ -13,7 +13,7 @@ from tests.gateway.conftest import ROOT
 def cli(gateway, *args: str, check: bool = True) -> subprocess.CompletedProcess[str]:
     env = {**os.environ, "BLACKBOARD_REDIS_URL": gateway.redis.admin_url,
            "PYTHONPATH": str(ROOT)}
-    p = subprocess.run([sys.executable, "-m", "workers", *args], cwd=ROOT, env=env,
+    p = subprocess.run([sys.executable, "-m", "cli", *args], cwd=ROOT, env=env,
                        capture_output=True, text=True, timeout=120)
     if check:
         assert p.returncode == 0, p.stderr
@@ -81,7 +81,7 @@ def test_insecure_local_serves_without_tokens(gateway, start_gateway):
 
 def test_gateway_without_a_usable_service_login_is_one_line(gateway):
     env_url = gateway.redis.url  # no credentials: the protected default user refuses
-    p = subprocess.run([sys.executable, "-m", "workers", "gateway", "--redis-url", env_url,
+    p = subprocess.run([sys.executable, "-m", "cli", "gateway", "--redis-url", env_url,
                         "--port", "1"], cwd=ROOT, capture_output=True, text=True, timeout=120,
                        env={**os.environ, "PYTHONPATH": str(ROOT),
                             "BLACKBOARD_GATEWAY_SERVICE_URL": ""})
@@ -96,7 +96,7 @@ def test_gateway_says_where_it_listens_and_mcp_errors_as_json(gateway):
     env = {**os.environ, "BLACKBOARD_REDIS_URL": gateway.redis.url, "PYTHONPATH": str(ROOT),
            "BLACKBOARD_GATEWAY_SERVICE_URL": gateway.redis.admin_url,
            "BLACKBOARD_PARTITIONS": "8"}
-    p = subprocess.Popen([sys.executable, "-m", "workers", "gateway", "--port", str(port),
+    p = subprocess.Popen([sys.executable, "-m", "cli", "gateway", "--port", str(port),
                           "--json"], cwd=ROOT, env=env, stdout=subprocess.PIPE,
                          stderr=subprocess.PIPE, text=True)
     try:
@@ -113,7 +113,7 @@ def test_gateway_says_where_it_listens_and_mcp_errors_as_json(gateway):
         p.terminate()
         p.wait(30)
 
-    bad = subprocess.run([sys.executable, "-m", "workers", "mcp", "--json"], cwd=ROOT,
+    bad = subprocess.run([sys.executable, "-m", "cli", "mcp", "--json"], cwd=ROOT,
                          env={k: v for k, v in env.items() if k != "BLACKBOARD_TOKEN"},
                          capture_output=True, text=True, timeout=60)
     assert bad.returncode == 2 and bad.stdout == ""  # stdout belongs to the MCP stream

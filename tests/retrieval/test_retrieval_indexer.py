@@ -10,8 +10,8 @@ from recall_support import CountingEmbedder
 from typer.testing import CliRunner
 
 from blackboard import Blackboard
+from cli.app import app
 from memory import AgentMemory, MemoryLevel
-from workers.cli import app
 from workers.indexer import IndexRole, bind_reembed, run_index_batch
 
 S = "agent:a1:working"

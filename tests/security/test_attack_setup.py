@@ -264,7 +264,7 @@ async def test_hierarchy_install_and_grant_keep_an_operators_trigger(
                 t.refused += 1
         # The CLI runs its own event loop: a process of its own, as an operator runs it.
         res = await asyncio.to_thread(
-            subprocess.run, [sys.executable, "-m", "workers", "acl", "grant", "fifth",
+            subprocess.run, [sys.executable, "-m", "cli", "acl", "grant", "fifth",
                              "--redis-url", env.admin_url], capture_output=True, timeout=120)
         assert res.returncode == 0, res.stderr[-2000:]
         got = (await reg.get_edge(edge.id)).trigger  # type: ignore[union-attr]

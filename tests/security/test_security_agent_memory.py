@@ -14,9 +14,9 @@ from typer.testing import CliRunner
 
 from blackboard import AccessDenied, Blackboard, Event
 from blackboard.acl import AclAdmin
+from cli.app import app
 from memory import AgentMemory, MemoryLevel, MemoryQuery, TagFilter
 from memory.access import provision_agent
-from workers.cli import app
 
 
 async def test_agent_memory_under_agent_user(bb: Blackboard, redis_url: str) -> None:
@@ -83,6 +83,6 @@ def test_cli_acl_grant_list_revoke_and_check(secure_clean: Any, tmp_path: Path) 
     chk = r.invoke(app, ["check", "--redis-url", redis_url, "--json"])
     assert chk.exit_code == 0 and json.loads(chk.stdout)["ok"] is True
     bad = r.invoke(app, ["acl", "grant", "a{1}", "--redis-url", redis_url])
-    assert bad.exit_code == 2 and "agent id" in bad.output  # usage (workers/cli_errors.py)
+    assert bad.exit_code == 2 and "agent id" in bad.output  # usage (cli/errors.py)
     rev = r.invoke(app, ["acl", "revoke", "a1", "--redis-url", redis_url, "--json"])
     assert json.loads(rev.stdout) == {"agent": "a1", "revoked": True}

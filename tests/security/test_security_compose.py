@@ -21,7 +21,7 @@ import yaml
 from typer.testing import CliRunner
 
 from blackboard.server import find_redis_server, free_port
-from workers.cli import app
+from cli.app import app
 
 ROOT = Path(__file__).resolve().parents[2]
 

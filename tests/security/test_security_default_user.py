@@ -21,7 +21,7 @@ from typer.testing import CliRunner
 
 from blackboard.acl import agent_username
 from blackboard.server import RedisServer
-from workers.cli import app
+from cli.app import app
 
 
 def cli(*args: str) -> Any:

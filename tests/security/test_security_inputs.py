@@ -14,7 +14,7 @@ from redis_snapshot import snapshot_of
 from typer.testing import CliRunner
 
 from blackboard import Blackboard, BlackboardError, InvalidArgument
-from workers.cli import app
+from cli.app import app
 
 _ODD = st.text(alphabet=st.characters(codec="utf-8"), max_size=300) | st.sampled_from(
     ["", "a" * 5000, "a{b}", "x*", "\x00", "a b", "\udcff", "agent:a:working", "team:t"])

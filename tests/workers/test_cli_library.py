@@ -86,7 +86,7 @@ def test_pytest_plugin_in_a_user_project(tmp_path: Path) -> None:
     # Installed, the entry point (named "blackboard") loads it, as tests/wheel_smoke.py
     # checks; an editable install made before the entry point existed has none. Load it
     # by module name with the entry point blocked: the same either way, never twice.
-    plugin = ["-p", "no:blackboard", "-p", "blackboard.testing"]
+    plugin = ["-p", "no:blackboard", "-p", "pytest_blackboard"]
     for mode in ("strict", "auto"):
         r = subprocess.run(
             [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", *plugin,

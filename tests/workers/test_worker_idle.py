@@ -55,7 +55,7 @@ def _worker(
 ) -> subprocess.Popen[bytes]:
     with open(log, "wb") as f:
         return subprocess.Popen(
-            [sys.executable, "-m", "workers", "worker", "--redis-url", url, *args],
+            [sys.executable, "-m", "cli", "worker", "--redis-url", url, *args],
             env=_defaults_env() | (env or {}), stdout=f, stderr=subprocess.STDOUT,
         )
 

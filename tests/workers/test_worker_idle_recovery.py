@@ -48,7 +48,7 @@ async def test_consume_loops_reopen_after_redis_drops_their_connections(
     log = tmp_path / "worker.log"
     with open(log, "wb") as f:  # noqa: ASYNC230
         p = subprocess.Popen(  # noqa: ASYNC220
-            [sys.executable, "-m", "workers", "worker", "--role", "all",
+            [sys.executable, "-m", "cli", "worker", "--role", "all",
              "--redis-url", redis_url],
             env={**os.environ, **FAST, "PYTHONUNBUFFERED": "1"},
             stdout=f, stderr=subprocess.STDOUT,

@@ -62,7 +62,7 @@ async def test_metrics_endpoint_and_stats(
     port = _free_port()
     env = {**os.environ, **FAST}
     proc = subprocess.Popen(  # noqa: ASYNC220
-        [sys.executable, "-m", "workers", "worker", "--role", "summarize",
+        [sys.executable, "-m", "cli", "worker", "--role", "summarize",
          "--redis-url", redis_url, "--metrics-port", str(port)],
         env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
     )
@@ -118,7 +118,7 @@ async def test_metrics_endpoint_and_stats(
     assert st.totals()["dlq"] == 1 and st.totals()["pending"] == 5
 
     out = subprocess.run(  # noqa: ASYNC221
-        [sys.executable, "-m", "workers", "stats", "--json", "--redis-url", redis_url],
+        [sys.executable, "-m", "cli", "stats", "--json", "--redis-url", redis_url],
         capture_output=True, timeout=60, check=True,
     )
     data = json.loads(out.stdout)

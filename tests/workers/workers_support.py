@@ -30,7 +30,7 @@ class WorkerProcs:
     def start(self, role: str, **env: str) -> subprocess.Popen[bytes]:
         e = {**os.environ, **FAST, **env, "PYTHONUNBUFFERED": "1"}
         p = subprocess.Popen(
-            [sys.executable, "-m", "workers", "worker", "--role", role, "--redis-url", self.url],
+            [sys.executable, "-m", "cli", "worker", "--role", role, "--redis-url", self.url],
             env=e,
             stdout=subprocess.DEVNULL,
             stderr=subprocess.PIPE,

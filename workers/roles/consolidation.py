@@ -19,9 +19,9 @@ from ..firing import FireLoops
 from ..llm import transformer_llm
 from ..streams import FailureStreak
 from ..transform import TransformBridge
-from . import RoleHost, RoleSpec, register_role
+from .registry import RoleHost, RoleSpec
 
-__all__ = ["EdgeRunnerRole"]
+__all__ = ["SPECS", "EdgeRunnerRole"]
 
 log = logging.getLogger(__name__)
 
@@ -164,5 +164,8 @@ def _factory(transformers: frozenset[str]) -> Callable[[RoleHost], EdgeRunnerRol
     return lambda host: EdgeRunnerRole(host, transformers)
 
 
-for _role, _names in transformer_roles().items():
-    register_role(RoleSpec(_role, _factory(_names), consumes=True, transformers=_names))
+#: One edge runner per transformer role of the consolidation registry.
+SPECS: tuple[RoleSpec, ...] = tuple(
+    RoleSpec(role, _factory(names), consumes=True, transformers=names)
+    for role, names in transformer_roles().items()
+)

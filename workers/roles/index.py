@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 from ..indexer import ROLE, IndexRole
-from . import RoleHost, RoleSpec, register_role
+from .registry import RoleHost, RoleSpec
 
-__all__ = ["IndexPlugin"]
+__all__ = ["SPECS", "IndexPlugin"]
 
 
 class IndexPlugin:
@@ -42,4 +42,4 @@ class IndexPlugin:
 
 
 # The role's name is the consumer group the indexer reads (workers.indexer.ROLE).
-register_role(RoleSpec(ROLE, IndexPlugin, consumes=True))
+SPECS: tuple[RoleSpec, ...] = (RoleSpec(ROLE, IndexPlugin, consumes=True),)

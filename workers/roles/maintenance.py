@@ -6,9 +6,9 @@ from __future__ import annotations
 from typing import Any
 
 from ..maintenance import Maintenance
-from . import RoleHost, RoleSpec, register_role
+from .registry import RoleHost, RoleSpec
 
-__all__ = ["NAME", "MaintenancePlugin"]
+__all__ = ["NAME", "SPECS", "MaintenancePlugin"]
 
 NAME = "maintenance"
 
@@ -56,4 +56,4 @@ class MaintenancePlugin:
         """Nothing to follow: the jobs lease each partition per run (workers.leases.JobLease)."""
 
 
-register_role(RoleSpec(NAME, MaintenancePlugin, consumes=False))
+SPECS: tuple[RoleSpec, ...] = (RoleSpec(NAME, MaintenancePlugin, consumes=False),)

@@ -28,9 +28,9 @@ from blackboard.acl_check import (
     require_default_closed,
 )
 
-from .cli_errors import EXIT_DRIFT, EXIT_PERMISSION
-from .cli_options import Json, RedisUrl
-from .cli_options import with_blackboard as _with_bb
+from .errors import EXIT_DRIFT, EXIT_PERMISSION
+from .options import Json, RedisUrl
+from .options import with_blackboard as _with_bb
 from .output import console, err_console, print_json
 
 __all__ = ["register"]
@@ -93,7 +93,7 @@ def grant(
         return g
 
     got = _with_bb(redis_url, go)
-    if isinstance(got, str):  # its own line: cli_errors' hint on agent users does not fit
+    if isinstance(got, str):  # its own line: cli.errors' hint on agent users does not fit
         err_console.print(f"[red]error:[/] {escape(got)}", highlight=False, soft_wrap=True)
         raise typer.Exit(EXIT_PERMISSION)
     _emit_password(got, password_file, json_out)

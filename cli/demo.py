@@ -3,7 +3,7 @@
 Starts an embedded redis-server unless a URL is given, installs each agent's memory
 hierarchy, starts one worker process per role and waits for their heartbeats, lets the
 agents work (actions go through ``@mem.observe``), waits for consolidation, then shows
-what memory learned (:mod:`workers.demo_report`). Every phase has a progress line saying
+what memory learned (:mod:`cli.demo_report`). Every phase has a progress line saying
 what it waits for; each agent has its own bar.
 """
 
@@ -35,14 +35,14 @@ from memory.memory_map import MemoryMap
 from memory.producers import CallRecord, Observation
 from memory.registry import Registry
 from memory.subscriptions import Trigger
+from workers.embedded import redis_or_embedded
+from workers.heartbeat import list_workers
+from workers.roles import CONSUMING_ROLES, EDGE_ROLES, ROLES
+from workers.stats import collect_stats
 
 from .demo_agents import Step, script
 from .demo_report import TEAM, build_report, print_report
-from .embedded import redis_or_embedded
-from .heartbeat import list_workers
 from .output import console, print_json
-from .roles import CONSUMING_ROLES, EDGE_ROLES, ROLES
-from .stats import collect_stats
 from .supervisor import worker_command, worker_env
 
 __all__ = ["install_agents", "run_agent", "run_demo"]
@@ -83,7 +83,7 @@ def _extract(call: CallRecord) -> Observation:
 
 async def run_agent(bb: Blackboard, name: str, steps: int, seed: int,
                     tick: Callable[[], None] = lambda: None) -> int:
-    """One scripted agent at work (:func:`workers.demo_agents.script`): actions through an
+    """One scripted agent at work (:func:`cli.demo_agents.script`): actions through an
     observed callable per tool, observations stored; -> steps taken."""
     async with AgentMemory(bb, name, teams=[TEAM]) as mem:
         # One observed callable per tool, as an agent would have: the producer tags each

@@ -1,7 +1,7 @@
 """``blackboard recall TEXT --agent A``: an agent's hybrid recall from the command line,
 with the score breakdown (rich table) or JSON.
 
-Mounted by :mod:`workers.cli` (``register(app)``); the index is built for this one query
+Mounted by :mod:`cli.app` (``register(app)``); the index is built for this one query
 (bootstrapped from Redis, reusing stored embeddings), so nothing needs to run beforehand.
 
 ``--json`` shape (stable; extend, never rename): a list, best first, of
@@ -19,7 +19,7 @@ import typer
 from blackboard import NotFound
 from blackboard.entry import value_text
 
-from .cli_options import Json, RedisUrl
+from .options import Json, RedisUrl
 
 __all__ = ["hit_record", "register", "require_agent"]
 
@@ -54,7 +54,7 @@ def _check_query(lens: str | None, levels: list[str] | None) -> None:
     from memory import MemoryLevel
     from retrieval.lens import known_lenses, resolve_lens
 
-    from .cli_errors import usage
+    from .errors import usage
 
     if lens:
         try:
@@ -73,8 +73,8 @@ def _num(x: float | None) -> str:
 
 def register(app: typer.Typer) -> None:
     """Add the ``recall`` command to ``app``."""
-    from .cli_options import need_url as _need_url
-    from .cli_options import run as _run
+    from .options import need_url as _need_url
+    from .options import run as _run
 
     @app.command()
     def recall(

@@ -1,4 +1,4 @@
-"""``python -m workers`` is the ``blackboard`` command."""
+"""``python -m cli`` is the ``blackboard`` command."""
 
 from __future__ import annotations
 

@@ -15,7 +15,7 @@ pytestmark = pytest.mark.slow
 def _cli(*args: str, url: str, timeout: float = 180) -> subprocess.CompletedProcess[str]:
     env = {**os.environ, "BLACKBOARD_REDIS_URL": url}
     return subprocess.run(
-        [sys.executable, "-m", "workers", *args], env=env, capture_output=True, text=True,
+        [sys.executable, "-m", "cli", *args], env=env, capture_output=True, text=True,
         timeout=timeout, check=False,
     )
 

@@ -17,16 +17,16 @@ import typer
 if TYPE_CHECKING:
     from mcp.server.mcpserver import Context
 
-    from .caller import Caller
+    from gateway.caller import Caller
 
 __all__ = ["register", "serve_stdio"]
 
 
 async def serve_stdio(token: str, redis_url: str | None) -> None:
     """Serve the memory tools on stdin/stdout as the caller of ``token``."""
-    from .caller import Callers
-    from .mcp_server import build_mcp
-    from .settings import GatewaySettings
+    from gateway.caller import Callers
+    from gateway.mcp_server import build_mcp
+    from gateway.settings import GatewaySettings
 
     callers = Callers(GatewaySettings.from_env(redis_url=redis_url))
     try:
@@ -57,7 +57,7 @@ def register(app: typer.Typer) -> None:
         ] = False,
     ) -> None:
         """Serve the memory tools over MCP on stdio (for Claude Desktop, Cursor...)."""
-        from workers.cli_errors import fail, usage
+        from .errors import fail, usage
 
         if not token:
             usage("no token: set BLACKBOARD_TOKEN (or pass --token); "

@@ -1,6 +1,6 @@
-"""What every ``blackboard`` command shares (workers/cli_options.py): the missing-URL
+"""What every ``blackboard`` command shares (cli/options.py): the missing-URL
 mistake, and the one report path of ``sweep`` and ``trim``; the module docstring of
-workers/cli.py names every command."""
+cli/app.py names every command."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ import json
 from cli_support import cli
 
 from blackboard import Blackboard
-from workers import cli as cli_module
+from cli import app as cli_module
 
 SCOPE = "agent:a1:working"
 

@@ -20,8 +20,8 @@ from cli_support import SECRET, cli
 from typer.testing import CliRunner
 
 from blackboard import Blackboard
+from cli.app import app
 from memory import AgentMemory
-from workers.cli import app
 
 LONG = ("the nightly build failed on step three because the ledger service timed out while "
         "posting invoice batch 42 for Acme Corp, and the retry policy gave up after five tries")
@@ -115,7 +115,7 @@ def test_map_and_tail(seeded: str) -> None:
 
 def test_tail_follow_says_what_it_waits_for(seeded: str) -> None:
     env = {**os.environ, "BLACKBOARD_REDIS_URL": seeded}
-    p = subprocess.Popen([sys.executable, "-m", "workers", "tail", "agent:a1:working",
+    p = subprocess.Popen([sys.executable, "-m", "cli", "tail", "agent:a1:working",
                           "--follow", "--limit", "1", "--json"], env=env,
                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
@@ -139,7 +139,7 @@ def test_worker_ready_line_masks_the_password(redis_url: str, clean_redis: redis
                                 "+@all")
     url = redis_url.replace("redis://", f"redis://d16-worker:{SECRET}@", 1)
     env = {**os.environ, "COLUMNS": "200"}
-    p = subprocess.Popen([sys.executable, "-m", "workers", "worker", "--role", "summarize",
+    p = subprocess.Popen([sys.executable, "-m", "cli", "worker", "--role", "summarize",
                           "--redis-url", url], env=env, stdout=subprocess.PIPE,
                          stderr=subprocess.PIPE, text=True)
     try:
@@ -158,7 +158,7 @@ def test_worker_ready_line_masks_the_password(redis_url: str, clean_redis: redis
 
 
 def test_server_ready_line(tmp_path: object) -> None:
-    p = subprocess.Popen([sys.executable, "-m", "workers", "server", "--port", "0",
+    p = subprocess.Popen([sys.executable, "-m", "cli", "server", "--port", "0",
                           "--data-dir", f"{tmp_path}/redis"], stdout=subprocess.PIPE,
                          stderr=subprocess.PIPE, text=True)
     try:

@@ -14,7 +14,7 @@ def worker_command(role: str, metrics_port: int | None = None) -> list[str]:
     """The command line of one worker process (this interpreter, this package). The Redis
     URL goes in the environment (:func:`worker_env`): ``ps`` shows argv to every user, and
     the URL may carry a password."""
-    cmd = [sys.executable, "-m", "workers", "worker", "--role", role]
+    cmd = [sys.executable, "-m", "cli", "worker", "--role", role]
     if metrics_port is not None:
         cmd += ["--metrics-port", str(metrics_port)]
     return cmd

@@ -17,7 +17,7 @@ def test_server_command_runs_in_foreground_with_aof_and_stops_on_sigterm(tmp_pat
         [
             sys.executable,
             "-m",
-            "workers",
+            "cli",
             "server",
             "--port",
             "0",

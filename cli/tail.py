@@ -19,7 +19,7 @@ from rich.markup import escape
 
 from blackboard import Blackboard, Event, NotFound
 
-from .cli_options import JsonLines, RedisUrl
+from .options import JsonLines, RedisUrl
 from .output import console, print_json
 
 __all__ = ["register"]
@@ -96,9 +96,9 @@ def _line(ev: Event, text: str | None) -> str:
 
 def register(app: typer.Typer) -> None:
     """Add the ``tail`` command to ``app``."""
-    from .cli import waiting
-    from .cli_options import need_url as _need_url
-    from .cli_options import run as _run
+    from .app import waiting
+    from .options import need_url as _need_url
+    from .options import run as _run
 
     @app.command()
     def tail(
@@ -117,7 +117,7 @@ def register(app: typer.Typer) -> None:
         """A scope's recent events (JSON: one object per line); --follow for new ones."""
         url = _need_url(redis_url)
         if limit < 1:
-            from .cli_errors import usage
+            from .errors import usage
 
             usage(f"--limit must be at least 1 (got {limit})")
 

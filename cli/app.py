@@ -1,12 +1,12 @@
 """The ``blackboard`` command. This module defines ``server``, ``sweep``, ``trim``,
-``worker``, ``map`` and ``demo``; :func:`_mount` adds the commands of the ``cli_*`` modules
-(``recall``, ``tail``, ``stats``, ``check``, ``acl ...``) and of the gateway
-(``gateway``, ``mcp``, ``token ...``: :mod:`gateway.cli`). ``blackboard --help`` lists them
-all.
+``worker``, ``map`` and ``demo``; :func:`_mount` adds the commands of the package's other
+modules (``recall``, ``tail``, ``stats``, ``check``, ``acl ...``) and of the gateway
+(``gateway``, ``token ...``: :mod:`cli.gateway`; ``mcp``: :mod:`cli.mcp`).
+``blackboard --help`` lists them all.
 
 Every command takes ``--redis-url`` (default ``$BLACKBOARD_REDIS_URL``); commands that print
 data take ``--json`` for programs. A mistake prints one line on stderr and exits with the
-code documented in :mod:`workers.cli_errors`; ``--debug`` (or ``BLACKBOARD_DEBUG=1``) shows
+code documented in :mod:`cli.errors`; ``--debug`` (or ``BLACKBOARD_DEBUG=1``) shows
 the traceback instead. URLs are printed with their password masked.
 """
 
@@ -22,10 +22,10 @@ import typer
 from blackboard import Blackboard, RedisServer
 from blackboard.redact import mask_url
 
-from .cli_errors import fail, one_line_warnings, usage
-from .cli_options import DryRun, Json, RedisUrl, with_blackboard
-from .cli_options import need_url as _need_url
-from .cli_options import run as _run
+from .errors import fail, one_line_warnings, usage
+from .options import DryRun, Json, RedisUrl, with_blackboard
+from .options import need_url as _need_url
+from .options import run as _run
 from .output import console, err_console, print_json
 
 app = typer.Typer(
@@ -141,9 +141,10 @@ def worker(
     json_out: Json = False,
 ) -> None:
     """Run consolidation / maintenance workers as OS processes until SIGTERM."""
-    from .process import run_worker
-    from .roles import ROLES
-    from .settings import WorkerSettings
+    from workers.process import run_worker
+    from workers.roles import ROLES
+    from workers.settings import WorkerSettings
+
     from .supervisor import run_processes
 
     url = _need_url(redis_url)
@@ -188,7 +189,7 @@ def map_(
     from memory import AgentMemory
     from memory.render import render_map
 
-    from .cli_recall import require_agent
+    from .recall import require_agent
 
     url = _need_url(redis_url)
 
@@ -229,16 +230,19 @@ def demo(
 
 
 def _mount() -> None:
-    from .cli_admin import register as register_admin
-    from .cli_recall import register as register_recall
-    from .cli_stats import register as register_stats
-    from .cli_tail import register as register_tail
+    from .admin import register as register_admin
+    from .gateway import register as register_gateway
+    from .mcp import register as register_mcp
+    from .recall import register as register_recall
+    from .stats import register as register_stats
+    from .tail import register as register_tail
 
     register_recall(app)
     register_tail(app)
     register_stats(app)
     register_admin(app)
-    __import__("gateway.cli", fromlist=["register"]).register(app)  # gateway, token, mcp
+    register_gateway(app)  # gateway, token
+    register_mcp(app)
 
 
 _mount()

@@ -34,6 +34,6 @@ def cli(*args: str, url: str | None = None, timeout: float = 60, columns: int = 
     e.update(env, COLUMNS=str(columns), PYTHONUNBUFFERED="1")
     if url is not None:
         e["BLACKBOARD_REDIS_URL"] = url
-    r = subprocess.run([sys.executable, "-m", "workers", *args], env=e, capture_output=True,
+    r = subprocess.run([sys.executable, "-m", "cli", *args], env=e, capture_output=True,
                        text=True, timeout=timeout, check=False)
     return Run(r.returncode, r.stdout, r.stderr)

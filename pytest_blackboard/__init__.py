@@ -29,6 +29,12 @@ Fixtures:
 
 Async fixtures need pytest-asyncio (the ``testing`` extra brings it); they are declared
 with ``pytest_asyncio.fixture`` so they work in its strict mode too.
+
+pytest loads this plugin at the start of every run in an environment where the package is
+installed, whatever the project under test. So it sits above :mod:`memory` (its fixtures
+hand out an ``AgentMemory``) in a package of its own whose import loads nothing of ours:
+each fixture imports what it needs when a test asks for it, and a run that uses none of
+them pays nothing for Redis, pydantic or numpy.
 """
 
 from __future__ import annotations
@@ -38,10 +44,9 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from .board import Blackboard
-from .server import RedisServer
-
 if TYPE_CHECKING:
+    from blackboard import Blackboard
+    from blackboard.server import RedisServer
     from memory import AgentMemory
     from memory.sync import SyncMemory
 
@@ -62,6 +67,8 @@ TEAM = "test-team"
 @pytest.fixture(scope="session")
 def blackboard_server() -> Iterator[RedisServer]:
     """A private redis-server for the test session (free port, temporary AOF dir)."""
+    from blackboard.server import RedisServer
+
     with RedisServer() as server:
         yield server
 
@@ -82,6 +89,8 @@ def blackboard_url(blackboard_server: RedisServer) -> Iterator[str]:
 
 @_async_fixture()
 async def blackboard(blackboard_url: str) -> AsyncIterator[Blackboard]:
+    from blackboard import Blackboard
+
     async with Blackboard.connect(blackboard_url) as bb:
         yield bb
 

@@ -1,6 +1,6 @@
-"""``blackboard gateway``, ``blackboard token create|list|revoke`` (and ``blackboard mcp``
-when :mod:`gateway.cli_mcp` is there). Registered on the ``blackboard`` command by
-:func:`register`; nothing here needs the ``[gateway]`` extra until ``gateway`` runs."""
+"""``blackboard gateway`` and ``blackboard token create|list|revoke`` (``blackboard mcp``:
+:mod:`cli.mcp`). Registered on the ``blackboard`` command by :func:`register`; nothing here
+needs the ``[gateway]`` extra until ``gateway`` runs."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ from typing import Annotated, Any, TypeVar
 
 import typer
 
-from workers.cli_options import Json
+from .options import Json
 
 __all__ = ["EXTRA_HINT", "register"]
 
@@ -29,7 +29,8 @@ token_app = typer.Typer(help="Bearer tokens of the gateway (needs an admin Redis
 
 def _admin(url: str | None, fn: Callable[[Any], Awaitable[T]]) -> T:
     from blackboard import Blackboard
-    from workers.cli_errors import fail, usage
+
+    from .errors import fail, usage
 
     if not url:
         usage("no Redis URL: pass --redis-url or set BLACKBOARD_REDIS_URL")
@@ -62,9 +63,9 @@ def create(
     json_out: Json = False, redis_url: RedisUrl = None,
 ) -> None:
     """Issue a token (printed once; it carries the Redis credential of the agent's user)."""
-    from workers.output import console, print_json
+    from gateway.tokens import create_token
 
-    from .tokens import create_token
+    from .output import console, print_json
 
     rec, token = _admin(redis_url, lambda bb: create_token(bb, agent, team or None,
                                                            operator=operator))
@@ -82,9 +83,9 @@ def list_(json_out: Json = False, redis_url: RedisUrl = None) -> None:
     """Every token: id, agent, teams, user, created (never the secret)."""
     from rich.table import Table
 
-    from workers.output import console, print_json
+    from gateway.tokens import list_tokens
 
-    from .tokens import list_tokens
+    from .output import console, print_json
 
     recs = _admin(redis_url, list_tokens)
     if json_out:
@@ -101,9 +102,9 @@ def revoke(token_id: Annotated[str, typer.Argument(help="The token's id (`token 
            json_out: Json = False, redis_url: RedisUrl = None) -> None:
     """Remove the token's password from its Redis user and disconnect the user's clients:
     the token is refused from its next request on, the agent's other tokens keep working."""
-    from workers.output import console, print_json
+    from gateway.tokens import revoke_token
 
-    from .tokens import revoke_token
+    from .output import console, print_json
 
     rec = _admin(redis_url, lambda bb: revoke_token(bb, token_id))
     if json_out:
@@ -126,7 +127,7 @@ def gateway(
 ) -> None:
     """Serve memory over HTTP: REST under /v1, MCP at /mcp, the dashboard at /, /docs,
     /metrics. Says where once it listens (``--json``: one JSON object)."""
-    from workers.cli_errors import fail, usage
+    from .errors import fail, usage
 
     try:
         import fastapi  # noqa: F401
@@ -134,9 +135,8 @@ def gateway(
     except ImportError as exc:
         usage(f"the gateway needs its extra ({exc.name} is missing): {EXTRA_HINT}")
     from blackboard import InvalidArgument
-
-    from .server import serve
-    from .settings import GatewaySettings
+    from gateway.server import serve
+    from gateway.settings import GatewaySettings
 
     try:
         s = GatewaySettings.from_env(host=host, port=port, redis_url=redis_url,
@@ -144,7 +144,7 @@ def gateway(
     except InvalidArgument as exc:
         usage(str(exc))
     def ready() -> None:
-        from workers.output import console, print_json
+        from .output import console, print_json
 
         url = f"http://{s.host}:{s.port}"
         info = {"url": url, "rest": f"{url}/v1", "mcp": f"{url}/mcp", "dashboard": f"{url}/",
@@ -167,13 +167,6 @@ def gateway(
 
 
 def register(app: typer.Typer) -> None:
-    """Add ``gateway``, ``token`` (and ``mcp``) to the ``blackboard`` command."""
+    """Add ``gateway`` and ``token`` to the ``blackboard`` command."""
     app.command("gateway")(gateway)
     app.add_typer(token_app, name="token")
-    try:
-        from .cli_mcp import register as register_mcp
-    except ModuleNotFoundError as exc:
-        if exc.name != "gateway.cli_mcp":
-            raise
-    else:
-        register_mcp(app)

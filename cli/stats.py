@@ -20,11 +20,11 @@ import typer
 from rich.table import Table
 
 from blackboard import Blackboard
+from workers.heartbeat import WorkerInfo, list_workers
+from workers.stats import BusStats, Stats, collect_stats
 
-from .cli_options import Json, RedisUrl, with_blackboard
-from .heartbeat import WorkerInfo, list_workers
+from .options import Json, RedisUrl, with_blackboard
 from .output import console, print_json
-from .stats import BusStats, Stats, collect_stats
 
 __all__ = ["register", "role_summary"]
 

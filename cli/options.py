@@ -1,7 +1,7 @@
 """What every ``blackboard`` command shares: its common options and how it runs.
 
 The options are ``Annotated`` types; typer reads them from the annotation, so a command
-module imports the names it uses (``from .cli_options import Json, RedisUrl``) and every
+module imports the names it uses (``from .options import Json, RedisUrl``) and every
 command spells ``--redis-url`` / ``--json`` the same way.
 """
 
@@ -15,7 +15,7 @@ import typer
 
 from blackboard import Blackboard
 
-from .cli_errors import fail, usage
+from .errors import fail, usage
 
 __all__ = ["DryRun", "Json", "JsonLines", "RedisUrl", "need_url", "run", "with_blackboard"]
 
