@@ -137,10 +137,15 @@ PUBLIC = {
         "transformer_names",
         "transformer_roles",
     ],
-    "workers": [
+    "cli": [
         "NATIVE_THREAD_VARS",
         "cap_native_threads",
         "main",
+    ],
+    "workers": [
+        "ROLES",
+        "Worker",
+        "WorkerSettings",
     ],
 }
 
