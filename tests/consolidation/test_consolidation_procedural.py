@@ -4,10 +4,9 @@ from __future__ import annotations
 
 import random
 
-from cons_support import T0, make_entry
-
 from blackboard.entry import Entry
 from consolidation import TransformContext, get_transformer
+from tests.consolidation.cons_support import T0, make_entry
 
 
 def _task(tid: str, kind: str, actions: list[str], outcome: str | None, start: int) -> list[Entry]:

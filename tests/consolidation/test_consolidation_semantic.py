@@ -6,11 +6,11 @@ import math
 import random
 
 import pytest
-from cons_support import MIN, T0, make_entry
 
 from blackboard.entry import Entry
 from consolidation import TransformContext, canonical_key, extract_facts, get_transformer
 from consolidation.semantic import superseded_metadata
+from tests.consolidation.cons_support import MIN, T0, make_entry
 
 DAY = 86_400_000
 

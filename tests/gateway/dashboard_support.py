@@ -16,7 +16,7 @@ from typing import Any
 from blackboard import Blackboard
 from blackboard.entry import decode_event
 from blackboard.keys import PartitionKeys
-from tests.gateway.conftest import GatewayProc
+from tests.gateway.gateway_support import GatewayProc
 from workers.demo import WORKER_ENV, install_agents
 from workers.demo import run_agent as demo_agent
 from workers.roles import CONSUMING_ROLES

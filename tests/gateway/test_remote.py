@@ -30,7 +30,7 @@ from blackboard import (
 from gateway.tokens import parse_token
 from memory import AgentMemory, MemoryLevel, MemoryQuery, TagFilter
 from memory.remote import RemoteMemory
-from tests.gateway.conftest import ROOT, GatewayProc
+from tests.gateway.gateway_support import ROOT, GatewayProc
 
 Opener = Callable[[str, list[str]], Any]
 
