@@ -14,6 +14,9 @@ from blackboard.server import RedisClusterServer, RedisServer
 from tests.consolidation.cons_support import ChatServer
 from tests.support_secure import Secure, reset_secure, secure_mode
 
+# Marks every test pure/redis/process/browser from its fixtures, and keeps the marks true.
+pytest_plugins = ["tiers"]
+
 
 @pytest.fixture
 def chat_server() -> Iterator[ChatServer]:

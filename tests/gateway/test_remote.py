@@ -214,6 +214,7 @@ def _wait_sync(cond: Callable[[], bool]) -> None:
         time.sleep(0.05)
 
 
+@pytest.mark.process  # a fresh interpreter
 def test_memory_imports_without_httpx() -> None:
     """``import memory`` never needs httpx; ``memory.remote`` says what to install."""
     code = ("import sys; sys.modules['httpx'] = None\n"
