@@ -2,6 +2,7 @@
 # The project's two entry points on a fresh machine (only Python >= 3.11 and pip needed):
 #   bash dev.sh demo   -> create .venv, install, run the demo on an embedded Redis
 #   bash dev.sh test   -> lint, type-check, smoke-test the wheel, run the test suite on every Redis found
+#   bash dev.sh quick  -> only the pure and single-Redis test tiers (tests/tiers.py), in parallel
 #   bash dev.sh wheel  -> only the wheel smoke test (build, install in a fresh venv, use it)
 # Extra arguments go to the demo or to pytest.
 set -euo pipefail
@@ -75,11 +76,22 @@ run_tests() {
   return $rc
 }
 
+quick_tests() {
+  # No process, browser, cluster or slow test: what needs only this interpreter and one
+  # Redis. pytest-xdist runs a worker per core, each with its own redis-server; on a Redis
+  # of your own (BLACKBOARD_REDIS_URL) one worker, or they would empty each other's data.
+  local workers=auto
+  [ -n "${BLACKBOARD_REDIS_URL:-}" ] && workers=0
+  "$VENV/bin/python" -m pytest -q -p no:cacheprovider -n "$workers" \
+    -m "not (process or browser or cluster or slow)" "$@"
+}
+
 cmd=${1:-}
 shift || true
 case "$cmd" in
   demo) ensure_venv; exec "$VENV/bin/blackboard" demo "$@" ;;
   test) ensure_venv; run_tests "$@" ;;
+  quick) ensure_venv; quick_tests "$@" ;;
   wheel) ensure_venv; wheel_smoke ;;
-  *) echo "usage: bash dev.sh demo|test|wheel [args]" >&2; exit 2 ;;
+  *) echo "usage: bash dev.sh demo|test|quick|wheel [args]" >&2; exit 2 ;;
 esac

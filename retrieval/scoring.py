@@ -7,12 +7,19 @@ so a caller can see why an entry ranked where it did.
 from __future__ import annotations
 
 from dataclasses import dataclass
-
-import numpy as np
-import numpy.typing as npt
+from typing import TYPE_CHECKING
 
 from blackboard import Entry
 from blackboard.decay import strength_at
+
+# numpy is imported in the functions that compute with it: memory's public types
+# (ScoredEntry) live here, and `import memory` must not pay numpy's ~70 ms import
+# (retrieval/__init__.py promises it).
+if TYPE_CHECKING:
+    import numpy as np
+    import numpy.typing as npt
+
+    F64 = npt.NDArray[np.float64]
 
 __all__ = [
     "ScoredEntry",
@@ -23,7 +30,6 @@ __all__ = [
     "relevance_floor",
 ]
 
-F64 = npt.NDArray[np.float64]
 DAY_MS = 86_400_000
 
 
@@ -75,6 +81,8 @@ class ScoringConfig:
 
 def recency(created_at: npt.ArrayLike, now_ms: int, half_life_ms: int) -> F64:
     """``0.5 ** (age / half_life)`` in (0, 1]; a future timestamp counts as age 0."""
+    import numpy as np
+
     age = np.maximum(now_ms - np.asarray(created_at, np.float64), 0.0)
     return np.power(0.5, age / half_life_ms)
 
@@ -88,6 +96,8 @@ def current_strength(
     tick_ms: int,
 ) -> F64:
     """:func:`blackboard.decay.strength_at`, vectorised over entries (same formula)."""
+    import numpy as np
+
     s = np.asarray(strength, np.float64)
     if rate <= 0.0:
         return s.copy()
@@ -108,6 +118,8 @@ def relevance_floor(
 ) -> npt.NDArray[np.bool_]:
     """Which candidates carry real evidence of relevance: a BM25 term match, or a raw dense
     cosine of at least ``dense_floor`` (``dense`` NaN: no vector)."""
+    import numpy as np
+
     # NaN >= x is False: a candidate without a cosine passes on its BM25 match alone
     return np.asarray(bm25_matched, bool) | (np.asarray(dense, np.float64) >= dense_floor)
 

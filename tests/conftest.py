@@ -2,21 +2,20 @@
 
 from __future__ import annotations
 
-import asyncio
 import os
-import secrets
 from collections.abc import AsyncIterator, Callable, Iterator
-from dataclasses import dataclass
 
 import pytest
 import redis
 from redis_snapshot import Snapshot, snapshot_of
 
 from blackboard import Blackboard
-from blackboard.acl import AclAdmin
-from blackboard.acl_check import protect_default
 from blackboard.server import RedisClusterServer, RedisServer
 from tests.consolidation.cons_support import ChatServer
+from tests.support_secure import Secure, reset_secure, secure_mode
+
+# Marks every test pure/redis/process/browser from its fixtures, and keeps the marks true.
+pytest_plugins = ["tiers"]
 
 
 @pytest.fixture
@@ -89,73 +88,30 @@ def snapshot(clean_redis: redis.Redis) -> Callable[[], Snapshot]:
 # fixtures above keep an open default user for everything else.
 
 
-@dataclass(frozen=True)
-class Secure:
-    """A server (or cluster) in secure mode. ``url`` carries no credentials (redis-py lets
-    URL credentials override ``username=``/``password=``, so agents connect with it);
-    ``admin_url`` logs in as the protected default user."""
-
-    url: str
-    password: str
-    ports: tuple[int, ...]
-
-    @property
-    def admin_url(self) -> str:
-        return self.url.replace("redis://", f"redis://default:{self.password}@", 1)
-
-    def admin_clients(self) -> list[redis.Redis]:
-        return [redis.Redis(port=p, username="default", password=self.password)
-                for p in self.ports]
-
-
-def _secure(url: str, ports: tuple[int, ...]) -> Secure:
-    password = "bb-test-" + secrets.token_hex(16)
-
-    async def protect() -> None:
-        async with Blackboard.connect(url, partitions=8) as board:
-            await protect_default(AclAdmin(board), password=password)
-
-    asyncio.run(protect())
-    return Secure(url, password, ports)
-
-
-def _reset(secure: Secure) -> None:
-    """Empty every node: data, scripts and every user but default."""
-    for r in secure.admin_clients():
-        try:
-            r.flushall()
-            r.script_flush()
-            for user in r.acl_users():
-                if user != "default":
-                    r.acl_deluser(user)
-        finally:
-            r.close()
-
-
 @pytest.fixture(scope="session")
 def secure_redis() -> Iterator[Secure]:
     """A private redis-server (aclfile in its data dir) in secure mode."""
     with RedisServer() as server:
-        yield _secure(server.url, (server.port,))
+        yield secure_mode(server.url, (server.port,))
 
 
 @pytest.fixture()
 def secure_clean(secure_redis: Secure) -> Secure:
     """The secure server, emptied (for tests that drive the CLI, which runs its own loop)."""
-    _reset(secure_redis)
+    reset_secure(secure_redis)
     return secure_redis
 
 
 @pytest.fixture()
 def secure_cluster_clean(secure_cluster: Secure) -> Secure:
-    _reset(secure_cluster)
+    reset_secure(secure_cluster)
     return secure_cluster
 
 
 @pytest.fixture()
 async def secure_bb(secure_redis: Secure) -> AsyncIterator[Blackboard]:
     """An admin blackboard (the protected default user) on the emptied secure server."""
-    _reset(secure_redis)
+    reset_secure(secure_redis)
     async with Blackboard.connect(secure_redis.url, partitions=8, username="default",
                                   password=secure_redis.password) as board:
         yield board
@@ -165,12 +121,12 @@ async def secure_bb(secure_redis: Secure) -> AsyncIterator[Blackboard]:
 def secure_cluster() -> Iterator[Secure]:
     """A 3-master cluster in secure mode (the default user protected on every node)."""
     with RedisClusterServer(3) as c:
-        yield _secure(c.url, tuple(n.port for n in c.nodes))
+        yield secure_mode(c.url, tuple(n.port for n in c.nodes))
 
 
 @pytest.fixture()
 async def secure_cbb(secure_cluster: Secure) -> AsyncIterator[Blackboard]:
-    _reset(secure_cluster)
+    reset_secure(secure_cluster)
     async with Blackboard.connect(secure_cluster.url, partitions=8, username="default",
                                   password=secure_cluster.password) as board:
         yield board

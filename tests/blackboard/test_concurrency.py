@@ -8,9 +8,12 @@ import subprocess
 import sys
 from typing import Any
 
+import pytest
 import redis
 
 from blackboard import Blackboard, EventType, ScopePolicy
+
+pytestmark = pytest.mark.process  # writer processes
 
 SCOPE = "team:t1"
 PROCS = 4

@@ -51,6 +51,7 @@ async def test_dead_port_is_server_unavailable(cluster: bool | None) -> None:
         await Blackboard.connect(url, settings=s, cluster=cluster)
 
 
+@pytest.mark.redis  # starts its own redis-server
 def test_warns_on_unsafe_server() -> None:
     args = ("--appendonly", "no", "--maxmemory-policy", "allkeys-lru")
     with RedisServer(extra_args=args) as srv:

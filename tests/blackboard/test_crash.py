@@ -15,6 +15,8 @@ import redis
 
 from blackboard import Blackboard, EventType
 
+pytestmark = pytest.mark.process  # consumer processes, killed
+
 N = 60
 PROC = os.path.join(os.path.dirname(__file__), "procs", "crash_consumer.py")
 

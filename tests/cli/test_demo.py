@@ -9,7 +9,7 @@ import sys
 
 import pytest
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.process]  # the CLI as a process
 
 
 def _cli(*args: str, url: str, timeout: float = 180) -> subprocess.CompletedProcess[str]:

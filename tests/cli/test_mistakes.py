@@ -16,6 +16,8 @@ from blackboard import Blackboard
 from blackboard.redact import mask_url
 from memory import AgentMemory
 
+pytestmark = pytest.mark.process  # the CLI as a process (cli_support.cli)
+
 
 def _port(url: str) -> int:
     return int(url.rsplit(":", 1)[1].split("/")[0])

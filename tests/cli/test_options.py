@@ -7,6 +7,7 @@ from __future__ import annotations
 import asyncio
 import json
 
+import pytest
 from cli_support import cli
 
 from blackboard import Blackboard
@@ -24,6 +25,7 @@ def test_the_cli_docstring_names_every_command() -> None:
     assert [n for n in names if f"``{n}" not in doc] == []
 
 
+@pytest.mark.process  # cli_support.cli
 def test_no_url_is_the_same_usage_line_in_every_module() -> None:
     lines = {args: cli(*args).one_line_error(2)
              for args in (("sweep",), ("trim", "--dry-run"), ("check",), ("acl", "list"))}
@@ -31,6 +33,7 @@ def test_no_url_is_the_same_usage_line_in_every_module() -> None:
     assert "BLACKBOARD_REDIS_URL" in next(iter(lines.values()))
 
 
+@pytest.mark.process  # cli_support.cli
 async def test_sweep_reports_then_removes_expired_entries(redis_url: str) -> None:
     async with Blackboard.connect(redis_url) as bb:
         s = bb.scope(SCOPE)
@@ -50,6 +53,7 @@ async def test_sweep_reports_then_removes_expired_entries(redis_url: str) -> Non
     assert json.loads(again.out) == {"expired": {}, "dry_run": False}
 
 
+@pytest.mark.process  # cli_support.cli
 async def test_trim_dry_run_and_trim_say_the_same_count(redis_url: str) -> None:
     async with Blackboard.connect(redis_url) as bb:
         for i in range(5):

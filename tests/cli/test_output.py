@@ -65,6 +65,7 @@ def seeded(redis_url: str, clean_redis: redis.Redis) -> str:
     return redis_url
 
 
+@pytest.mark.process  # cli_support.cli
 def test_recall_prints_text_wrapped_at_80_columns(seeded: str) -> None:
     r = cli("recall", "build failed ledger", "--agent", "a1", url=seeded, columns=80)
     assert r.code == 0, r.err
@@ -80,6 +81,7 @@ def test_recall_prints_text_wrapped_at_80_columns(seeded: str) -> None:
     assert "1. 'the nightly build" in wide.out  # explain() starts with the text
 
 
+@pytest.mark.process  # cli_support.cli
 def test_recall_json_shape(seeded: str) -> None:
     r = cli("recall", "", "--agent", "a1", "--json", url=seeded)
     hits = json.loads(r.out)
@@ -89,6 +91,7 @@ def test_recall_json_shape(seeded: str) -> None:
     assert LONG in texts and '{"status":"ok","n":3}' in texts  # compact JSON, not a repr
 
 
+@pytest.mark.process  # cli_support.cli
 def test_stats_summary_and_all(seeded: str) -> None:
     s = cli("stats", url=seeded, columns=80)
     assert s.code == 0 and "partitions:" in s.out and "{'" not in s.out
@@ -99,6 +102,7 @@ def test_stats_summary_and_all(seeded: str) -> None:
     assert len(full.out.splitlines()) > parts
 
 
+@pytest.mark.process  # cli_support.cli
 def test_map_and_tail(seeded: str) -> None:
     m = cli("map", "--agent", "a1", "--team", "t1", url=seeded, columns=80)
     assert m.code == 0 and "agent:a1:working" in m.out
@@ -113,6 +117,7 @@ def test_map_and_tail(seeded: str) -> None:
     assert empty.code == 0 and "no events" in empty.out
 
 
+@pytest.mark.process  # the CLI as a process
 def test_tail_follow_says_what_it_waits_for(seeded: str) -> None:
     env = {**os.environ, "BLACKBOARD_REDIS_URL": seeded}
     p = subprocess.Popen([sys.executable, "-m", "cli", "tail", "agent:a1:working",
@@ -134,6 +139,7 @@ def test_tail_follow_says_what_it_waits_for(seeded: str) -> None:
         p.wait(20)
 
 
+@pytest.mark.process  # the CLI as a process
 def test_worker_ready_line_masks_the_password(redis_url: str, clean_redis: redis.Redis) -> None:
     clean_redis.execute_command("ACL", "SETUSER", "d16-worker", "on", f">{SECRET}", "~*", "&*",
                                 "+@all")
@@ -157,6 +163,7 @@ def test_worker_ready_line_masks_the_password(redis_url: str, clean_redis: redis
         clean_redis.execute_command("ACL", "DELUSER", "d16-worker")
 
 
+@pytest.mark.process  # the CLI as a process
 def test_server_ready_line(tmp_path: object) -> None:
     p = subprocess.Popen([sys.executable, "-m", "cli", "server", "--port", "0",
                           "--data-dir", f"{tmp_path}/redis"], stdout=subprocess.PIPE,

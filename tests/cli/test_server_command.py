@@ -8,7 +8,10 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
 import redis
+
+pytestmark = pytest.mark.process  # `blackboard server` as a process
 
 
 def test_server_command_runs_in_foreground_with_aof_and_stops_on_sigterm(tmp_path: Path) -> None:

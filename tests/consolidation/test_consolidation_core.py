@@ -6,7 +6,6 @@ import math
 import unicodedata
 
 import pytest
-from cons_support import make_entry
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -21,6 +20,7 @@ from consolidation import (
     transformer_names,
 )
 from consolidation.text import normalise_text
+from tests.consolidation.cons_support import make_entry
 
 
 def _draft(sources: list[str], key: str | None = None, disc: str = "") -> Draft:

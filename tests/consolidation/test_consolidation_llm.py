@@ -6,11 +6,11 @@ import json
 import time
 
 import pytest
-from cons_support import T0, ChatServer, Reply, make_entry
 from pydantic import BaseModel
 
 from consolidation import TransformContext, get_transformer
 from consolidation.llm import BudgetExceeded, InvalidLLMOutput, LLMUnavailable, OpenAIClient
+from tests.consolidation.cons_support import T0, ChatServer, Reply, make_entry
 
 
 class Answer(BaseModel):

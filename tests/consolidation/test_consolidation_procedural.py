@@ -5,11 +5,11 @@ from __future__ import annotations
 import random
 from typing import TypeVar
 
-from cons_support import T0, make_entry
 from pydantic import BaseModel
 
 from blackboard.entry import Entry
 from consolidation import TransformContext, get_transformer
+from tests.consolidation.cons_support import T0, make_entry
 
 M = TypeVar("M", bound=BaseModel)
 

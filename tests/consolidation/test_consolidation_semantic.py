@@ -6,12 +6,12 @@ import math
 import random
 
 import pytest
-from cons_support import MIN, T0, make_entry
 
 from blackboard.entry import Entry
 from consolidation import TransformContext, get_transformer
 from consolidation.facts import canonical_key, extract_facts
 from consolidation.semantic import superseded_metadata
+from tests.consolidation.cons_support import MIN, T0, make_entry
 
 DAY = 86_400_000
 

@@ -5,10 +5,10 @@ from __future__ import annotations
 import random
 
 import numpy as np
-from cons_support import MIN, T0, make_entry
 
 from consolidation import TransformContext, get_transformer
 from consolidation.episodic import split_episodes
+from tests.consolidation.cons_support import MIN, T0, make_entry
 
 CTX = TransformContext(
     "edge-sum", "agent:a1:stm", params={"budget": 24, "redundancy": 0.9}, now_ms=T0

@@ -7,7 +7,6 @@ import math
 import random
 
 import numpy as np
-from cons_support import T0, make_entry
 
 from consolidation import TransformContext, get_transformer
 from consolidation.dedupe import (
@@ -16,6 +15,7 @@ from consolidation.dedupe import (
     find_duplicates,
     near_duplicate_clusters,
 )
+from tests.consolidation.cons_support import T0, make_entry
 
 # A~B and B~C at cosine 0.95, A and C at cos(2θ) ≈ 0.805: unrelated under 0.92.
 THETA = math.acos(0.95)

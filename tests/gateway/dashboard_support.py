@@ -19,7 +19,7 @@ from blackboard.keys import PartitionKeys
 from cli.demo import WORKER_ENV, install_agents
 from cli.demo import run_agent as demo_agent
 from cli.supervisor import worker_command, worker_env
-from tests.gateway.conftest import GatewayProc
+from tests.gateway.gateway_support import GatewayProc
 from workers.roles import CONSUMING_ROLES
 
 AGENTS = ("agent1", "agent2")

@@ -11,7 +11,7 @@ from gateway import caller as caller_mod
 from gateway.caller import Callers
 from gateway.refusals import Unauthorized
 from gateway.settings import GatewaySettings
-from tests.gateway.conftest import GatewayProc
+from tests.gateway.gateway_support import GatewayProc
 
 
 async def test_lru_bounded_and_evicted_pools_still_serve(gateway: GatewayProc, monkeypatch):

@@ -19,7 +19,6 @@ from urllib.parse import quote
 
 import pytest
 
-from tests.gateway.conftest import ROOT, GatewayProc, run_async
 from tests.gateway.dashboard_support import (
     AGENTS,
     dead_letter_one,
@@ -28,6 +27,7 @@ from tests.gateway.dashboard_support import (
     wait_for_learning,
     worker,
 )
+from tests.gateway.gateway_support import ROOT, GatewayProc, run_async
 
 pytestmark = pytest.mark.timeout(900)
 
@@ -74,10 +74,10 @@ def browser() -> Iterator[Browser]:
 
 @pytest.fixture(scope="module")
 def demo(gateway_process: GatewayProc, browser: Browser) -> Iterator[Demo]:
-    from tests.conftest import _reset
+    from tests.support_secure import reset_secure
 
     gw = gateway_process
-    _reset(gw.redis)
+    reset_secure(gw.redis)
 
     async def seed() -> None:
         async with gw.admin() as bb:

@@ -13,8 +13,8 @@ from redis import exceptions as rexc
 from blackboard import AccessDenied
 from blackboard.keys import PartitionKeys
 from memory import MemoryLevel
-from tests.gateway.conftest import GatewayProc, run_async
 from tests.gateway.dashboard_support import dead_letter_one
+from tests.gateway.gateway_support import GatewayProc, run_async
 
 
 def _write(gw: GatewayProc, token: str, text: str, tags: list[str] | None = None) -> dict:

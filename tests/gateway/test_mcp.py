@@ -18,7 +18,7 @@ from mcp.client.streamable_http import streamable_http_client
 from mcp.types import CallToolResult
 
 from gateway.tokens import encode_token, parse_token
-from tests.gateway.conftest import GatewayProc
+from tests.gateway.gateway_support import GatewayProc
 
 TOOLS = {"remember", "recall", "forget", "list_tags", "memory_map"}
 

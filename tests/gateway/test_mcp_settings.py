@@ -10,7 +10,7 @@ from typing import Any
 
 import httpx
 
-from tests.gateway.conftest import GatewayProc
+from tests.gateway.gateway_support import GatewayProc
 from tests.gateway.test_mcp import mcp_client, ok
 
 

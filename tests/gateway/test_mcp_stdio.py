@@ -12,7 +12,7 @@ from typing import Any
 
 from mcp import Client, StdioServerParameters
 
-from tests.gateway.conftest import ROOT, GatewayProc
+from tests.gateway.gateway_support import ROOT, GatewayProc
 from tests.gateway.test_mcp import TOOLS, ok, refused
 
 

@@ -30,7 +30,7 @@ from blackboard import (
 from gateway.tokens import parse_token
 from memory import AgentMemory, MemoryLevel, MemoryQuery, TagFilter
 from memory.remote import RemoteMemory
-from tests.gateway.conftest import ROOT, GatewayProc
+from tests.gateway.gateway_support import ROOT, GatewayProc
 
 Opener = Callable[[str, list[str]], Any]
 
@@ -214,6 +214,7 @@ def _wait_sync(cond: Callable[[], bool]) -> None:
         time.sleep(0.05)
 
 
+@pytest.mark.process  # a fresh interpreter
 def test_memory_imports_without_httpx() -> None:
     """``import memory`` never needs httpx; ``memory.remote`` says what to install."""
     code = ("import sys; sys.modules['httpx'] = None\n"

@@ -7,7 +7,7 @@ import time
 
 from memory import AgentMemory
 from memory.wire import EntryOut, Hit, RecallResponse
-from tests.gateway.conftest import run_async
+from tests.gateway.gateway_support import run_async
 
 
 def test_store_get_recall_forget(gateway):

@@ -7,7 +7,7 @@ import os
 import subprocess
 import sys
 
-from tests.gateway.conftest import ROOT
+from tests.gateway.gateway_support import ROOT
 
 
 def cli(gateway, *args: str, check: bool = True) -> subprocess.CompletedProcess[str]:
@@ -90,7 +90,7 @@ def test_gateway_without_a_usable_service_login_is_one_line(gateway):
 
 
 def test_gateway_says_where_it_listens_and_mcp_errors_as_json(gateway):
-    from tests.gateway.conftest import free_port
+    from tests.gateway.gateway_support import free_port
 
     port = free_port()
     env = {**os.environ, "BLACKBOARD_REDIS_URL": gateway.redis.url, "PYTHONPATH": str(ROOT),

@@ -10,10 +10,13 @@ import sys
 import time
 from pathlib import Path
 
+import pytest
 import redis
 
 from blackboard import Blackboard, EventType, WriteRequest
 from memory import AgentMemory, MemoryLevel, default_config
+
+pytestmark = pytest.mark.process  # agent processes
 
 ROOT = Path(__file__).resolve().parents[2]
 

@@ -8,11 +8,14 @@ import subprocess
 import sys
 import textwrap
 
+import pytest
 from recall_support import CountingEmbedder
 
 from blackboard import Blackboard
 from memory import AgentMemory, MemoryQuery
 from retrieval import Retriever
+
+pytestmark = pytest.mark.process  # a writer process
 
 WRITER = textwrap.dedent(
     """

@@ -4,8 +4,6 @@ HTTP server on 127.0.0.1), and rank fusion of rewrites; off by default."""
 from __future__ import annotations
 
 import json
-import sys
-from pathlib import Path
 
 import pytest
 
@@ -13,9 +11,7 @@ from blackboard import Blackboard
 from consolidation.llm.openai import OpenAIClient
 from retrieval import Retriever
 from retrieval.rewrite import LLMQueryRewriter, fuse_rankings
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "consolidation"))
-from cons_support import ChatServer, Reply  # type: ignore[import-not-found]
+from tests.consolidation.cons_support import ChatServer, Reply
 
 S = "agent:a1:ltm:episodic"
 

@@ -12,6 +12,7 @@ import asyncio
 from collections import Counter
 from pathlib import Path
 
+import pytest
 from support_attack import (
     AttackEnv,
     Tally,
@@ -38,6 +39,8 @@ from support_lifecycle import (
 from blackboard.ids import new_ulid
 from blackboard.keys import PartitionKeys, partition_of
 from memory.hierarchy import install_default_hierarchy
+
+pytestmark = pytest.mark.process  # worker processes (support_lifecycle.Procs)
 
 __all__ = ["any_base", "any_env", "attack_base", "attack_cluster_base"]  # fixtures
 

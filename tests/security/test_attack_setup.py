@@ -19,6 +19,7 @@ import sys
 from dataclasses import replace
 from typing import Any
 
+import pytest
 from redis import exceptions as rexc
 from redis_snapshot import Snapshot
 from support_attack import (
@@ -234,6 +235,7 @@ def _summarize_edge() -> MemorySubscription:
     return next(e for e in default_edges("x") if e.transformer == "summarize")
 
 
+@pytest.mark.process  # the CLI as a process
 async def test_hierarchy_install_and_grant_keep_an_operators_trigger(
     any_env: AttackEnv,
 ) -> None:

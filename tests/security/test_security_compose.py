@@ -17,11 +17,14 @@ import subprocess
 import time
 from pathlib import Path
 
+import pytest
 import yaml
 from typer.testing import CliRunner
 
 from blackboard.server import find_redis_server, free_port
 from cli.app import app
+
+pytestmark = pytest.mark.process  # the compose entrypoint under sh
 
 ROOT = Path(__file__).resolve().parents[2]
 

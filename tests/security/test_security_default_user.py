@@ -23,6 +23,8 @@ from blackboard.acl import agent_username
 from blackboard.server import RedisServer
 from cli.app import app
 
+pytestmark = pytest.mark.redis  # starts its own redis-servers
+
 
 def cli(*args: str) -> Any:
     return CliRunner().invoke(app, list(args))

@@ -10,12 +10,16 @@ import asyncio
 import contextlib
 from pathlib import Path
 
+import pytest
+
 from blackboard import Blackboard, WriteRequest
 from blackboard.server import RedisServer
 
 SCOPES = ["agent:a:working", "agent:b:stm", "team:t"]
 
 
+@pytest.mark.redis  # starts its own redis-server
+@pytest.mark.slow  # a crash test: 10,000 fsynced writes, kill -9, replay
 async def test_kill_9_keeps_every_acknowledged_write(tmp_path: Path) -> None:
     srv = RedisServer(data_dir=tmp_path, appendfsync="always").start()
     acked: dict[str, set[str]] = {s: set() for s in SCOPES}

@@ -9,6 +9,7 @@ import sys
 import textwrap
 from pathlib import Path
 
+import pytest
 import redis
 
 from blackboard import Entry
@@ -81,6 +82,7 @@ def test_each_test_starts_empty(sync_agent_memory):
 '''
 
 
+@pytest.mark.process  # pytest in a subprocess
 def test_pytest_plugin_in_a_user_project(tmp_path: Path) -> None:
     (tmp_path / "test_user_agent.py").write_text(textwrap.dedent(PLUGIN_TESTS))
     # Installed, the entry point (named "blackboard") loads it, as tests/wheel_smoke.py

@@ -35,6 +35,8 @@ from memory.hierarchy import install_default_hierarchy
 from memory.levels import MemoryLevel
 from workers.roles import CONSUMING_ROLES
 
+pytestmark = pytest.mark.process  # worker processes (support_lifecycle.Procs)
+
 __all__ = ["target_url"]  # fixture, imported for pytest
 
 AGENT = "burst"

@@ -36,7 +36,7 @@ from support_lifecycle import (
 from blackboard import Blackboard
 from memory.hierarchy import install_default_hierarchy
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.process]  # worker processes (support_lifecycle.Procs)
 
 AGENTS = 5
 PER_AGENT = 1_000

@@ -16,6 +16,7 @@ import time
 from collections import Counter
 from pathlib import Path
 
+import pytest
 from support_lifecycle import (
     QUICK,
     Procs,
@@ -32,6 +33,8 @@ from blackboard import Blackboard
 from blackboard.keys import PartitionKeys
 from memory.hierarchy import default_edges, install_default_hierarchy
 from memory.levels import MemoryLevel
+
+pytestmark = pytest.mark.process  # worker processes (support_lifecycle.Procs)
 
 __all__ = ["target_url"]  # fixture, imported for pytest
 

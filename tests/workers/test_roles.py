@@ -47,6 +47,7 @@ def test_memory_catalog_is_the_consolidation_registry() -> None:
     assert {e.transformer for e in edges} == set(transformer_names())  # each one is used
 
 
+@pytest.mark.process  # a fresh interpreter
 def test_catalog_loads_through_the_entry_point_without_importing_consolidation() -> None:
     out = _run("""
         import sys
@@ -62,6 +63,7 @@ def test_catalog_loads_through_the_entry_point_without_importing_consolidation()
     assert "'summarize'" in out
 
 
+@pytest.mark.process  # a fresh interpreter
 def test_a_transformer_registered_later_is_a_valid_edge_name_and_role() -> None:
     out = _run("""
         from consolidation.transformer import register_transformer, transformer_roles

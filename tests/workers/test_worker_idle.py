@@ -23,6 +23,8 @@ from workers_support import stop_worker, wait_until
 
 from workers.roles import ROLES
 
+pytestmark = pytest.mark.process  # worker processes
+
 ROOT = Path(__file__).resolve().parents[2]
 
 

@@ -12,6 +12,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+import pytest
 import redis
 from workers_support import FAST, stop_worker
 
@@ -19,6 +20,8 @@ from blackboard import Blackboard, WriteRequest
 from blackboard.keys import PartitionKeys
 from memory.registry import Registry
 from memory.subscriptions import MemorySubscription, Trigger
+
+pytestmark = pytest.mark.process  # worker processes
 
 
 async def _until(pred: Any, limit_s: float, what: str) -> None:

@@ -27,6 +27,8 @@ from memory.subscriptions import MemorySubscription, Trigger
 from workers.roles import ROLES
 from workers.stats import collect_stats
 
+pytestmark = pytest.mark.process  # a worker process and the CLI
+
 ROOT = Path(__file__).resolve().parents[2]
 
 
