@@ -10,14 +10,18 @@ from collections.abc import AsyncIterator, Sequence
 from dataclasses import replace
 from typing import Any
 
-from redis import exceptions as rexc
-
 from . import keys as K
 from .bus import Bus
 from .clock import ServerClock
 from .connection import Connect, open_client, warn_on_unsafe_server, without_credentials
 from .consumer import Batch, ConsumeCounters, ConsumeOptions, PartitionSource, consume
-from .errors import ConfigMismatch, InvalidArgument, ServerUnavailable
+from .errors import (
+    AccessDenied,
+    ConfigMismatch,
+    InvalidArgument,
+    LoginRefused,
+    ServerUnavailable,
+)
 from .keys import ScopeKeys
 from .lease import Lease, LeaseTable
 from .pending import PendingBuffer
@@ -121,8 +125,13 @@ class Blackboard:
                 await self.client.hsetnx(K.CONFIG, "schema", SCHEMA_VERSION)
                 got = await self.client.hget(K.CONFIG, "partitions")
             await self.clock.sync(self.client)
-        except (rexc.ConnectionError, rexc.TimeoutError, OSError) as exc:
-            raise ServerUnavailable(f"cannot reach Redis: {exc}") from exc
+        except (ServerUnavailable, OSError) as exc:
+            # A refused login (LoginRefused) stays one: the caller tells it apart.
+            typ = LoginRefused if isinstance(exc, LoginRefused) else ServerUnavailable
+            err = typ(f"cannot reach Redis: {exc}")
+            if isinstance(exc, LoginRefused):
+                err.redis_message = exc.redis_message
+            raise err from exc
         pinned = int(got)
         if pinned != self.partitions:
             if explicit:
@@ -138,7 +147,7 @@ class Blackboard:
         for script in SCRIPTS.all():
             try:
                 await self.client.script_load(script.source)
-            except rexc.NoPermissionError:
+            except AccessDenied:
                 return  # a confined user may not SCRIPT LOAD; EVALSHA falls back lazily
 
     @functools.cached_property

@@ -11,11 +11,9 @@ import logging
 from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING
 
-from redis import exceptions as rexc
-
 from .codec import as_str
 from .entry import Event, decode_event
-from .errors import AccessDenied, InvalidArgument
+from .errors import AccessDenied, BlackboardError, InvalidArgument
 from .scripts import raise_for_script_error, run_script
 
 if TYPE_CHECKING:
@@ -43,9 +41,11 @@ async def newest_ids(bb: Blackboard, feeds: Sequence[str]) -> dict[str, str]:
     if not bb.cluster:
         try:
             reply = await run_script(bb.client, "heads", list(feeds), [], readonly=True)
-        except AccessDenied:
-            pass  # not loaded, and this user may not load it: ask without it, below
-        except rexc.ResponseError as exc:  # refused inside the script: AccessDenied
+        except AccessDenied as exc:
+            if exc.by_server:  # refused inside the script
+                raise_for_script_error(exc)
+            # else not loaded, and this user may not load it: ask without it, below
+        except BlackboardError as exc:
             raise_for_script_error(exc)
             raise
         else:
