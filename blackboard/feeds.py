@@ -42,7 +42,7 @@ async def newest_ids(bb: Blackboard, feeds: Sequence[str]) -> dict[str, str]:
         try:
             reply = await run_script(bb.client, "heads", list(feeds), [], readonly=True)
         except AccessDenied as exc:
-            if exc.by_server:  # refused inside the script
+            if exc.redis_message is not None:  # refused inside the script
                 raise_for_script_error(exc)
             # else not loaded, and this user may not load it: ask without it, below
         except BlackboardError as exc:

@@ -28,6 +28,7 @@ from .errors import (
     ServerError,
     VersionConflict,
 )
+from .redis_errors import ERROR_REPLIES
 
 __all__ = [
     "SCRIPTS",
@@ -108,13 +109,16 @@ def raise_for_script_error(exc: BaseException, entry_id: str = "", scope: str = 
 
     ``exc`` is what the client raised (or a pipeline answered), already translated
     (:mod:`blackboard.redis_errors`): a script's own codes become their errors here."""
-    if isinstance(exc, AccessDenied) and exc.by_server:
+    if not isinstance(exc, BlackboardError) or exc.redis_message is None:
+        raise exc  # the library's own (e.g. a script this user may not load)
+    if isinstance(exc, AccessDenied):  # refused inside the script
         raise AccessDenied(f"Redis refused the operation: {exc}", by_server=True) from exc
     m = _ERR.search(str(exc))
     if not m:
-        if isinstance(exc, ServerError):  # a reply without a better name: say it is Redis's
-            raise BlackboardError(f"Redis error: {exc}") from exc
-        raise exc
+        if isinstance(exc, ERROR_REPLIES):  # a reply no script code names: say it is Redis's
+            typ = BlackboardError if isinstance(exc, ServerError) else type(exc)
+            raise typ(f"Redis error: {exc}") from exc
+        raise exc  # not a reply: unreachable, a refused login
     code, rest = m.group(1), m.group(2).split()
     if code in ("WRONG_TYPE", "FEED_EXHAUSTED"):
         what = re.sub(r"\s*script: [0-9a-f]{40}.*$", "", m.group(2))
@@ -146,7 +150,7 @@ async def load_script(client: Any, name: str) -> None:
         raise AccessDenied(
             f"the {name!r} script is not loaded on the server and this Redis user may not "
             "load it: connect once as the service user (any worker does) or run "
-            "`blackboard acl load-scripts`"
+            "`blackboard acl load-scripts`", by_server=True,
         ) from exc
 
 

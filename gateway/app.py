@@ -16,9 +16,8 @@ from typing import Any
 
 from fastapi import FastAPI, Request
 from fastapi.responses import Response
-from redis import exceptions as rexc
 
-from blackboard import Blackboard, BlackboardError, RateLimiter
+from blackboard import AccessDenied, Blackboard, BlackboardError, RateLimiter
 
 from .caller import Callers, bearer
 from .errors import (
@@ -116,7 +115,7 @@ def _count_refusals(app: FastAPI) -> None:
                 route_of(request.scope), "yes" if refused_by_redis(exc) else "no").inc()
         return error_response(exc)
 
-    for typ in (GatewayError, BlackboardError, rexc.RedisError):
+    for typ in (GatewayError, BlackboardError):
         app.add_exception_handler(typ, on_error)
 
 
@@ -126,7 +125,7 @@ async def _load_scripts(svc: Blackboard) -> None:
     says what is missing)."""
     from blackboard.acl import AclAdmin
 
-    with contextlib.suppress(rexc.NoPermissionError):
+    with contextlib.suppress(AccessDenied):
         await AclAdmin(svc).load_scripts()
 
 
