@@ -8,10 +8,13 @@ the original as ``__cause__`` and Redis's words in ``redis_message``. Above this
 code names a redis-py type: it catches :mod:`blackboard.errors`.
 
 redis-py's own machinery (retries on a dropped connection, MOVED/ASK redirections, the
-pipelines' bookkeeping) runs below the translation and still sees its own types. So does
-redis-om, which catches redis-py's errors itself (e.g. a confined user's refused INFO
-meaning "no hash-field expiry"): :func:`untranslated` runs its calls with the translation
-off and translates what still escapes them.
+pipelines' bookkeeping) runs below the translation and still sees its own types. redis-py
+helpers that catch its errors *over* a client (``Redis.transaction``, ``Lock``, ``Script``)
+would not: the package uses none of them. redis-om catches redis-py's errors itself (e.g.
+a confined user's refused INFO meaning "no hash-field expiry"): :func:`untranslated` runs
+its calls with the translation off and translates what still escapes them. The other
+sockets (the feed probe's, which falls back to this client on any error; the sync clients
+of :mod:`blackboard.server` and the test fixtures) are not callers' paths.
 """
 
 from __future__ import annotations
