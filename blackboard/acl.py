@@ -22,8 +22,6 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from redis import exceptions as rexc
-
 from . import keys as K
 from .codec import as_str
 from .errors import AccessDenied, InvalidArgument, NotFound
@@ -186,8 +184,9 @@ class AclAdmin:
                     *args, target_nodes=self.bb.client.get_nodes()
                 )
             return await self.bb.client.execute_command(*args)
-        except rexc.NoPermissionError as exc:
-            raise AccessDenied(f"managing ACL users needs an admin Redis user: {exc}") from exc
+        except AccessDenied as exc:
+            raise AccessDenied(f"managing ACL users needs an admin Redis user: {exc}",
+                               by_server=True) from exc
 
     async def _on_one_node(self, *args: Any) -> Any:
         """An ACL command's reply from one node (every node holds the same users)."""
@@ -206,8 +205,9 @@ class AclAdmin:
             if node is None:
                 return await self.bb.client.execute_command(*args)
             return await self.bb.client.execute_command(*args, target_nodes=[node])
-        except rexc.NoPermissionError as exc:
-            raise AccessDenied(f"managing ACL users needs an admin Redis user: {exc}") from exc
+        except AccessDenied as exc:
+            raise AccessDenied(f"managing ACL users needs an admin Redis user: {exc}",
+                               by_server=True) from exc
 
     async def per_node(self, *args: Any) -> dict[str, Any]:
         """One command's reply from each node, by node name ("server" on a single Redis):

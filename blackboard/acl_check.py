@@ -15,8 +15,6 @@ import secrets
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from redis import exceptions as rexc
-
 from . import keys as K
 from .acl import (
     AGENT_USER_PREFIX,
@@ -28,7 +26,7 @@ from .acl import (
     pairs,
 )
 from .codec import decoded
-from .errors import AccessDenied, BlackboardError, InvalidArgument
+from .errors import AccessDenied, BlackboardError, InvalidArgument, ServerError
 
 __all__ = [
     "DEFAULT_USER",
@@ -101,7 +99,7 @@ async def other_admins(admin: AclAdmin) -> list[str]:
             continue
         try:
             dry = await admin.per_node("ACL", "DRYRUN", name, "ACL", "SETUSER", "bb-probe")
-        except rexc.ResponseError:
+        except ServerError:
             continue
         if all(decoded(v) == "OK" for v in dry.values()):
             out.append(name)

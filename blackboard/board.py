@@ -12,8 +12,6 @@ from collections.abc import AsyncIterator, Iterable, Sequence
 from dataclasses import replace
 from typing import Any
 
-from redis import exceptions as rexc
-
 from . import keys as K
 from .backlog import Progress
 from .bus import Bus
@@ -23,7 +21,13 @@ from .connection import Connect, open_client, warn_on_unsafe_server, without_cre
 from .consumer import Batch, ConsumeCounters, ConsumeOptions, PartitionSource, consume
 from .dead_letters import DeadLetters
 from .edges_version import EdgesVersions
-from .errors import ConfigMismatch, InvalidArgument, ServerUnavailable
+from .errors import (
+    AccessDenied,
+    ConfigMismatch,
+    InvalidArgument,
+    LoginRefused,
+    ServerUnavailable,
+)
 from .handler_loop import BatchHandler, handle_batches
 from .keys import ScopeKeys
 from .lease import Lease, LeaseTable
@@ -129,8 +133,13 @@ class Blackboard:
                 await self.client.hsetnx(K.CONFIG, "schema", SCHEMA_VERSION)
                 got = await self.client.hget(K.CONFIG, "partitions")
             await self.clock.sync(self.client)
-        except (rexc.ConnectionError, rexc.TimeoutError, OSError) as exc:
-            raise ServerUnavailable(f"cannot reach Redis: {exc}") from exc
+        except (ServerUnavailable, OSError) as exc:
+            # A refused login (LoginRefused) stays one: the caller tells it apart.
+            typ = LoginRefused if isinstance(exc, LoginRefused) else ServerUnavailable
+            err = typ(f"cannot reach Redis: {exc}")
+            if isinstance(exc, LoginRefused):
+                err.redis_message = exc.redis_message
+            raise err from exc
         pinned = int(got)
         if pinned != self.partitions:
             if explicit:
@@ -146,7 +155,7 @@ class Blackboard:
         for script in SCRIPTS.all():
             try:
                 await self.client.script_load(script.source)
-            except rexc.NoPermissionError:
+            except AccessDenied:
                 return  # a confined user may not SCRIPT LOAD; EVALSHA falls back lazily
 
     @functools.cached_property

@@ -12,9 +12,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from redis import exceptions as rexc
-
 from .entry import Event
+from .errors import AccessDenied, ServerError
 from .keys import PartitionKeys
 from .scripts import run_script
 
@@ -67,7 +66,7 @@ class Bus:
         the role's first worker started are still delivered to it and not trimmed."""
         try:
             await self.bb.client.xgroup_create(self._k.bus, role, id="0", mkstream=True)
-        except rexc.ResponseError as exc:
+        except ServerError as exc:
             if "BUSYGROUP" not in str(exc):
                 raise
 
@@ -116,8 +115,8 @@ class Bus:
         """The consumer groups on the bus; none before the stream exists."""
         try:
             raw = await self.bb.client.xinfo_groups(self._k.bus)
-        except rexc.ResponseError:
-            return []  # no such stream yet
+        except (ServerError, AccessDenied):
+            return []  # no such stream yet (or this user may not read it)
         out = []
         for g in raw:
             lag = g.get("lag")

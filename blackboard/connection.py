@@ -10,13 +10,13 @@ from urllib.parse import urlsplit, urlunsplit
 
 import redis.asyncio as aredis
 from redis import exceptions as rexc
-from redis.asyncio.cluster import RedisCluster
 from redis.asyncio.retry import Retry
 from redis.backoff import ExponentialBackoff
 
-from .errors import ServerUnavailable
+from .errors import AccessDenied, LoginRefused, ServerError, ServerUnavailable
 from .packing import with_fast_packing
 from .redact import mask_url
+from .redis_errors import TranslatingCluster, TranslatingRedis
 from .settings import ClientSettings
 
 if TYPE_CHECKING:
@@ -42,13 +42,13 @@ async def _is_cluster(probe: Any) -> bool:
     try:
         info = await probe.info("cluster")
         return bool(info.get("cluster_enabled"))
-    except rexc.NoPermissionError:
+    except AccessDenied:
         pass
     try:
         await probe.execute_command("CLUSTER", "SLOTS")
-    except rexc.NoPermissionError:
+    except AccessDenied:
         return False
-    except rexc.ResponseError as exc:
+    except ServerError as exc:
         if "cluster support disabled" in str(exc).lower():
             return False
         raise
@@ -83,21 +83,19 @@ async def open_client(
     is_cluster = s.cluster
     client: Any
     if is_cluster is None:
-        probe: Any = aredis.Redis.from_url(url, **kw)
+        probe: Any = TranslatingRedis.from_url(url, **kw)
         try:
             is_cluster = await _is_cluster(probe)
-        except rexc.AuthenticationError as exc:
-            raise ServerUnavailable(
-                f"Redis at {mask_url(url)} refused the login: {exc}"
-            ) from exc
-        except (rexc.ConnectionError, rexc.TimeoutError, OSError) as exc:
-            raise ServerUnavailable(
-                f"cannot reach Redis at {mask_url(url)}: {exc}"
-            ) from exc
+        except LoginRefused as exc:
+            err = LoginRefused(f"Redis at {mask_url(url)} refused the login: {exc}")
+            err.redis_message = exc.redis_message
+            raise err from exc
+        except (ServerUnavailable, OSError) as exc:
+            raise ServerUnavailable(f"cannot reach Redis at {mask_url(url)}: {exc}") from exc
         finally:
             await probe.aclose()
     if is_cluster:
-        client = RedisCluster.from_url(url, **kw)
+        client = TranslatingCluster.from_url(url, **kw)
     else:
         # A blocking pool: a burst beyond max_connections waits for a connection
         # (pool_timeout) instead of failing with MaxConnectionsError.
@@ -109,7 +107,7 @@ async def open_client(
             health_check_interval=s.health_check_interval,
         )
         cp.connection_class = with_fast_packing(cp.connection_class)
-        client = aredis.Redis.from_pool(cp)  # type: ignore[attr-defined]
+        client = TranslatingRedis.from_pool(cp)  # type: ignore[attr-defined]
     return client, bool(is_cluster)
 
 
@@ -118,7 +116,7 @@ async def warn_on_unsafe_server(client: Any) -> None:
     try:
         cfg = await client.config_get("appendonly")
         pol = await client.config_get("maxmemory-policy")
-    except (rexc.NoPermissionError, rexc.ResponseError):
+    except (AccessDenied, ServerError):
         return  # confined users cannot read the config; the operator's check covers it
     flat = {**_decode_map(cfg), **_decode_map(pol)}
     if flat.get("appendonly", "yes") != "yes":

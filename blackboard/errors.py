@@ -1,8 +1,59 @@
-"""The error hierarchy of the blackboard.
+"""The error hierarchy of the blackboard, and of every package built on it.
 
 Every failure a caller can act on is a :class:`BlackboardError`; the subclasses name the
 problem. Validation errors are raised before anything is sent to Redis, so a rejected call
-leaves Redis untouched.
+leaves Redis untouched. Redis's own errors never leave this package as redis-py's types:
+:mod:`blackboard.redis_errors` translates each at the client every module here calls
+through, and keeps Redis's words in :attr:`BlackboardError.redis_message`.
+
+The whole tree (``pkg.module:`` marks classes defined above this package)::
+
+    BlackboardError
+    ├── InvalidArgument (ValueError)
+    │   ├── InvalidScope
+    │   ├── InvalidTag
+    │   ├── InvalidKey
+    │   ├── InvalidValue
+    │   ├── InvalidMetadata
+    │   ├── EntryTooLarge
+    │   ├── retrieval.lens: UnknownLens
+    │   └── memory.errors: InvalidEdge
+    │       └── memory.errors: EdgeCycle
+    ├── ScopeFull
+    ├── VersionConflict
+    │   └── memory.errors: EdgeVersionConflict
+    ├── NotFound (KeyError)
+    ├── ConfigMismatch
+    ├── ScopeDamaged                 Redis: WRONGTYPE
+    ├── AccessDenied (PermissionError)   Redis: NOPERM, "ACL failure in script"
+    │   └── blackboard.acl_check: DefaultUserOpen
+    ├── ServerUnavailable (ConnectionError)   Redis: connection, timeout, LOADING, READONLY
+    │   └── LoginRefused             Redis: a refused AUTH
+    ├── OutOfMemory                  Redis: OOM (maxmemory reached under noeviction)
+    ├── QuotaExceeded                reserved for the per-agent quotas (not raised yet)
+    ├── ScriptMissing                Redis: NOSCRIPT (the scripts reload it themselves)
+    ├── ConcurrentChange             Redis: a WATCHed key changed (EXEC aborted)
+    ├── ServerError                  Redis: any other error reply, in its own words
+    ├── retrieval.embedders.base: EmbedderUnavailable (ImportError)
+    │   └── retrieval.embedders.openai: EmbeddingServiceError
+    ├── memory.errors: SemanticRecallUnavailable (NotImplementedError)
+    ├── memory.remote_decode: RateLimited
+    ├── consolidation.errors: ConsolidationError
+    │   ├── consolidation.params: InvalidParams (ValueError)
+    │   ├── consolidation.transformer: UnknownTransformer (LookupError)
+    │   └── consolidation.llm.errors: LLMError
+    │       ├── consolidation.llm.errors: InvalidLLMOutput
+    │       ├── consolidation.llm.errors: BudgetExceeded
+    │       └── consolidation.llm.errors: LLMUnavailable
+    └── gateway.refusals: GatewayError
+        ├── gateway.refusals: Unauthorized
+        ├── gateway.refusals: Forbidden
+        ├── gateway.refusals: BodyTooLarge
+        ├── gateway.refusals: TooManyRequests
+        └── gateway.routes.dashboard: NotConfirmed
+
+(Classes in parentheses are the builtin exceptions a class also derives from, so
+``except ValueError`` and the like keep working.)
 """
 
 from __future__ import annotations
@@ -10,6 +61,7 @@ from __future__ import annotations
 __all__ = [
     "AccessDenied",
     "BlackboardError",
+    "ConcurrentChange",
     "ConfigMismatch",
     "EntryTooLarge",
     "InvalidArgument",
@@ -18,9 +70,14 @@ __all__ = [
     "InvalidScope",
     "InvalidTag",
     "InvalidValue",
+    "LoginRefused",
     "NotFound",
+    "OutOfMemory",
+    "QuotaExceeded",
     "ScopeDamaged",
     "ScopeFull",
+    "ScriptMissing",
+    "ServerError",
     "ServerUnavailable",
     "VersionConflict",
 ]
@@ -28,6 +85,10 @@ __all__ = [
 
 class BlackboardError(Exception):
     """Base class of every error this library raises on purpose."""
+
+    #: Redis's (or its client's) own words when this error translates one of Redis's
+    #: errors (:mod:`blackboard.redis_errors`); None when the library raised it itself.
+    redis_message: str | None = None
 
 
 class InvalidArgument(BlackboardError, ValueError):
@@ -96,8 +157,44 @@ class ScopeDamaged(BlackboardError):
 
 
 class AccessDenied(BlackboardError, PermissionError):
-    """The caller may not read or write that scope (refused by us or by Redis ACLs)."""
+    """The caller may not read or write that scope (refused by us or by Redis ACLs);
+    ``by_server``: Redis itself refused (``NOPERM``, or an ACL failure inside a script),
+    and the message names the command and key as Redis did."""
+
+    by_server = False
+
+    def __init__(self, *args: object, by_server: bool = False) -> None:
+        super().__init__(*args)
+        self.by_server = by_server
 
 
 class ServerUnavailable(BlackboardError, ConnectionError):
-    """Redis could not be reached after the configured retries."""
+    """Redis could not be reached after the configured retries (or timed out, is still
+    loading its data, or is a read-only replica / a cluster without a master for the slot)."""
+
+
+class LoginRefused(ServerUnavailable):
+    """Redis refused the login: wrong user name or password, or a disabled (revoked) user."""
+
+
+class OutOfMemory(BlackboardError):
+    """Redis is at ``maxmemory`` and refuses writes (``noeviction``): nothing was written."""
+
+
+class QuotaExceeded(BlackboardError):
+    """Reserved for the per-agent quotas (DESIGN.md); nothing raises it yet."""
+
+
+class ScriptMissing(BlackboardError):
+    """Redis does not hold a script (``NOSCRIPT``, after a restart or SCRIPT FLUSH); the
+    library loads it and runs it again, so a caller sees this only if that is refused."""
+
+
+class ConcurrentChange(BlackboardError):
+    """A key watched for a compare-and-set changed before the write (the transaction was
+    aborted, nothing written); the registry's records retry or report it."""
+
+
+class ServerError(BlackboardError):
+    """Redis answered with an error the library has no better name for; the message is
+    Redis's own."""

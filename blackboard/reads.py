@@ -25,8 +25,6 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from redis import exceptions as rexc
-
 from .codec import as_str
 from .entry import (
     ENTRY_FIELDS,
@@ -37,7 +35,7 @@ from .entry import (
     decode_entry_values,
     decode_event,
 )
-from .errors import AccessDenied, InvalidArgument
+from .errors import AccessDenied, BlackboardError, InvalidArgument
 from .ids import is_entry_id
 from .keys import ScopeKeys, partition_of
 from .listing import fetch_filtered, tagged_ids, walk_time_index
@@ -285,9 +283,11 @@ class Reads:
             try:
                 reply = await run_script(self.bb.client, "heads", list(streams), [],
                                          readonly=True)
-            except AccessDenied:
-                pass  # not loaded, and this user may not load it: ask without it, below
-            except rexc.ResponseError as exc:  # refused inside the script: AccessDenied
+            except AccessDenied as exc:
+                if exc.redis_message is not None:  # refused inside the script
+                    raise_for_script_error(exc)
+                # else not loaded, and this user may not load it: ask without it, below
+            except BlackboardError as exc:
                 raise_for_script_error(exc)
                 raise
             else:

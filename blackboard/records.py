@@ -28,10 +28,11 @@ from dataclasses import asdict, dataclass
 from typing import TYPE_CHECKING, Any
 
 from aredis_om import Field, HashModel
-from redis import exceptions as rexc
 
 from . import keys as K
 from .codec import as_str
+from .errors import AccessDenied, ConcurrentChange, ServerError
+from .redis_errors import untranslated
 
 if TYPE_CHECKING:
     from .board import Blackboard
@@ -149,7 +150,7 @@ class Records:
                 names = {as_str(m.get("name", m.get(b"name", ""))).lower() for m in mods
                          if isinstance(m, dict)}
                 self._query_engine = bool(names & {"search", "ft", "searchlight"})
-            except rexc.ResponseError:
+            except (ServerError, AccessDenied):
                 self._query_engine = False
         return self._query_engine
 
@@ -157,7 +158,8 @@ class Records:
 
     async def save_scope(self, rec: ScopeRecord) -> None:
         """Store (or replace) a scope's record and list it."""
-        await self.Scope(pk=rec.scope_id, **asdict(rec)).save()
+        async with untranslated():
+            await self.Scope(pk=rec.scope_id, **asdict(rec)).save()
         await self.bb.client.sadd(K.SCOPE_RECORDS, rec.scope_id)
 
     async def scopes(self, scope_ids: Sequence[str]) -> list[ScopeRecord]:
@@ -170,8 +172,9 @@ class Records:
         found = None
         if owner is not None and await self._index_ready(self.Scope):
             try:
-                found = await self.Scope.find(self.Scope.owner == owner).all()
-            except rexc.ResponseError as exc:  # index dropped or query refused: fall back
+                async with untranslated():
+                    found = await self.Scope.find(self.Scope.owner == owner).all()
+            except (ServerError, AccessDenied) as exc:  # index dropped or query refused
                 log.warning("registry find() failed, listing the pk set instead: %s", exc)
         if found is None:
             found = await self._all(self.Scope, K.SCOPE_RECORDS)
@@ -231,7 +234,7 @@ class Records:
                     pipe.hset(key, "published", 1)
                     await pipe.execute()
                     return
-            except rexc.WatchError:
+            except ConcurrentChange:
                 continue
         # Left unpublished: the next installer of the edge bumps once more, nothing worse.
 
@@ -261,7 +264,7 @@ class Records:
                 pipe.multi()
                 pipe.hset(key, mapping=fields)
                 await pipe.execute()
-        except rexc.WatchError:
+        except ConcurrentChange:
             return False
         return True
 
@@ -271,12 +274,12 @@ class Records:
             return False
         try:
             await self.bb.client.execute_command("FT.INFO", model._meta.index_name)
-        except rexc.ResponseError:
+        except (ServerError, AccessDenied):
             try:
                 await self.bb.client.execute_command(
                     "FT.CREATE", model._meta.index_name, *model.redisearch_schema().split()
                 )
-            except rexc.ResponseError as exc:
+            except (ServerError, AccessDenied) as exc:
                 log.warning("cannot create registry index: %s", exc)
                 return False
         return True
@@ -284,7 +287,7 @@ class Records:
     async def _all(self, model: Any, pk_set: str) -> list[Any]:
         try:
             pks = sorted(as_str(m) for m in await self.bb.client.smembers(pk_set))
-        except rexc.NoPermissionError:
+        except AccessDenied:
             return []  # a confined agent user may not list the registry
         return await self._many(model, pks)
 
@@ -299,7 +302,7 @@ class Records:
         for d in docs:
             # A confined agent user may read only its own and its teams' records: the
             # others are simply not visible to it.
-            if isinstance(d, Exception) and not isinstance(d, rexc.NoPermissionError):
+            if isinstance(d, Exception) and not isinstance(d, AccessDenied):
                 raise d
         return [model.model_validate({as_str(k): as_str(v) for k, v in d.items()} | {"pk": pk})
                 for pk, d in zip(pks, docs, strict=True) if d and not isinstance(d, Exception)]

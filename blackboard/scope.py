@@ -6,10 +6,8 @@ import json
 from collections.abc import AsyncIterator, Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-from redis import exceptions as rexc
-
 from .entry import Entry, Event, ScopePolicy, decode_entry, decode_event
-from .errors import InvalidArgument, NotFound
+from .errors import BlackboardError, InvalidArgument, NotFound
 from .ids import is_entry_id
 from .keys import ScopeKeys, partition_of
 from .request import (
@@ -97,7 +95,7 @@ class Scope:
         enc = self._encode(req)
         try:
             reply = await run_script(self.bb.client, "write", self._script_keys, list(enc.args))
-        except rexc.ResponseError as exc:
+        except BlackboardError as exc:
             raise_for_script_error(exc, enc.entry_id, self.id)
             raise
         return entry_from_write_reply(self.id, enc, reply)
@@ -177,7 +175,7 @@ class Scope:
         args = [entry_id, "" if expected_version is None else str(expected_version), self.id]
         try:
             reply = await run_script(self.bb.client, "update", self._script_keys, args + pairs)
-        except rexc.ResponseError as exc:
+        except BlackboardError as exc:
             raise_for_script_error(exc, entry_id, self.id)
             raise
         return decode_entry(self.id, reply_fields(reply[2:]))
@@ -188,7 +186,7 @@ class Scope:
         args = [entry_id, self.id, "" if expected_version is None else str(expected_version)]
         try:
             ev = await run_script(self.bb.client, "delete", self._script_keys, args)
-        except rexc.ResponseError as exc:
+        except BlackboardError as exc:
             raise_for_script_error(exc, entry_id, self.id)
             raise
         return bool(ev)
@@ -205,7 +203,7 @@ class Scope:
                 self.bb.client, "reinforce", self._script_keys,
                 [entry_id, self.id, by, repr(boost), repr(max_strength)],
             )
-        except rexc.ResponseError as exc:
+        except BlackboardError as exc:
             raise_for_script_error(exc, entry_id, self.id)
             raise
         return float(r[0]), int(r[1])

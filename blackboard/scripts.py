@@ -16,8 +16,6 @@ from functools import cache
 from importlib import resources
 from typing import Any
 
-from redis import exceptions as rexc
-
 from .errors import (
     AccessDenied,
     BlackboardError,
@@ -26,8 +24,11 @@ from .errors import (
     NotFound,
     ScopeDamaged,
     ScopeFull,
+    ScriptMissing,
+    ServerError,
     VersionConflict,
 )
+from .redis_errors import ERROR_REPLIES
 
 __all__ = [
     "SCRIPTS",
@@ -97,7 +98,6 @@ class _Scripts:
 
 SCRIPTS = _Scripts()
 
-_ACL_FAIL = re.compile(r"ACL failure in script|^NOPERM|no permissions to")
 _ERR = re.compile(
     r"(ENTRY_TOO_LARGE|SCOPE_FULL|VERSION_CONFLICT|NOT_FOUND|BAD_SCOPE|WRONG_TYPE|FEED_EXHAUSTED)"
     r"\s*(.*)"
@@ -105,16 +105,20 @@ _ERR = re.compile(
 
 
 def raise_for_script_error(exc: BaseException, entry_id: str = "", scope: str = "") -> None:
-    """Raise the library error a script's error reply stands for (or re-raise ``exc``)."""
-    # A command refused inside a script surfaces as a plain error reply ("ACL failure in
-    # script" on 7.0, "NOPERM" on newer servers), not as NoPermissionError.
-    if isinstance(exc, rexc.NoPermissionError) or _ACL_FAIL.search(str(exc)):
-        raise AccessDenied(f"Redis refused the operation: {exc}") from exc
+    """Raise the library error a script's error reply stands for (or re-raise ``exc``).
+
+    ``exc`` is what the client raised (or a pipeline answered), already translated
+    (:mod:`blackboard.redis_errors`): a script's own codes become their errors here."""
+    if not isinstance(exc, BlackboardError) or exc.redis_message is None:
+        raise exc  # the library's own (e.g. a script this user may not load)
+    if isinstance(exc, AccessDenied):  # refused inside the script
+        raise AccessDenied(f"Redis refused the operation: {exc}", by_server=True) from exc
     m = _ERR.search(str(exc))
     if not m:
-        if isinstance(exc, rexc.RedisError):
-            raise BlackboardError(f"Redis error: {exc}") from exc
-        raise exc
+        if isinstance(exc, ERROR_REPLIES):  # a reply no script code names: say it is Redis's
+            typ = BlackboardError if isinstance(exc, ServerError) else type(exc)
+            raise typ(f"Redis error: {exc}") from exc
+        raise exc  # not a reply: unreachable, a refused login
     code, rest = m.group(1), m.group(2).split()
     if code in ("WRONG_TYPE", "FEED_EXHAUSTED"):
         what = re.sub(r"\s*script: [0-9a-f]{40}.*$", "", m.group(2))
@@ -142,11 +146,11 @@ async def load_script(client: Any, name: str) -> None:
     """
     try:
         await client.script_load(SCRIPTS[name].source)
-    except rexc.NoPermissionError as exc:
+    except AccessDenied as exc:
         raise AccessDenied(
             f"the {name!r} script is not loaded on the server and this Redis user may not "
             "load it: connect once as the service user (any worker does) or run "
-            "`blackboard acl load-scripts`"
+            "`blackboard acl load-scripts`", by_server=True,
         ) from exc
 
 
@@ -161,7 +165,7 @@ async def run_script(
     cmd = "EVALSHA_RO" if readonly else "EVALSHA"
     try:
         return await client.execute_command(cmd, script.sha, len(keys), *keys, *args)
-    except rexc.NoScriptError:
+    except ScriptMissing:
         await load_script(client, name)
         return await client.execute_command(cmd, script.sha, len(keys), *keys, *args)
 
@@ -181,7 +185,7 @@ async def run_script_many(
             for keys, args in calls:
                 pipe.execute_command("EVALSHA", sha, len(keys), *keys, *args)
             replies = await pipe.execute(raise_on_error=False)
-        if attempt == 0 and any(isinstance(r, rexc.NoScriptError) for r in replies):
+        if attempt == 0 and any(isinstance(r, ScriptMissing) for r in replies):
             await load_script(client, name)
             continue
         return list(replies)

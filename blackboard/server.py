@@ -273,6 +273,8 @@ class RedisClusterServer:
     def start(self, timeout: float = 30.0) -> RedisClusterServer:
         import redis
 
+        from .redis_errors import REDIS_ERRORS, translate
+
         for n in self.nodes:
             n.start()
         clients = [redis.Redis(port=n.port) for n in self.nodes]
@@ -293,6 +295,8 @@ class RedisClusterServer:
                     return self
                 time.sleep(0.1)
             raise BlackboardError("the Redis cluster did not reach cluster_state:ok")
+        except REDIS_ERRORS as exc:  # the library's errors, as from its own client
+            raise translate(exc) from exc
         finally:
             for c in clients:
                 c.close()

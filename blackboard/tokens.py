@@ -20,10 +20,8 @@ from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from typing import Any
 
-from redis import exceptions as rexc
-
 from .acl import AclAdmin
-from .errors import NotFound
+from .errors import NotFound, ServerError
 from .keys import ROOT
 
 __all__ = ["TOKENS", "TokenRecord", "TokenStore"]
@@ -91,7 +89,7 @@ class TokenStore:
             # A user already deleted (`acl revoke`) has no password left to remove.
             if await self.acl.on_node(node, "ACL", "GETUSER", rec.user) is not None:
                 # The password may be gone already (a retried revoke, a reset user).
-                with contextlib.suppress(rexc.ResponseError):
+                with contextlib.suppress(ServerError):
                     await self.acl.on_node(node, "ACL", "SETUSER", rec.user,
                                            f"!{rec.sha256}")
                 await self.acl.on_node(node, "CLIENT", "KILL", "USER", rec.user)

@@ -12,10 +12,9 @@ import logging
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from redis import exceptions as rexc
-
 from .errors import InvalidArgument
 from .keys import PartitionKeys
+from .redis_errors import ERROR_REPLIES
 from .scripts import run_script
 
 if TYPE_CHECKING:
@@ -94,7 +93,7 @@ class Upkeep:
                 self.bb.client, "prune", sk.script_keys(),
                 [scope_id, mode, str(limit), _flag(dry_run)],
             )
-        except rexc.ResponseError as exc:
+        except ERROR_REPLIES as exc:
             log.warning("%s: scope %s skipped: %s (blackboard check --repair)",
                         job, scope_id, exc)
             self.bb.damaged_scopes_skipped += 1
@@ -124,7 +123,7 @@ class Upkeep:
                         self.bb.client, "expire", sk.script_keys(),
                         [scope_id, str(limit), _flag(dry_run)],
                     )
-                except rexc.ResponseError as exc:
+                except ERROR_REPLIES as exc:
                     # A scope its agent damaged with raw commands (the script refused
                     # whole): the other scopes' sweep goes on.
                     log.warning("sweep: scope %s skipped: %s (blackboard check --repair)",

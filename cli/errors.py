@@ -23,10 +23,10 @@ import sys
 from typing import Any, NoReturn
 
 import typer
-from redis import exceptions as rexc
 from rich.markup import escape
 
 from blackboard import AccessDenied, BlackboardError, InvalidArgument, NotFound, ServerUnavailable
+from blackboard.errors import LoginRefused
 from blackboard.redact import redact
 
 from .output import err_console
@@ -75,23 +75,46 @@ def _denied(msg: str) -> str:
     return _first_line(msg).removeprefix("this user has no permissions to ")
 
 
+def _said(e: BaseException) -> str | None:
+    """Redis's own words when ``e`` is one of its errors the library handed over."""
+    return e.redis_message if isinstance(e, BlackboardError) else None
+
+
+def _unreachable(e: BaseException) -> bool:
+    """Redis's connection or timeout error as it came (not the library's "cannot reach
+    Redis at ..." when connecting, not a refused login)."""
+    return (isinstance(e, ServerUnavailable) and not isinstance(e, LoginRefused)
+            and _said(e) is not None)
+
+
+def _refused_by_redis(e: BaseException) -> str | None:
+    """The line for Redis's own refusal of the login or of a command (NOPERM), if ``e`` is
+    one; an ACL failure inside a script (7.0's words) keeps the library's line."""
+    said = _said(e)
+    if said is None:
+        return None
+    if isinstance(e, LoginRefused):
+        return (f"Redis refused the login ({_first_line(said).rstrip('.')}): check the "
+                "user name and password in --redis-url / BLACKBOARD_REDIS_URL")
+    if isinstance(e, AccessDenied) and "ACL failure in script" not in said:
+        return f"Redis denied {_denied(said)} to this user: {_ACL_HINT}"
+    return None
+
+
 def describe(exc: BaseException) -> tuple[int, str]:
     """``(exit code, one line naming the problem and the fix)`` for ``exc``."""
     chain = _chain(exc)
     for e in chain:
-        if isinstance(e, rexc.AuthenticationError):
-            return EXIT_PERMISSION, (
-                f"Redis refused the login ({_first_line(str(e)).rstrip('.')}): check the "
-                "user name "
-                "and password in --redis-url / BLACKBOARD_REDIS_URL")
-        if isinstance(e, rexc.NoPermissionError):
-            return EXIT_PERMISSION, f"Redis denied {_denied(str(e))} to this user: {_ACL_HINT}"
+        if (line := _refused_by_redis(e)) is not None:
+            return EXIT_PERMISSION, line
     if isinstance(exc, AccessDenied):
         return EXIT_PERMISSION, f"{_first_line(str(exc))}; {_ACL_HINT}"
     if isinstance(exc, InvalidArgument):
         return EXIT_USAGE, _first_line(str(exc))
     if isinstance(exc, NotFound):
         return EXIT_RUNTIME, _first_line(str(exc))
+    if _unreachable(exc):
+        return _cannot_reach(exc)
     if isinstance(exc, ServerUnavailable):
         return EXIT_RUNTIME, (f"{_first_line(str(exc))}; is it running? "
                               "(`blackboard server` starts one)")
@@ -102,9 +125,8 @@ def describe(exc: BaseException) -> tuple[int, str]:
         msg = errs[0].get("msg", str(exc)) if errs else str(exc)
         return EXIT_USAGE, _first_line(str(msg).removeprefix("Value error, "))
     for e in chain:
-        if isinstance(e, rexc.ConnectionError | rexc.TimeoutError):
-            return EXIT_RUNTIME, (f"cannot reach Redis ({_first_line(str(e))}); "
-                                  "is it running? `blackboard server` starts one")
+        if _unreachable(e):
+            return _cannot_reach(e)
     if isinstance(exc, ValueError) and "Redis URL" in str(exc):
         return EXIT_USAGE, f"bad Redis URL: {_first_line(str(exc))}"
     if isinstance(exc, PermissionError):
@@ -113,6 +135,11 @@ def describe(exc: BaseException) -> tuple[int, str]:
         return EXIT_RUNTIME, _first_line(str(exc))
     return EXIT_RUNTIME, (f"unexpected {type(exc).__name__}: {_first_line(str(exc))} "
                           "(rerun with --debug for the traceback)")
+
+
+def _cannot_reach(e: BaseException) -> tuple[int, str]:
+    return EXIT_RUNTIME, (f"cannot reach Redis ({_first_line(str(e))}); "
+                          "is it running? `blackboard server` starts one")
 
 
 def one_line_warnings() -> None:

@@ -6,12 +6,14 @@ import dataclasses
 from collections.abc import Mapping
 from typing import Any, TypeVar
 
+from .errors import ConsolidationError
+
 __all__ = ["InvalidParams", "parse_params"]
 
 P = TypeVar("P")
 
 
-class InvalidParams(ValueError):
+class InvalidParams(ConsolidationError, ValueError):
     """Edge parameters a transformer does not accept."""
 
 

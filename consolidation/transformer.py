@@ -12,6 +12,7 @@ import numpy as np
 from blackboard import Entry
 
 from .draft import Draft, Provenance
+from .errors import ConsolidationError
 from .signals import chronological, occurred_at, origin_id
 
 if TYPE_CHECKING:
@@ -71,7 +72,7 @@ class Transformer(Protocol):
     async def __call__(self, batch: Sequence[Entry], ctx: TransformContext) -> list[Draft]: ...
 
 
-class UnknownTransformer(LookupError):
+class UnknownTransformer(ConsolidationError, LookupError):
     """No transformer is registered under the requested name."""
 
 

@@ -14,9 +14,8 @@ from typing import Any
 
 from fastapi import FastAPI, Request
 from fastapi.responses import Response
-from redis import exceptions as rexc
 
-from blackboard import Blackboard, BlackboardError
+from blackboard import AccessDenied, Blackboard, BlackboardError
 from blackboard.ratelimit import RateLimiter
 
 from . import mcp_server
@@ -107,7 +106,7 @@ def _count_refusals(app: FastAPI) -> None:
                 route_of(request.scope), "yes" if refused_by_redis(exc) else "no").inc()
         return error_response(exc)
 
-    for typ in (GatewayError, BlackboardError, rexc.RedisError):
+    for typ in (GatewayError, BlackboardError):
         app.add_exception_handler(typ, on_error)
 
 
@@ -117,7 +116,7 @@ async def _load_scripts(svc: Blackboard) -> None:
     says what is missing)."""
     from blackboard.acl import AclAdmin
 
-    with contextlib.suppress(rexc.NoPermissionError):
+    with contextlib.suppress(AccessDenied):
         await AclAdmin(svc).load_scripts()
 
 

@@ -15,10 +15,10 @@ from collections import OrderedDict
 from dataclasses import dataclass
 
 from fastapi import Request
-from redis import exceptions as rexc
 
-from blackboard import Blackboard, ServerUnavailable
+from blackboard import Blackboard
 from blackboard.acl import SERVICE_USER
+from blackboard.errors import LoginRefused
 from memory import AgentMemory
 from retrieval import Retriever
 
@@ -130,11 +130,9 @@ class Callers:
             try:
                 bb = await Blackboard.connect(self.settings.redis_url or None,
                                               username=claims.user, password=claims.password)
-            except ServerUnavailable as exc:
-                if isinstance(exc.__cause__, rexc.AuthenticationError):
-                    raise Unauthorized(f"token {claims.id} was refused by Redis "
-                                       "(revoked, or its user no longer exists)") from None
-                raise
+            except LoginRefused:
+                raise Unauthorized(f"token {claims.id} was refused by Redis "
+                                   "(revoked, or its user no longer exists)") from None
         mem = AgentMemory(bb, claims.agent, claims.teams)
         return Caller(claims.id, claims.agent, claims.teams, claims.operator, bb, mem)
 

@@ -2,8 +2,9 @@
 
 The library's exceptions keep their names as ``error`` (the remote client maps them back
 to the same types); Redis's own refusals (``NOPERM``: a confined user reaching for a key
-it may not touch) become ``AccessDenied`` 403, a refused login 401, an unreachable
-server 503.
+it may not touch; the library hands them over as ``AccessDenied(by_server=True)``) become
+``AccessDenied`` 403, a refused login 401, an unreachable server 503; any other error
+Redis answered that the library did not turn into one of its own is a 500, logged.
 """
 
 from __future__ import annotations
@@ -13,7 +14,6 @@ import logging
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
-from redis import exceptions as rexc
 from starlette.exceptions import HTTPException
 
 from blackboard import (
@@ -32,11 +32,12 @@ from blackboard import (
     ServerUnavailable,
     VersionConflict,
 )
+from blackboard.errors import LoginRefused
 from memory.wire import ErrorBody
 
-from .refusals import BodyTooLarge, Forbidden, GatewayError, RateLimited, Unauthorized
+from .refusals import BodyTooLarge, Forbidden, GatewayError, TooManyRequests, Unauthorized
 
-__all__ = ["BodyTooLarge", "Forbidden", "GatewayError", "RateLimited", "Unauthorized",
+__all__ = ["BodyTooLarge", "Forbidden", "GatewayError", "TooManyRequests", "Unauthorized",
            "error_response", "install_handlers", "status_of"]
 
 log = logging.getLogger(__name__)
@@ -67,10 +68,21 @@ def _one_line(text: str) -> str:
 def refused_by_redis(exc: BaseException) -> bool:
     """Whether Redis itself refused (an ACL failure, directly or inside a script) rather
     than the library's access check."""
-    cause = exc.__cause__
-    return (isinstance(exc, rexc.NoPermissionError)
-            or isinstance(cause, rexc.NoPermissionError)
-            or (isinstance(exc, AccessDenied) and isinstance(cause, rexc.RedisError)))
+    return isinstance(exc, AccessDenied) and exc.by_server
+
+
+def _unreachable(exc: BaseException) -> bool:
+    """Redis's own connection or timeout error, handed over as it came (not a refused
+    login, not the library's "cannot reach Redis at ..." when connecting)."""
+    return (isinstance(exc, ServerUnavailable) and not isinstance(exc, LoginRefused)
+            and exc.redis_message is not None)
+
+
+def _unnamed_redis_error(exc: BaseException) -> bool:
+    """An error Redis answered that the library hands over as it came, without a name
+    the API maps (a WRONGTYPE, OOM or other error reply outside the scripts)."""
+    return (isinstance(exc, BlackboardError) and exc.redis_message is not None
+            and not isinstance(exc, AccessDenied | ServerUnavailable))
 
 
 def status_of(exc: BaseException) -> tuple[int, ErrorBody, dict[str, str]]:
@@ -81,13 +93,14 @@ def status_of(exc: BaseException) -> tuple[int, ErrorBody, dict[str, str]]:
     if isinstance(exc, GatewayError):
         return exc.status, ErrorBody(error=exc.kind, detail=_one_line(exc.detail),
                                      field=exc.field), exc.headers
-    if any(isinstance(e, rexc.AuthenticationError | rexc.AuthorizationError)
-           for e in (exc, exc.__cause__)):
+    if any(isinstance(e, LoginRefused) for e in (exc, exc.__cause__)):
         return 401, ErrorBody(error="unauthorized",
                               detail=_one_line(f"Redis refused the login: {exc}")), {}
-    if isinstance(exc, rexc.ConnectionError | rexc.TimeoutError):
+    if _unreachable(exc):
         return 503, ErrorBody(error="ServerUnavailable",
                               detail=_one_line(f"Redis unavailable: {exc}")), {}
+    if _unnamed_redis_error(exc):
+        return _internal(exc)
     for typ, status, field in _LIBRARY:
         if isinstance(exc, typ):
             return status, ErrorBody(error=type(exc).__name__, detail=_one_line(str(exc)),
@@ -96,6 +109,10 @@ def status_of(exc: BaseException) -> tuple[int, ErrorBody, dict[str, str]]:
         # SemanticRecallUnavailable, EmbedderUnavailable, ScopeDamaged: the server side
         # cannot serve it as configured.
         return 503, ErrorBody(error=type(exc).__name__, detail=_one_line(str(exc))), {}
+    return _internal(exc)
+
+
+def _internal(exc: BaseException) -> tuple[int, ErrorBody, dict[str, str]]:
     log.exception("unexpected error", exc_info=exc)
     return 500, ErrorBody(error="internal",
                           detail="internal error (logged by the gateway)"), {}

@@ -23,7 +23,6 @@ from mcp.server.mcpserver.exceptions import ToolError
 from mcp.server.transport_security import TransportSecuritySettings
 from mcp.types import ToolAnnotations
 from pydantic import AfterValidator, BaseModel, Field, JsonValue, ValidationError, WithJsonSchema
-from redis import exceptions as rexc
 from starlette.requests import Request
 from starlette.routing import BaseRoute, Route
 from starlette.types import ASGIApp, Receive, Scope, Send
@@ -33,7 +32,7 @@ from memory.wire import Hit, MapOut, TagsOut
 from retrieval.lens import known_lenses
 
 from .caller import Caller, bearer
-from .errors import error_response, status_of
+from .errors import error_response, refused_by_redis, status_of
 from .operator import operator_map
 from .routes.deps import authorized
 
@@ -126,9 +125,7 @@ def _count_denied(ctx: Context, exc: BaseException) -> None:
     metrics = getattr(getattr(getattr(request, "app", None), "state", None), "metrics", None)
     if metrics is None:  # stdio: no gateway to count in
         return
-    by_redis = isinstance(exc, rexc.NoPermissionError) or isinstance(
-        exc.__cause__, rexc.NoPermissionError)
-    metrics.denied.labels(MCP_PATH, "yes" if by_redis else "no").inc()
+    metrics.denied.labels(MCP_PATH, "yes" if refused_by_redis(exc) else "no").inc()
 
 
 def _ms(t: datetime | None) -> int | None:

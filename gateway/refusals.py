@@ -3,10 +3,12 @@ Free of web-framework imports: the token commands use them without the gateway e
 
 from __future__ import annotations
 
-__all__ = ["BodyTooLarge", "Forbidden", "GatewayError", "RateLimited", "Unauthorized"]
+from blackboard import BlackboardError
+
+__all__ = ["BodyTooLarge", "Forbidden", "GatewayError", "TooManyRequests", "Unauthorized"]
 
 
-class GatewayError(Exception):
+class GatewayError(BlackboardError):
     """A refusal of the gateway itself (not the library's): ``status`` and ``kind``."""
 
     status = 400
@@ -32,5 +34,8 @@ class BodyTooLarge(GatewayError):
     status, kind = 413, "body_too_large"
 
 
-class RateLimited(GatewayError):
+class TooManyRequests(GatewayError):
+    """A token over its rate limit (429; the remote client raises
+    :class:`memory.remote_decode.RateLimited` for it)."""
+
     status, kind = 429, "rate_limited"

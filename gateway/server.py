@@ -16,9 +16,8 @@ __all__ = ["main", "serve"]
 async def preflight(settings: GatewaySettings) -> None:
     """Fail before serving, in one line, when the gateway's own connection (rate buckets,
     readiness) cannot log in: uvicorn would report it as a startup traceback."""
-    from redis import exceptions as rexc
-
-    from blackboard import Blackboard, InvalidArgument, ServerUnavailable
+    from blackboard import Blackboard, InvalidArgument
+    from blackboard.errors import LoginRefused
 
     if settings.rate <= 0 and settings.insecure_local:
         return
@@ -26,9 +25,7 @@ async def preflight(settings: GatewaySettings) -> None:
     try:
         async with Blackboard.connect(settings.bookkeeping_url or None):
             pass
-    except (ServerUnavailable, rexc.RedisError) as exc:
-        if not any(isinstance(e, rexc.AuthenticationError) for e in (exc, exc.__cause__)):
-            raise
+    except LoginRefused:
         refused = True
     if refused:  # raised out here: the CLI's one-line report follows __context__ too
         raise InvalidArgument(

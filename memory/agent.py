@@ -7,8 +7,6 @@ import logging
 from collections.abc import Collection, Iterable, Mapping, Sequence
 from typing import Any, Protocol
 
-from redis import exceptions as rexc
-
 from blackboard import (
     AccessDenied,
     Blackboard,
@@ -146,7 +144,7 @@ class AgentMemory:
         if scope_id not in self._ensured:
             try:
                 await self.registry.ensure_scope(scope_id)
-            except (AccessDenied, rexc.NoPermissionError):
+            except AccessDenied:
                 # A confined agent user may not write the registry or cfg hashes: its
                 # scopes are provisioned by `blackboard acl grant` (memory.access.
                 # provision_agent); an unprovisioned one runs on the scripts' defaults.

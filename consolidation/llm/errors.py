@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+from ..errors import ConsolidationError
+
 __all__ = ["BudgetExceeded", "InvalidLLMOutput", "LLMError", "LLMUnavailable"]
 
 
-class LLMError(Exception):
+class LLMError(ConsolidationError):
     """Base of every LLM-path failure; ``reason`` is a short text fit for a DLQ record."""
 
     def __init__(self, reason: str) -> None:

@@ -7,7 +7,7 @@ from typing import Annotated
 from fastapi import Depends, Request
 
 from ..caller import Caller, resolve_caller
-from ..errors import RateLimited
+from ..errors import TooManyRequests
 
 __all__ = ["CallerDep", "authorized"]
 
@@ -21,7 +21,7 @@ async def authorized(request: Request) -> Caller:
         d = await limiter.take(caller.principal)
         if not d.allowed:
             secs = max(1, -(-d.retry_after_ms // 1000))
-            raise RateLimited(
+            raise TooManyRequests(
                 f"token {caller.token_id} is over its rate limit "
                 f"({limiter.rate:g}/s, burst {limiter.burst}); retry in {d.retry_after_ms} ms",
                 headers={"Retry-After": str(secs)})

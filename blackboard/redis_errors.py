@@ -1,0 +1,191 @@
+"""Redis's errors as the library's: the one place redis-py's exceptions are named.
+
+Every module of the package talks to Redis through the client :func:`open_client
+<blackboard.connection.open_client>` builds from the classes below; their commands,
+pipelines (their raised error and each error reply a ``raise_on_error=False`` pipeline
+returns) and WATCHed reads raise what :func:`translate` makes of redis-py's exception, with
+the original as ``__cause__`` and Redis's words in ``redis_message``. Above this package no
+code names a redis-py type: it catches :mod:`blackboard.errors`.
+
+redis-py's own machinery (retries on a dropped connection, MOVED/ASK redirections, the
+pipelines' bookkeeping) runs below the translation and still sees its own types. redis-py
+helpers that catch its errors *over* a client (``Redis.transaction``, ``Lock``, ``Script``)
+would not: the package uses none of them. redis-om catches redis-py's errors itself (e.g.
+a confined user's refused INFO meaning "no hash-field expiry"): :func:`untranslated` runs
+its calls with the translation off and translates what still escapes them. The other
+sockets (the feed probe's, which falls back to this client on any error; the sync clients
+of :mod:`blackboard.server` and the test fixtures) are not callers' paths.
+"""
+
+from __future__ import annotations
+
+import contextvars
+import re
+from collections.abc import AsyncIterator, Awaitable
+from contextlib import asynccontextmanager
+from inspect import iscoroutine
+from typing import Any
+
+import redis.asyncio as aredis
+from redis import exceptions as rexc
+from redis.asyncio.client import Pipeline
+from redis.asyncio.cluster import ClusterPipeline, RedisCluster
+
+from .errors import (
+    AccessDenied,
+    BlackboardError,
+    ConcurrentChange,
+    InvalidArgument,
+    LoginRefused,
+    OutOfMemory,
+    ScopeDamaged,
+    ScriptMissing,
+    ServerError,
+    ServerUnavailable,
+)
+
+__all__ = [
+    "ERROR_REPLIES",
+    "REDIS_ERRORS",
+    "TranslatingCluster",
+    "TranslatingRedis",
+    "translate",
+    "untranslated",
+]
+
+#: What redis-py raises: its errors, and its cluster client's (not RedisError subclasses).
+REDIS_ERRORS = (rexc.RedisError, rexc.RedisClusterException)
+
+#: What Redis's error replies (redis-py's ResponseError) become, for the code that treats
+#: any of them alike (e.g. upkeep skipping a scope whose script was refused).
+ERROR_REPLIES = (ServerError, AccessDenied, OutOfMemory, ScopeDamaged, ScriptMissing)
+
+# A command refused inside a script is a plain error reply ("ACL failure in script" on
+# 7.0, "NOPERM" on newer servers), not a NoPermissionError.
+_ACL_FAIL = re.compile(r"ACL failure in script|^NOPERM|no permissions to")
+
+# Most specific first: the first isinstance match wins (AuthenticationError and
+# BusyLoadingError are ConnectionErrors, NoPermissionError and the rest ResponseErrors).
+_BY_TYPE: tuple[tuple[type[BaseException] | tuple[type[BaseException], ...],
+                      type[BlackboardError]], ...] = (
+    ((rexc.AuthenticationError, rexc.AuthorizationError,
+      rexc.AuthenticationWrongNumberOfArgsError), LoginRefused),
+    (rexc.NoPermissionError, AccessDenied),
+    ((rexc.ConnectionError, rexc.TimeoutError, rexc.ReadOnlyError, rexc.ClusterDownError,
+      rexc.TryAgainError), ServerUnavailable),
+    (rexc.OutOfMemoryError, OutOfMemory),  # type: ignore[attr-defined]  # (stubs lag)
+    (rexc.NoScriptError, ScriptMissing),
+    (rexc.WatchError, ConcurrentChange),
+    (rexc.DataError, InvalidArgument),  # raised before anything was sent
+)
+
+_translating = contextvars.ContextVar("blackboard_translating_redis_errors", default=True)
+
+
+def translate(exc: BaseException) -> BlackboardError:
+    """The library's error for redis-py's ``exc`` (not raised; ``raise ... from exc``).
+
+    Its message is Redis's (or redis-py's) own text, also kept as ``redis_message``;
+    an ACL refusal is an :class:`AccessDenied` with ``by_server`` set.
+    """
+    text = str(exc)
+    typ: type[BlackboardError] = ServerError
+    for kinds, target in _BY_TYPE:
+        if isinstance(exc, kinds):
+            typ = target
+            break
+    else:
+        if _ACL_FAIL.search(text):
+            typ = AccessDenied
+        elif text.startswith("WRONGTYPE"):
+            typ = ScopeDamaged
+        elif isinstance(exc, rexc.RedisClusterException):
+            typ = ServerUnavailable  # no node serves the slot, or the pipeline cannot span it
+    out = AccessDenied(text, by_server=True) if typ is AccessDenied else typ(text)
+    out.redis_message = text
+    return out
+
+
+def _reply(reply: Any) -> Any:
+    """A pipeline's reply with an error reply translated (not raised)."""
+    if isinstance(reply, REDIS_ERRORS) and _translating.get():
+        err = translate(reply)
+        err.__cause__ = reply
+        return err
+    return reply
+
+
+async def _translated(aw: Awaitable[Any]) -> Any:
+    try:
+        return await aw
+    except REDIS_ERRORS as exc:
+        if not _translating.get():
+            raise
+        raise translate(exc) from exc
+
+
+@asynccontextmanager
+async def untranslated() -> AsyncIterator[None]:
+    """Run a third-party library's calls (redis-om) on redis-py's own errors, which it
+    handles itself; what still escapes is translated on the way out."""
+    token = _translating.set(False)
+    try:
+        yield
+    except REDIS_ERRORS as exc:
+        raise translate(exc) from exc
+    finally:
+        _translating.reset(token)
+
+
+class TranslatingPipeline(Pipeline):
+    """A pipeline raising (and answering with) the library's errors."""
+
+    def execute_command(self, *args: Any, **kwargs: Any) -> Any:
+        out = super().execute_command(*args, **kwargs)
+        # Queued, it returns the pipeline; WATCH and the reads under it run at once.
+        return _translated(out) if iscoroutine(out) else out
+
+    async def execute(self, raise_on_error: bool = True) -> list[Any]:
+        return [_reply(r) for r in await _translated(super().execute(raise_on_error))]
+
+
+class TranslatingRedis(aredis.Redis):
+    """The single-server client: every command and pipeline raises the library's errors."""
+
+    async def execute_command(self, *args: Any, **options: Any) -> Any:
+        return await _translated(super().execute_command(*args, **options))
+
+    def pipeline(self, transaction: bool = True, shard_hint: str | None = None) -> Any:
+        return TranslatingPipeline(self.connection_pool, self.response_callbacks,
+                                   transaction, shard_hint)
+
+
+class TranslatingClusterPipeline(ClusterPipeline):
+    """A cluster pipeline raising (and answering with) the library's errors."""
+
+    def execute_command(self, *args: Any, **kwargs: Any) -> Any:
+        out = super().execute_command(*args, **kwargs)
+        return _translated(out) if iscoroutine(out) else out
+
+    async def execute(self, raise_on_error: bool = True,
+                      allow_redirections: bool = True) -> list[Any]:
+        replies = await _translated(super().execute(raise_on_error, allow_redirections))
+        return [_reply(r) for r in replies]
+
+    async def watch(self, *names: Any) -> Any:
+        return await _translated(super().watch(*names))  # type: ignore[misc]
+
+    async def unwatch(self) -> Any:
+        return await _translated(super().unwatch())  # type: ignore[misc]
+
+
+class TranslatingCluster(RedisCluster):
+    """The cluster client: every command and pipeline raises the library's errors."""
+
+    async def execute_command(self, *args: Any, **kwargs: Any) -> Any:
+        return await _translated(super().execute_command(*args, **kwargs))
+
+    def pipeline(self, transaction: Any | None = None, shard_hint: Any | None = None) -> Any:
+        if shard_hint:
+            raise InvalidArgument("shard_hint is not supported in cluster mode")
+        return TranslatingClusterPipeline(self, transaction)  # type: ignore[call-arg]
