@@ -158,6 +158,7 @@ async def own_bb(own_server: RedisServer) -> AsyncIterator[Blackboard]:
         yield board
 
 
+@pytest.mark.redis  # own_server: a redis-server of its own (tests/tiers.py)
 async def test_killed_server_is_server_unavailable(own_server: RedisServer,
                                                    own_bb: Blackboard) -> None:
     s = own_bb.scope("s")
@@ -173,6 +174,7 @@ async def test_killed_server_is_server_unavailable(own_server: RedisServer,
         assert isinstance(down.value, ConnectionError)
 
 
+@pytest.mark.redis
 async def test_out_of_memory_is_out_of_memory_and_writes_nothing(
         own_server: RedisServer, own_bb: Blackboard) -> None:
     s = own_bb.scope("s")
