@@ -330,11 +330,26 @@ def test_beliefs_show_evidence_chains_and_procedures(page: Page, demo: Demo) -> 
     # The writer marks the replaced belief superseded just after writing the new one.
     page.wait_for_selector(f"{card} details.chain li:first-child:has-text('superseded')",
                            timeout=30_000)
-    assert page.locator(f"{card} details.chain li").count() == 2
+    # The five observations may reach the semantic edge in one batch per place or in more
+    # (a loaded machine splits them): a later batch writes a "reinforced" version when it
+    # agrees, a "contested" one when it disagrees but does not yet outweigh the belief.
+    # Whatever the batching, the history is Springfield then Shelbyville, the
+    # claim changes exactly once, and only the newest version is active; the card shows
+    # every version the API has.
     api = demo.api(demo.a2, "GET", "/v1/dashboard/beliefs")
     chain = next(f for f in api["facts"] if f["key"] == key)["chain"]
-    assert [c["status"] for c in chain] == ["superseded", "active"]
-    assert chain[1]["revision"] == "changed"
+    assert [c["status"] for c in chain] == ["superseded"] * (len(chain) - 1) + ["active"]
+    places = ["Shelbyville" if "Shelbyville" in c["statement"] else "Springfield"
+              for c in chain]
+    moved_at = places.index("Shelbyville")
+    assert places == ["Springfield"] * moved_at + ["Shelbyville"] * (len(chain) - moved_at)
+    assert moved_at >= 1 and chain[moved_at]["revision"] == "changed"
+    between = [c["revision"] for c in chain[1:] if c is not chain[moved_at]]
+    assert set(between) <= {"reinforced", "contested"}, [(c["revision"], c["statement"])
+                                                         for c in chain]
+    items = json.dumps(f"{card} details.chain li")  # the page is live: it catches up
+    page.wait_for_function(f"document.querySelectorAll({items}).length >= {len(chain)}",
+                           timeout=30_000)
 
 
 # -- 6. workers -------------------------------------------------------------------------
