@@ -43,6 +43,7 @@ from .scripts import SCRIPTS
 from .settings import ClientSettings
 from .upkeep import SweepReport, TrimReport, Upkeep
 from .validation import validate_scope
+from .vector_queue import VectorQueue
 
 __all__ = ["Blackboard", "SweepReport", "TrimReport"]
 
@@ -254,6 +255,10 @@ class Blackboard:
     def bus(self, partition: int) -> Bus:
         """The partition's bus: consumer groups, acks, DLQ, lengths."""
         return Bus(self, partition)
+
+    def vector_queue(self, partition: int) -> VectorQueue:
+        """The partition's queue of entries waiting for a vector (the index role's)."""
+        return VectorQueue(self, partition)
 
     def pending(self, partition: int) -> PendingBuffer:
         """The partition's dataflow buffers."""
