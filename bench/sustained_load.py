@@ -5,12 +5,13 @@
 Starts an embedded redis-server unless ``BLACKBOARD_REDIS_URL`` is set, and one
 ``blackboard worker --role all`` (the default embedder: MiniLM, ~90 texts/s on a 2-core
 machine). Writes ``--rate`` entries/s into ``--scopes`` working scopes capped at
-``--capacity`` entries each (so live entries are bounded: what grows beyond them is what
-the dataflow holds), samples ``used_memory`` every 5 s and reports the slope (least
-squares, bytes/s) over the first minute and after it, bytes per write (slope / rate) and
-bytes per live entry at the end. Run it on an older checkout with
-``PYTHONPATH=<checkout> python bench/sustained_load.py`` for the "before" figure: it only
-uses the public client API.
+``--capacity`` entries each, their feeds capped at ``--feed-maxlen`` events (so live
+entries and feeds are bounded: what grows beyond them is what the dataflow holds),
+samples ``used_memory`` every 5 s and reports the slope (least squares, bytes/s) over the
+first minute and after it, bytes per write (slope / rate) and bytes per live entry at the
+end. For the "before" figure run it from an older checkout's directory with
+``PYTHONPATH=<checkout>`` (the worker is ``python -m cli`` from the current directory): it
+only uses the public client API.
 """
 
 from __future__ import annotations
@@ -84,11 +85,12 @@ async def _write_loop(bb: Blackboard, scopes: list[str], rate: float, seconds: f
 
 
 async def run(url: str, rate: float, seconds: float, nscopes: int, capacity: int,
-              log_path: str) -> dict[str, Any]:
+              feed_maxlen: int, log_path: str) -> dict[str, Any]:
     scopes = [f"agent:load{i}:working" for i in range(nscopes)]
     async with Blackboard.connect(url) as bb:
         for s in scopes:
-            await bb.scope(s).set_policy(ScopePolicy(max_entries=capacity))
+            await bb.scope(s).set_policy(ScopePolicy(max_entries=capacity,
+                                                            feed_maxlen=feed_maxlen))
         with open(log_path, "wb") as log:  # noqa: ASYNC230
             proc = subprocess.Popen(  # noqa: ASYNC220
                 [sys.executable, "-m", "cli", "worker", "--role", "all", "--redis-url", url],
@@ -117,7 +119,7 @@ async def run(url: str, rate: float, seconds: float, nscopes: int, capacity: int
     rate_real = written / span
     return {
         "rate": round(rate_real, 1), "seconds": round(span, 1), "written": written,
-        "scopes": nscopes, "capacity": capacity, "live_entries": live,
+        "scopes": nscopes, "capacity": capacity, "feed_maxlen": feed_maxlen, "live_entries": live,
         "base_used_memory": base, "end_used_memory": end_mem,
         "slope_first_minute_bytes_s": round(s_early), "slope_after_bytes_s": round(s_late),
         "bytes_per_write_first_minute": round(s_early / rate_real, 1),
@@ -134,6 +136,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--seconds", type=float, default=180.0, help="write for this long")
     ap.add_argument("--scopes", type=int, default=20)
     ap.add_argument("--capacity", type=int, default=200, help="max entries per scope")
+    ap.add_argument("--feed-maxlen", type=int, default=500,
+                    help="events kept per scope feed (default 500; the library's is 10000)")
     ap.add_argument("--log", help="keep the worker's log here (default: a temporary file)")
     ap.add_argument("--json", action="store_true")
     a = ap.parse_args(argv)
@@ -142,7 +146,8 @@ def main(argv: list[str] | None = None) -> int:
         if not url:
             url = stack.enter_context(RedisServer()).url
         log_path = a.log or stack.enter_context(tempfile.TemporaryDirectory()) + "/worker.log"
-        res = asyncio.run(run(url, a.rate, a.seconds, a.scopes, a.capacity, log_path))
+        res = asyncio.run(run(url, a.rate, a.seconds, a.scopes, a.capacity, a.feed_maxlen,
+                             log_path))
     if a.json:
         print(json.dumps(res))
     else:

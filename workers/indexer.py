@@ -193,11 +193,18 @@ class IndexRole:
         while not self._stopping.is_set():
             took = 0
             for p in self._current_partitions():
-                items = await self.bb.vector_queue(p).take(self.count)
-                if items:
+                # Members whose entries are gone (evicted while the model lagged) cost no
+                # embedding: skip through up to 10 batches of them before the next
+                # partition, so the queue's head stays at entries still alive.
+                for _ in range(10):
+                    items = await self.bb.vector_queue(p).take(self.count)
+                    if not items:
+                        break
                     took += len(items)
-                    await self._index(p, items)
+                    embedded = await self._index(p, items)
                     self.batches += 1
+                    if embedded or self._stopping.is_set():
+                        break
                 if self._stopping.is_set():
                     return
             self.streak.succeeded()
@@ -208,8 +215,9 @@ class IndexRole:
                 await asyncio.wait_for(self._stopping.wait(), idle)
             idle = min(idle * 2, 4 * self.block_ms / 1000)
 
-    async def _index(self, partition: int, items: list[Queued]) -> None:
-        """Embed and settle one partition's batch of queued entries."""
+    async def _index(self, partition: int, items: list[Queued]) -> int:
+        """Embed and settle one partition's batch of queued entries; -> how many needed
+        the model."""
         by_scope: dict[str, list[str]] = defaultdict(list)
         for q in items:
             by_scope[q.scope].append(q.entry_id)
@@ -229,6 +237,7 @@ class IndexRole:
                 await vq.settle(scope, settle, name)
         if todo and self.embedder is not None:
             await self._embed(vq, todo, self.embedder)
+        return len(todo)
 
     async def _embed(self, vq: VectorQueue, todo: list[Entry], embedder: Embedder) -> None:
         for i in range(0, len(todo), 64):
