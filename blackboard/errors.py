@@ -204,17 +204,19 @@ class ServerError(BlackboardError):
 
 class NotReplicated(BlackboardError):
     """A write under ``durability="replicated"`` was applied but did not get the asked
-    acknowledgements within the timeout: it is durable on the master (as a default write
-    is), not yet on ``wanted`` replicas (``WAIT``) or fsynced (``WAITAOF``). ``replicas``
-    and ``local`` say how many acknowledged; retrying the write is safe (writes are
-    idempotent by id) and waits again."""
+    acknowledgements within the timeout: it stays on the master (as a default write
+    does), not yet on ``wanted`` replicas (``WAIT``) or fsynced (``WAITAOF``; ``local`` 0:
+    not even the master's AOF yet). ``replicas`` and ``local`` say how many acknowledged;
+    retrying the write is safe (writes are idempotent by id) and waits again."""
 
     def __init__(self, what: str, *, wanted: int, replicas: int, local: int | None = None,
                  aof: bool = False) -> None:
         self.wanted, self.replicas, self.local, self.aof = wanted, replicas, local, aof
         how = "fsynced to the AOF of" if aof else "acknowledged by"
         tail = "" if local is None else f", {local} local AOF fsync(s)"
+        state = ("applied on the master, not yet fsynced nor replicated" if local == 0
+                 else "durable on the master, not yet replicated")
         super().__init__(
             f"{what} was written but {how} {replicas} of {wanted} replica(s) in time"
-            f"{tail}: durable on the master, not yet replicated"
+            f"{tail}: {state}"
         )

@@ -67,6 +67,24 @@ async def test_wait_aof_on_a_redis_without_waitaof_says_so(bb: Blackboard,
             pass
 
 
+async def test_wait_aof_waits_for_the_local_fsync(clean_redis: redis.Redis) -> None:
+    """On Redis >= 7.2 with the AOF on: acknowledged once fsynced; a replica asked for and
+    missing is a NotReplicated that counts the local fsync."""
+    with RedisServer(extra_args=("--appendonly", "yes")) as server:
+        if server.version < (7, 2, 0):
+            pytest.skip("WAITAOF came with Redis 7.2")
+        async with Blackboard.connect(server.url, partitions=8, wait_aof=True) as bb:
+            assert (await bb.scope(S).write("synced")).value == "synced"
+        async with Blackboard.connect(server.url, partitions=8, wait_aof=True,
+                                      wait_replicas=1, settings=ClientSettings(
+                                          partitions=8, wait_timeout_ms=50)) as bb:
+            with pytest.raises(NotReplicated) as exc:
+                await bb.scope(S).write("kept", entry_id="e2")
+            # everysec: the local fsync may still be due within a 50 ms timeout
+            assert exc.value.aof and exc.value.local in (0, 1) and exc.value.replicas == 0
+            assert (await bb.scope(S).get("e2")).value == "kept"
+
+
 # -- a 3 masters + 3 replicas cluster on loopback ports ---------------------------------
 
 
