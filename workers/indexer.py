@@ -38,6 +38,8 @@ log = logging.getLogger(__name__)
 
 ROLE = "index"
 _EMBED = frozenset({EventType.WRITTEN, EventType.UPDATED})
+#: Entries embedded per partition visit (one model batch); the rest stay queued.
+_PER_VISIT = 64
 
 
 def _current(e: Entry, embedder: Embedder) -> bool:
@@ -236,12 +238,17 @@ class IndexRole:
             if settle:
                 await vq.settle(scope, settle, name)
         if todo and self.embedder is not None:
+            # One model batch per visit, oldest first: the next partition's gone entries
+            # are settled sooner, so no partition's queue waits a whole round of batches.
+            order = {(q.scope, q.entry_id): i for i, q in enumerate(items)}
+            todo.sort(key=lambda e: order[(e.scope, e.id)])
+            todo = todo[:_PER_VISIT]
             await self._embed(vq, todo, self.embedder)
         return len(todo)
 
     async def _embed(self, vq: VectorQueue, todo: list[Entry], embedder: Embedder) -> None:
-        for i in range(0, len(todo), 64):
-            part = todo[i : i + 64]
+        for i in range(0, len(todo), _PER_VISIT):
+            part = todo[i : i + _PER_VISIT]
             try:
                 vecs = await asyncio.to_thread(embedder.embed, [entry_text(e) for e in part])
             except Exception:
