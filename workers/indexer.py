@@ -74,7 +74,8 @@ def bind_reembed(bb: Blackboard, embedder: Embedder) -> Callable[[list[Entry]], 
 
 
 async def run_index_batch(bb: Blackboard, events: Iterable[Event], embedder: Embedder) -> int:
-    """Embed the entries of ``events`` lacking a current embedding; -> vectors stored."""
+    """Embed the entries of ``events`` lacking a current embedding; -> vectors stored.
+    For callers holding events (a bus or feed read); the role itself reads its queue."""
     latest: dict[tuple[str, str], Event] = {}
     for ev in events:
         latest[(ev.scope, ev.entry_id)] = ev
