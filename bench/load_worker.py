@@ -53,10 +53,13 @@ async def _agent(bb: Blackboard, name: str, until: float, counts: list[int],
 
 async def _lag(bb: Blackboard) -> int:
     """Events some group has not taken in yet: not relayed, undelivered, unacked (what the
-    edge buffers hold waits on its triggers, by design, and is not lag)."""
+    edge buffers hold waits on its triggers, by design, and is not lag), and the entries
+    waiting for a vector (the index role reads its queue, not the bus)."""
     total = 0
-    for group in ("summarize", "episodic", "semantic", "procedural", "team", "index"):
+    for group in ("summarize", "episodic", "semantic", "procedural", "team"):
         total += (await remaining(bb, group))[0]
+    for p in range(bb.partitions):
+        total += await bb.vector_queue(p).length()
     return total
 
 

@@ -1,6 +1,6 @@
 """Write path and event delivery of the blackboard against raw redis-py, same server, same run.
 
-    .venv/bin/python bench/write_path.py [--n N] [--batch B] [--json]
+    .venv/bin/python bench/write_path.py [--n N] [--batch B] [--durability replicated] [--json]
 
 Starts an embedded redis-server unless ``BLACKBOARD_REDIS_URL`` is set (choose the binary
 with ``BLACKBOARD_REDIS_SERVER``). Measures:
@@ -12,6 +12,12 @@ with ``BLACKBOARD_REDIS_SERVER``). Measures:
   against a raw XADD -> XREADGROUP BLOCK loop (send time carried in the event).
 
 Targets: write_many >= 0.6x raw pipeline; delivery p99 <= 2x raw.
+
+``--durability replicated`` also measures both write rates under ``durability="replicated"``
+(each write then waits for ``--wait-replicas`` replicas, WAIT on the same connection)
+against the default's, alternating the two three times (medians): on an embedded server
+it starts that many replicas on loopback ports first (with ``BLACKBOARD_REDIS_URL``, the
+server must have them).
 """
 
 from __future__ import annotations
@@ -175,8 +181,34 @@ async def latency_raw(r: aredis.Redis, n: int, rate: float) -> list[float]:
     return lat
 
 
+async def durability_cost(url: str, n: int, batch: int, n_single: int,
+                          replicas: int, rounds: int = 3) -> dict[str, Any]:
+    """write_many and sequential write rates under ``durability="replicated"`` against the
+    default, on the same server, alternated ``rounds`` times (medians): a load that comes
+    and goes on the machine then weighs on both sides alike."""
+    async with Blackboard.connect(url, partitions=8) as local, Blackboard.connect(
+        url, partitions=8, durability="replicated", wait_replicas=replicas
+    ) as rep:
+        for bb in (local, rep):
+            await bench_write_many(bb, batch, batch)
+        got: dict[str, list[float]] = {"many": [], "rep_many": [], "single": [],
+                                       "rep_single": []}
+        for _ in range(rounds):
+            got["many"].append(await bench_write_many(local, n, batch))
+            got["rep_many"].append(await bench_write_many(rep, n, batch))
+            got["single"].append(await bench_write_single(local, n_single))
+            got["rep_single"].append(await bench_write_single(rep, n_single))
+    m = {k: statistics.median(v) for k, v in got.items()}
+    return {"replicas": replicas, "rounds": rounds,
+            "default_write_many": m["many"], "write_many": m["rep_many"],
+            "default_write_single": m["single"], "write_single": m["rep_single"],
+            "ratio_many": m["rep_many"] / m["many"],
+            "ratio_single": m["rep_single"] / m["single"]}
+
+
 async def run(
-    url: str, n: int, batch: int, n_single: int, n_lat: int, rate: float
+    url: str, n: int, batch: int, n_single: int, n_lat: int, rate: float,
+    replicas: int = 0,
 ) -> dict[str, Any]:
     r = aredis.Redis.from_url(url)
     await r.flushall()
@@ -190,6 +222,9 @@ async def run(
         ours_single = await bench_write_single(bb, n_single)
         raw_lat = await latency_raw(r, n_lat, rate)
         ours_lat = await latency_ours(bb, n_lat, rate)
+    rep = None
+    if replicas:
+        rep = await durability_cost(url, n, batch, n_single, replicas)
     info = await r.info("server")
     await r.aclose()
     ms = 1000.0
@@ -215,6 +250,8 @@ async def run(
         "write_many >= 0.6x raw": out["write_many"]["ratio"] >= 0.6,
         "delivery p99 <= 2x raw": lat["p99_ratio"] <= 2.0,
     }
+    if rep is not None:
+        out["replicated"] = rep
     return out
 
 
@@ -248,6 +285,14 @@ def _print(res: dict[str, Any]) -> None:
         f"{lat['ours_p99']:.2f}",
         f"{lat['p99_ratio']:.2f}",
     )
+    if "replicated" in res:
+        rp = res["replicated"]
+        t.add_row(f"write_many entries/s, default | replicated (WAIT {rp['replicas']})",
+                  f"{rp['default_write_many']:,.0f}", f"{rp['write_many']:,.0f}",
+                  f"{rp['ratio_many']:.2f}")
+        t.add_row(f"write entries/s, default | replicated (WAIT {rp['replicas']})",
+                  f"{rp['default_write_single']:,.0f}", f"{rp['write_single']:,.0f}",
+                  f"{rp['ratio_single']:.2f}")
     c.print(t)
     for name, ok in res["targets"].items():
         c.print(f"{'[green]met' if ok else '[red]MISSED'}[/]  {name}")
@@ -262,19 +307,47 @@ def main() -> None:
     ap.add_argument("--single", type=int, default=3_000, help="entries for sequential writes")
     ap.add_argument("--latency-n", type=int, default=1_000)
     ap.add_argument("--rate", type=float, default=500.0, help="events/s for the latency runs")
+    ap.add_argument("--durability", choices=("local", "replicated"), default="local",
+                    help="replicated: also measure writes that wait for replicas (WAIT)")
+    ap.add_argument("--wait-replicas", type=int, default=1, help="replicas to wait for")
     ap.add_argument("--json", action="store_true")
     a = ap.parse_args()
+    replicas = a.wait_replicas if a.durability == "replicated" else 0
     url = os.environ.get("BLACKBOARD_REDIS_URL")
-    server = None if url else RedisServer().start()
+    servers: list[RedisServer] = []
     try:
-        res = asyncio.run(run(url or server.url, a.n, a.batch, a.single, a.latency_n, a.rate))  # type: ignore[union-attr]
+        if not url:
+            servers.append(RedisServer().start())
+            url = servers[0].url
+            for _ in range(replicas):
+                servers.append(RedisServer(extra_args=(
+                    "--replicaof", "127.0.0.1", str(servers[0].port))).start())
+            _await_replicas(url, replicas)
+        res = asyncio.run(run(url, a.n, a.batch, a.single, a.latency_n, a.rate, replicas))
     finally:
-        if server is not None:
-            server.stop()
+        for s in reversed(servers):
+            s.stop()
     if a.json:
         print(json.dumps(res, indent=2))
     else:
         _print(res)
+
+
+def _await_replicas(url: str, n: int, timeout: float = 30.0) -> None:
+    import redis
+
+    r = redis.Redis.from_url(url)
+    try:
+        deadline = time.monotonic() + timeout
+        while True:  # attached and past the initial sync
+            info = r.info("replication")
+            if sum(1 for i in range(n) if info.get(f"slave{i}", {}).get("state") == "online") == n:
+                return
+            if time.monotonic() > deadline:
+                raise SystemExit(f"{n} replica(s) did not come online in {timeout:.0f}s")
+            time.sleep(0.1)
+    finally:
+        r.close()
 
 
 if __name__ == "__main__":

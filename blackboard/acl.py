@@ -123,7 +123,8 @@ def agent_rules(agent_id: str, teams: Iterable[str], partitions: int) -> list[st
             # but its own name is harmless to include.
             rules += [f"~{base}:s:{s}:*", f"%R~{base}:cfg:{s}", f"%R~{base}:cfg:{s}:*"]
         rules += [f"%R~{base}:s:collective:*", f"%R~{base}:cfg:collective",
-                  f"%R~{base}:cfg:collective:*", f"%R~{base}:flowmark"]
+                  f"%R~{base}:cfg:collective:*", f"%R~{base}:flowmark",
+                  f"%R~{base}:indexing"]
     for s in [*owned, "collective"]:
         rules += [f"%R~{K.scope_record(s)}", f"%R~{K.scope_record(s)}:*"]
     rules.append(f"%R~{K.CONFIG}")
@@ -134,7 +135,11 @@ def agent_rules(agent_id: str, teams: Iterable[str], partitions: int) -> list[st
     inbox = " ".join(f"%W~{K.ROOT}:{t}:inbox" for t in tags)
     sets = " ".join(f"%W~{K.ROOT}:{t}:scopes %W~{K.ROOT}:{t}:retired" for t in tags)
     sched = " ".join(f"%W~{K.ROOT}:{t}:ttl %W~{K.ROOT}:{t}:prune" for t in tags)
-    rules += [f"({inbox} +rpush)", f"({sets} +sadd)", f"({sched} +zadd +zrem)"]
+    # The queue of entries waiting for a vector: ZADD only (removing would deny another
+    # agent's entry its vector; the index role, as the service user, settles it).
+    queue = " ".join(f"%W~{K.ROOT}:{t}:unembedded" for t in tags)
+    rules += [f"({inbox} +rpush)", f"({sets} +sadd)", f"({sched} +zadd +zrem)",
+              f"({queue} +zadd)"]
     return rules
 
 

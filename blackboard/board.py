@@ -20,6 +20,7 @@ from .clock import ServerClock
 from .connection import Connect, open_client, warn_on_unsafe_server, without_credentials
 from .consumer import Batch, ConsumeCounters, ConsumeOptions, PartitionSource, consume
 from .dead_letters import DeadLetters
+from .durability import Wait, check_waitaof_supported
 from .edges_version import EdgesVersions
 from .errors import (
     AccessDenied,
@@ -43,6 +44,7 @@ from .scripts import SCRIPTS
 from .settings import ClientSettings
 from .upkeep import SweepReport, TrimReport, Upkeep
 from .validation import validate_scope
+from .vector_queue import VectorQueue
 
 __all__ = ["Blackboard", "SweepReport", "TrimReport"]
 
@@ -57,6 +59,8 @@ class Blackboard:
         self.settings = settings
         self.partitions = settings.partitions
         self.cluster = cluster
+        #: What a scope write waits for after it is applied (None: the master's ack).
+        self.wait = Wait.of(settings)
         self._scopes: dict[str, Scope] = {}
         #: Redis's clock: what every read compares the scripts' timestamps with.
         self.clock = ServerClock()
@@ -77,11 +81,17 @@ class Blackboard:
         cluster: bool | None = None,
         username: str | None = None,
         password: str | None = None,
+        durability: str | None = None,
+        wait_replicas: int | None = None,
+        wait_aof: bool | None = None,
     ) -> Connect:
         """Connect to Redis at ``url`` (default ``BLACKBOARD_REDIS_URL``).
 
         ``partitions`` is pinned in ``bb:config`` at first use; a later client configured
         with another count raises :class:`ConfigMismatch`. Redis Cluster is detected.
+        ``durability="replicated"`` (or ``wait_replicas`` N, ``wait_aof``) makes every
+        scope write also wait for replicas / the AOF fsync (:mod:`blackboard.durability`);
+        given here, they override the settings'.
         """
         base = settings or ClientSettings.from_env()
         s = replace(
@@ -89,6 +99,9 @@ class Blackboard:
             redis_url=url or base.redis_url,
             partitions=partitions if partitions is not None else base.partitions,
             cluster=base.cluster if cluster is None else cluster,
+            durability=base.durability if durability is None else durability,
+            wait_replicas=base.wait_replicas if wait_replicas is None else wait_replicas,
+            wait_aof=base.wait_aof if wait_aof is None else wait_aof,
         )
         explicit_partitions = partitions is not None or settings is not None
         if (username is not None or password is not None) and s.redis_url:
@@ -116,6 +129,7 @@ class Blackboard:
             bb = cls_(client, s, bool(is_cluster))
             bb.auth = dict(auth)
             try:
+                await check_waitaof_supported(client, s)
                 await bb._pin_config(explicit_partitions)
             except BaseException:
                 await bb.close()
@@ -254,6 +268,10 @@ class Blackboard:
     def bus(self, partition: int) -> Bus:
         """The partition's bus: consumer groups, acks, DLQ, lengths."""
         return Bus(self, partition)
+
+    def vector_queue(self, partition: int) -> VectorQueue:
+        """The partition's queue of entries waiting for a vector (the index role's)."""
+        return VectorQueue(self, partition)
 
     def pending(self, partition: int) -> PendingBuffer:
         """The partition's dataflow buffers."""

@@ -47,6 +47,8 @@ class BusCounts:
     inbox: int
     #: entries evicted or expired for readers, kept until every edge consolidated them
     retained: int
+    #: entries waiting for a vector from the index role (blackboard.vector_queue)
+    unembedded: int = 0
 
 
 class Bus:
@@ -136,7 +138,8 @@ class Bus:
         return None if low is None else _s(low)
 
     async def counts(self) -> BusCounts:
-        """Bus, DLQ, inbox lengths, scope count and retained entries: one round trip."""
+        """Bus, DLQ, inbox lengths, scope count, retained and unembedded entries: one round
+        trip."""
         k = self._k
         async with self.bb.client.pipeline(transaction=False) as pipe:
             pipe.xlen(k.bus)
@@ -144,6 +147,7 @@ class Bus:
             pipe.scard(k.scopes)
             pipe.llen(k.inbox)
             pipe.scard(k.retired)
+            pipe.zcard(k.unembedded)
             replies: list[Any] = await pipe.execute()
         return BusCounts(*(int(r) for r in replies))
 

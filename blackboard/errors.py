@@ -34,6 +34,7 @@ The whole tree (``pkg.module:`` marks classes defined above this package)::
     ├── ScriptMissing                Redis: NOSCRIPT (the scripts reload it themselves)
     ├── ConcurrentChange             Redis: a WATCHed key changed (EXEC aborted)
     ├── ServerError                  Redis: any other error reply, in its own words
+    ├── NotReplicated                WAIT / WAITAOF: fewer acknowledgements than asked
     ├── retrieval.embedders.base: EmbedderUnavailable (ImportError)
     │   └── retrieval.embedders.openai: EmbeddingServiceError
     ├── memory.errors: SemanticRecallUnavailable (NotImplementedError)
@@ -72,6 +73,7 @@ __all__ = [
     "InvalidValue",
     "LoginRefused",
     "NotFound",
+    "NotReplicated",
     "OutOfMemory",
     "QuotaExceeded",
     "ScopeDamaged",
@@ -198,3 +200,23 @@ class ConcurrentChange(BlackboardError):
 class ServerError(BlackboardError):
     """Redis answered with an error the library has no better name for; the message is
     Redis's own."""
+
+
+class NotReplicated(BlackboardError):
+    """A write under ``durability="replicated"`` was applied but did not get the asked
+    acknowledgements within the timeout: it stays on the master (as a default write
+    does), not yet on ``wanted`` replicas (``WAIT``) or fsynced (``WAITAOF``; ``local`` 0:
+    not even the master's AOF yet). ``replicas`` and ``local`` say how many acknowledged;
+    retrying the write is safe (writes are idempotent by id) and waits again."""
+
+    def __init__(self, what: str, *, wanted: int, replicas: int, local: int | None = None,
+                 aof: bool = False) -> None:
+        self.wanted, self.replicas, self.local, self.aof = wanted, replicas, local, aof
+        how = "fsynced to the AOF of" if aof else "acknowledged by"
+        tail = "" if local is None else f", {local} local AOF fsync(s)"
+        state = ("applied on the master, not yet fsynced nor replicated" if local == 0
+                 else "durable on the master, not yet replicated")
+        super().__init__(
+            f"{what} was written but {how} {replicas} of {wanted} replica(s) in time"
+            f"{tail}: {state}"
+        )

@@ -168,6 +168,19 @@ class PartitionKeys:
         return f"{self.base}:flowmark"
 
     @property
+    def unembedded(self) -> str:
+        """Zset ``<scope>|<entry id>`` -> ms first queued: entries whose content changed
+        and whose vector the index role has not settled (agents may only ZADD it; the
+        mutation scripts fill it while :attr:`indexing` exists)."""
+        return f"{self.base}:unembedded"
+
+    @property
+    def indexing(self) -> str:
+        """String set by the index role: writes queue their entries in :attr:`unembedded`
+        (without it nobody would drain the queue, so nothing is queued)."""
+        return f"{self.base}:indexing"
+
+    @property
     def edges_version(self) -> str:
         """Counter bumped on every edge install, update or removal: a buffering worker
         that matched events against an older edge set reloads and matches again."""

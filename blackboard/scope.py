@@ -94,7 +94,8 @@ class Scope:
         )
         enc = self._encode(req)
         try:
-            reply = await run_script(self.bb.client, "write", self._script_keys, list(enc.args))
+            reply = await run_script(self.bb.client, "write", self._script_keys, list(enc.args),
+                                     wait=self.bb.wait, what=f"entry {enc.entry_id} of {self.id}")
         except BlackboardError as exc:
             raise_for_script_error(exc, enc.entry_id, self.id)
             raise
@@ -114,7 +115,8 @@ class Scope:
             return []
         keys = self._script_keys
         replies = await run_script_many(
-            self.bb.client, "write", [(keys, e.args) for e in encoded]
+            self.bb.client, "write", [(keys, e.args) for e in encoded],
+            wait=self.bb.wait, what=f"a batch of {len(encoded)} entries of {self.id}",
         )
         out: list[Entry] = []
         for enc, reply in zip(encoded, replies, strict=True):
@@ -174,7 +176,8 @@ class Scope:
             raise InvalidArgument("expected_version must be an int")
         args = [entry_id, "" if expected_version is None else str(expected_version), self.id]
         try:
-            reply = await run_script(self.bb.client, "update", self._script_keys, args + pairs)
+            reply = await run_script(self.bb.client, "update", self._script_keys, args + pairs,
+                                     wait=self.bb.wait, what=f"update of {entry_id} in {self.id}")
         except BlackboardError as exc:
             raise_for_script_error(exc, entry_id, self.id)
             raise
@@ -185,7 +188,8 @@ class Scope:
         _check_id(entry_id)
         args = [entry_id, self.id, "" if expected_version is None else str(expected_version)]
         try:
-            ev = await run_script(self.bb.client, "delete", self._script_keys, args)
+            ev = await run_script(self.bb.client, "delete", self._script_keys, args,
+                                  wait=self.bb.wait, what=f"delete of {entry_id} in {self.id}")
         except BlackboardError as exc:
             raise_for_script_error(exc, entry_id, self.id)
             raise
@@ -202,6 +206,7 @@ class Scope:
             r = await run_script(
                 self.bb.client, "reinforce", self._script_keys,
                 [entry_id, self.id, by, repr(boost), repr(max_strength)],
+                wait=self.bb.wait, what=f"reinforcement of {entry_id} in {self.id}",
             )
         except BlackboardError as exc:
             raise_for_script_error(exc, entry_id, self.id)

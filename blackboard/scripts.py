@@ -14,7 +14,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import cache
 from importlib import resources
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .errors import (
     AccessDenied,
@@ -29,6 +29,9 @@ from .errors import (
     VersionConflict,
 )
 from .redis_errors import ERROR_REPLIES
+
+if TYPE_CHECKING:
+    from .durability import Wait
 
 __all__ = [
     "SCRIPTS",
@@ -155,14 +158,30 @@ async def load_script(client: Any, name: str) -> None:
 
 
 async def run_script(
-    client: Any, name: str, keys: list[str], args: list[Any], *, readonly: bool = False
+    client: Any, name: str, keys: list[str], args: list[Any], *, readonly: bool = False,
+    wait: Wait | None = None, what: str = "",
 ) -> Any:
     """Run a script by SHA, loading it on ``NOSCRIPT`` (after a restart or failover).
 
     ``readonly``: as ``EVALSHA_RO``, which a user may run on keys it may only read (ACL
-    counts EVALSHA's keys as written); the script must write nothing."""
+    counts EVALSHA's keys as written); the script must write nothing. ``wait``: then wait
+    for replicas / the AOF on the same connection (:mod:`blackboard.durability`); ``what``
+    names the write in a :class:`NotReplicated`."""
     script = SCRIPTS[name]
     cmd = "EVALSHA_RO" if readonly else "EVALSHA"
+    if wait is not None:
+        for attempt in (0, 1):
+            async with client.pipeline(transaction=False) as pipe:
+                pipe.execute_command(cmd, script.sha, len(keys), *keys, *args)
+                wait.queue(pipe, client, keys[0])
+                reply, acks = await pipe.execute(raise_on_error=False)
+            if attempt == 0 and isinstance(reply, ScriptMissing):
+                await load_script(client, name)
+                continue
+            if isinstance(reply, Exception):
+                raise reply
+            wait.check(acks, what or name)
+            return reply
     try:
         return await client.execute_command(cmd, script.sha, len(keys), *keys, *args)
     except ScriptMissing:
@@ -171,10 +190,13 @@ async def run_script(
 
 
 async def run_script_many(
-    client: Any, name: str, calls: Sequence[tuple[Sequence[str], Sequence[Any]]]
+    client: Any, name: str, calls: Sequence[tuple[Sequence[str], Sequence[Any]]],
+    *, wait: Wait | None = None, what: str = "",
 ) -> list[Any]:
     """Run one script once per ``(keys, args)`` in one pipeline; replies in order, an error
     reply as its exception (not raised), so the caller can map each to its item.
+    ``wait``: as :func:`run_script`, once after the calls (they must share a slot),
+    checked after every call went through.
 
     On ``NOSCRIPT`` the script is loaded and the whole pipeline sent again: every caller's
     calls are idempotent (writes by fixed id, embeddings by version), so a re-run is safe.
@@ -184,9 +206,15 @@ async def run_script_many(
         async with client.pipeline(transaction=False) as pipe:
             for keys, args in calls:
                 pipe.execute_command("EVALSHA", sha, len(keys), *keys, *args)
+            if wait is not None and calls:
+                wait.queue(pipe, client, calls[0][0][0])
             replies = await pipe.execute(raise_on_error=False)
         if attempt == 0 and any(isinstance(r, ScriptMissing) for r in replies):
             await load_script(client, name)
             continue
+        if wait is not None and calls:
+            *replies, acks = replies
+            if not all(isinstance(r, Exception) for r in replies):  # something was written
+                wait.check(acks, what or name)
         return list(replies)
     raise AssertionError("unreachable")

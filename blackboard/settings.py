@@ -86,8 +86,21 @@ class ClientSettings:
     #: Longer than a blocking read, so a reader's connection is not PINGed before each one.
     health_check_interval: float = 60.0
     cluster: bool | None = None
+    #: "local" (default): a write is acknowledged once the master applied it.
+    #: "replicated": also once ``wait_replicas`` replicas have it (``WAIT``, at least 1)
+    #: and, with ``wait_aof``, once it is fsynced to the AOF (``WAITAOF``, Redis >= 7.2),
+    #: within ``wait_timeout_ms``; else the write raises ``NotReplicated`` (it stays).
+    durability: str = "local"
+    wait_replicas: int = 0
+    wait_aof: bool = False
+    wait_timeout_ms: int = 2000
 
     def __post_init__(self) -> None:
+        if self.durability not in ("local", "replicated"):
+            raise InvalidArgument(
+                f"durability must be 'local' or 'replicated', got {self.durability!r}")
+        if self.wait_replicas < 0 or self.wait_timeout_ms < 1:
+            raise InvalidArgument("wait_replicas must be >= 0 and wait_timeout_ms >= 1")
         if not 1 <= self.partitions <= 4096:
             raise InvalidArgument(f"partitions must be in 1..4096, got {self.partitions}")
         if self.max_entry_bytes < 1:
@@ -104,6 +117,20 @@ class ClientSettings:
         timeout instead of returning empty."""
         ms = int(self.socket_timeout * 1000)
         return max(1, ms - min(2_000, ms // 2))
+
+    @property
+    def replicated(self) -> bool:
+        """Whether writes wait for replicas or the AOF (``--wait-replicas``/``--wait-aof``
+        imply it)."""
+        return self.durability == "replicated" or self.wait_replicas > 0 or self.wait_aof
+
+    @property
+    def replicas_wanted(self) -> int:
+        """Replicas a write waits for: ``wait_replicas``, at least 1 under "replicated"
+        unless only the local AOF fsync was asked."""
+        if self.wait_replicas > 0:
+            return self.wait_replicas
+        return 1 if self.durability == "replicated" else 0
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None, **overrides: Any) -> ClientSettings:

@@ -23,7 +23,15 @@ from blackboard import Blackboard, RedisServer
 from blackboard.redact import mask_url
 
 from .errors import fail, one_line_warnings, usage
-from .options import DryRun, Json, RedisUrl, with_blackboard
+from .options import (
+    DryRun,
+    Json,
+    RedisUrl,
+    WaitAof,
+    WaitReplicas,
+    apply_durability,
+    with_blackboard,
+)
 from .options import need_url as _need_url
 from .options import run as _run
 from .output import console, err_console, print_json
@@ -138,6 +146,8 @@ def worker(
     metrics_port: Annotated[
         int | None, typer.Option(help="Serve Prometheus metrics on this port.")
     ] = None,
+    wait_replicas: WaitReplicas = None,
+    wait_aof: WaitAof = False,
     json_out: Json = False,
 ) -> None:
     """Run consolidation / maintenance workers as OS processes until SIGTERM."""
@@ -153,6 +163,7 @@ def worker(
     if concurrency < 1:
         usage(f"--concurrency must be at least 1 (got {concurrency})")
     settings = WorkerSettings.from_env(metrics_port=metrics_port)
+    apply_durability(wait_replicas, wait_aof)
     if concurrency > 1:
         # The port from the environment too: each process gets its own (port + i).
         raise typer.Exit(run_processes(url, role, concurrency, settings.metrics_port))
@@ -213,11 +224,14 @@ def demo(
     workers: Annotated[
         bool, typer.Option(help="Start worker processes (off when they run elsewhere).")
     ] = True,
+    wait_replicas: WaitReplicas = None,
+    wait_aof: WaitAof = False,
     json_out: Json = False,
 ) -> None:
     """Simulated agents write and watch memory on an embedded (or given) Redis."""
     from .demo import run_demo
 
+    apply_durability(wait_replicas, wait_aof)
     if agents < 1 or steps < 1:
         usage(f"--agents and --steps must be at least 1 (got {agents} and {steps})")
     try:

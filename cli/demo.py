@@ -37,7 +37,7 @@ from memory.registry import Registry
 from memory.subscriptions import Trigger
 from workers.embedded import redis_or_embedded
 from workers.heartbeat import list_workers
-from workers.roles import CONSUMING_ROLES, EDGE_ROLES, ROLES
+from workers.roles import BUS_GROUP_ROLES, EDGE_ROLES, ROLES
 from workers.stats import collect_stats
 
 from .demo_agents import Step, script
@@ -204,7 +204,7 @@ async def _main(url: str, names: list[str], steps: int, procs: list[subprocess.P
                 workers: bool, ph: Phases) -> tuple[dict[str, Any], MemoryMap]:
     async with Blackboard.connect(url) as bb:
         with ph.phase(f"installing memory for {len(names)} agents"):
-            await bb.ensure_groups(list(CONSUMING_ROLES))
+            await bb.ensure_groups(list(BUS_GROUP_ROLES))
             await install_agents(bb, names)
         if procs:
             await _await_workers(bb, procs, ph)

@@ -12,7 +12,7 @@ from typing import Annotated, Any, TypeVar
 
 import typer
 
-from .options import Json
+from .options import Json, WaitAof, WaitReplicas, apply_durability
 
 __all__ = ["EXTRA_HINT", "register"]
 
@@ -123,6 +123,8 @@ def gateway(
     redis_url: Annotated[str | None, typer.Option(
         "--redis-url", envvar="BLACKBOARD_REDIS_URL",
         help="Redis URL of the memory (no credentials needed: tokens carry them).")] = None,
+    wait_replicas: WaitReplicas = None,
+    wait_aof: WaitAof = False,
     json_out: Json = False,
 ) -> None:
     """Serve memory over HTTP: REST under /v1, MCP at /mcp, the dashboard at /, /docs,
@@ -138,6 +140,7 @@ def gateway(
     from gateway.server import serve
     from gateway.settings import GatewaySettings
 
+    apply_durability(wait_replicas, wait_aof)
     try:
         s = GatewaySettings.from_env(host=host, port=port, redis_url=redis_url,
                                      insecure_local=insecure_local or None)

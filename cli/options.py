@@ -8,16 +8,21 @@ command spells ``--redis-url`` / ``--json`` the same way.
 from __future__ import annotations
 
 import asyncio
+import os
 from collections.abc import Awaitable, Callable, Coroutine
 from typing import Annotated, Any, TypeVar
 
 import typer
 
 from blackboard import Blackboard
+from blackboard.settings import ENV_PREFIX
 
 from .errors import fail, usage
 
-__all__ = ["DryRun", "Json", "JsonLines", "RedisUrl", "need_url", "run", "with_blackboard"]
+__all__ = [
+    "DryRun", "Json", "JsonLines", "RedisUrl", "WaitAof", "WaitReplicas", "apply_durability",
+    "need_url", "run", "with_blackboard",
+]
 
 T = TypeVar("T")
 
@@ -29,6 +34,24 @@ Json = Annotated[bool, typer.Option("--json", help="Print JSON for programs.")]
 #: ``--json`` of a command that prints a stream of documents (``tail``).
 JsonLines = Annotated[bool, typer.Option("--json", help="Print JSON for programs (one per line).")]
 DryRun = Annotated[bool, typer.Option("--dry-run", help="Report only.")]
+#: The commands that write (worker, gateway, demo): durability="replicated".
+WaitReplicas = Annotated[int | None, typer.Option(
+    "--wait-replicas", min=0,
+    help="Acknowledge a write once N replicas have it (WAIT); a write short of them "
+         "fails with NotReplicated (it stays on the master).")]
+WaitAof = Annotated[bool, typer.Option(
+    "--wait-aof", help="Acknowledge a write once it is fsynced to the AOF, and to the "
+                       "--wait-replicas replicas' (WAITAOF, Redis >= 7.2).")]
+
+
+def apply_durability(wait_replicas: int | None, wait_aof: bool) -> None:
+    """Put ``--wait-replicas`` / ``--wait-aof`` in the environment, where every client of
+    this process and of the processes it starts reads its settings
+    (``BLACKBOARD_WAIT_REPLICAS``, ``BLACKBOARD_WAIT_AOF``)."""
+    if wait_replicas is not None:
+        os.environ[f"{ENV_PREFIX}WAIT_REPLICAS"] = str(wait_replicas)
+    if wait_aof:
+        os.environ[f"{ENV_PREFIX}WAIT_AOF"] = "1"
 
 
 def need_url(url: str | None) -> str:

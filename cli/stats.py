@@ -4,7 +4,7 @@ totals, the partitions that need a look); ``--all`` adds every partition's row.
 ``--json`` shape (stable; extend, never rename)::
 
     {"partitions": int,
-     "totals": {"events_on_buses", "dlq", "pending", "lag", "scopes": int},
+     "totals": {"events_on_buses", "dlq", "pending", "lag", "scopes", "unembedded": int},
      "buses": [{"partition", "length", "dlq", "scopes": int,
                 "groups": [{"role": str, "consumers", "pending": int,
                             "lag": int | null, "last_delivered": str}]}],
@@ -100,7 +100,8 @@ def render(st: Stats, workers: list[WorkerInfo], show_all: bool) -> None:
     console.print(
         f"{st.partitions} partitions: {tot['scopes']} scopes, {tot['events_on_buses']} events "
         f"on the buses, {tot['pending']} pending, lag {tot['lag']}, "
-        f"{tot['dlq']} dead-lettered", highlight=False)
+        f"{tot['dlq']} dead-lettered, {tot['unembedded']} waiting for a vector",
+        highlight=False)
     if show_all:
         console.print(_partition_table(list(st.buses), f"all {st.partitions} partitions"))
         return

@@ -1,12 +1,13 @@
 """The ``index`` role: embed entries that lack a current embedding, off the write path.
 
-Consumes the partition buses as consumer group ``index``; for each batch, reads the
-entries its ``written``/``updated`` events name, embeds those whose stored vector is
-missing or from another embedder (an ``updated`` entry always: the update script keeps the
-old vector, which may no longer match the text), in batches, stores the vectors with
-``Scope.set_embeddings`` (version-checked: an entry changed since is skipped, its own
-event re-embeds it) and then acks. A crash before the ack re-delivers the batch; embedding
-twice is harmless.
+Reads each leased partition's queue of entries waiting for a vector
+(:class:`blackboard.vector_queue.VectorQueue`, filled by the mutation scripts while the role
+runs), not the bus: a model slower than the writes then holds neither bus events nor
+retired entries, and costs one queue member per waiting entry. For each batch it reads the
+entries, embeds those whose stored vector is missing or from another embedder, in batches,
+and settles them (``embed.lua``, version-checked: an entry changed since stays queued and is
+embedded at its new version; a vector is stored only while its entry is still queued, so
+each queued version is embedded once). A crash before settling leaves them queued.
 
 Wired in workers/worker.py: ``IndexRole(bb, worker_id, partitions=leases.current)``,
 ``await role.start()`` / ``await role.stop()``.
@@ -24,18 +25,21 @@ from typing import Literal
 
 import numpy as np
 
-from blackboard import Blackboard, ConsumeCounters, ConsumeOptions, Entry, Event, EventType
+from blackboard import Blackboard, ConsumeCounters, Entry, Event, EventType
+from blackboard.vector_queue import Queued, VectorQueue
 from retrieval.embedders import Embedder, default_embedder
 from retrieval.text import entry_text
 
 __all__ = ["IndexRole", "bind_reembed", "reembed", "run_index_batch"]
 
-from .streams import FailureStreak, until_stopped
+from .streams import FailureStreak
 
 log = logging.getLogger(__name__)
 
 ROLE = "index"
 _EMBED = frozenset({EventType.WRITTEN, EventType.UPDATED})
+#: Entries embedded per partition visit (one model batch); the rest stay queued.
+_PER_VISIT = 64
 
 
 def _current(e: Entry, embedder: Embedder) -> bool:
@@ -70,7 +74,8 @@ def bind_reembed(bb: Blackboard, embedder: Embedder) -> Callable[[list[Entry]], 
 
 
 async def run_index_batch(bb: Blackboard, events: Iterable[Event], embedder: Embedder) -> int:
-    """Embed the entries of ``events`` lacking a current embedding; -> vectors stored."""
+    """Embed the entries of ``events`` lacking a current embedding; -> vectors stored.
+    For callers holding events (a bus or feed read); the role itself reads its queue."""
     latest: dict[tuple[str, str], Event] = {}
     for ev in events:
         latest[(ev.scope, ev.entry_id)] = ev
@@ -90,16 +95,20 @@ async def run_index_batch(bb: Blackboard, events: Iterable[Event], embedder: Emb
 
 
 class IndexRole:
-    """The consume loop of the ``index`` role. ``partitions``: the partitions to read (a
+    """The loop of the ``index`` role. ``partitions``: the partitions to read (a
     collection, or a callable giving the current set, as partition leases do; None: all).
     ``embedder``: ``"default"`` is MiniLM when installed; with no model the role idles
-    (acks, embeds nothing) after one warning; the model loads on the first batch that needs
-    it, not when the role starts.
+    (settles the queue, embeds nothing) after one warning; the model loads on the first
+    batch that needs it, not when the role starts. ``count``: entries taken per partition
+    and round; an idle role polls the queues every ``block_ms``, backing off to 4x that.
 
-    The consume loop never dies while the role runs: a failed stream (Redis unreachable,
-    connections dropped) is logged, counted and reopened after a backoff; ``streak`` says
-    how long it has failed without recovering, so the worker can give its partitions up
-    when the role cannot run."""
+    The loop never dies while the role runs: a failure (Redis unreachable, connections
+    dropped) is logged, counted and the loop reopened after a backoff; ``streak`` says how
+    long it has failed without recovering, so the worker can give its partitions up when
+    the role cannot run. An entry the model fails on ``max_deliveries`` times is dropped
+    from the queue (logged, counted in ``index_dropped``) so it cannot wedge its partition.
+    ``claim_idle_ms``, ``claim_window_ms`` and ``counters`` are kept for the worker's
+    wiring (the role reads no bus)."""
 
     def __init__(
         self,
@@ -126,13 +135,20 @@ class IndexRole:
         self.reopened = 0
         self._stopping = asyncio.Event()
         self._task: asyncio.Task[None] | None = None
+        self._attempts: dict[tuple[str, str], int] = {}
         self.batches = 0
         self.embedded = 0
         self.failures = 0
+        self.dropped = 0
+        self.adopted = 0
 
     async def start(self) -> None:
-        """Create the consumer group and start consuming; returns at once."""
-        await self.bb.ensure_groups([ROLE])
+        """Make writes queue their entries, carry over the backlog of the bus consumer
+        group an older index role read, and start; returns at once."""
+        for p in range(self.bb.partitions):
+            q = self.bb.vector_queue(p)
+            await q.enable()
+            self.adopted += await q.adopt_group(ROLE)
         self._stopping.clear()
         self._task = asyncio.create_task(self._loop(), name=f"{self.consumer}-index")
 
@@ -150,6 +166,7 @@ class IndexRole:
             "index_embedded": self.embedded,
             "index_failures": self.failures,
             "index_reopened": self.reopened,
+            "index_dropped": self.dropped,
         }
 
     async def _loop(self) -> None:
@@ -163,36 +180,98 @@ class IndexRole:
                 self.reopened += 1
                 if self.streak.failed():
                     backoff = 0.1
-                log.exception("index consume loop failed; reopening in %.1fs", backoff)
+                log.exception("index loop failed; reopening in %.1fs", backoff)
                 with contextlib.suppress(TimeoutError):
                     await asyncio.wait_for(self._stopping.wait(), backoff)
                 backoff = min(backoff * 2, 5.0)
 
+    def _current_partitions(self) -> list[int]:
+        if self.partitions is None:
+            return list(range(self.bb.partitions))
+        src = self.partitions() if callable(self.partitions) else self.partitions
+        return sorted(p for p in src if 0 <= p < self.bb.partitions)
+
     async def _consume(self) -> None:
-        opts = ConsumeOptions(
-            count=self.count,
-            block_ms=self.block_ms,
-            claim_idle_ms=self.claim_idle_ms,
-            claim_window_ms=self.claim_window_ms,
-            max_deliveries=self.max_deliveries,
-        )
-        stream = self.bb.consume(
-            ROLE,
-            self.consumer,
-            partitions=self.partitions,
-            options=opts,
-            counters=self.consume_counters,
-        )
-        async for batch in until_stopped(stream, self._stopping):
+        idle = self.block_ms / 1000
+        while not self._stopping.is_set():
+            took = 0
+            for p in self._current_partitions():
+                # Members whose entries are gone (evicted while the model lagged) cost no
+                # embedding: skip through up to 10 batches of them before the next
+                # partition, so the queue's head stays at entries still alive.
+                for _ in range(10):
+                    items = await self.bb.vector_queue(p).take(self.count)
+                    if not items:
+                        break
+                    took += len(items)
+                    embedded = await self._index(p, items)
+                    self.batches += 1
+                    if embedded or self._stopping.is_set():
+                        break
+                if self._stopping.is_set():
+                    return
+            self.streak.succeeded()
+            if took:
+                idle = self.block_ms / 1000
+                continue
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self._stopping.wait(), idle)
+            idle = min(idle * 2, 4 * self.block_ms / 1000)
+
+    async def _index(self, partition: int, items: list[Queued]) -> int:
+        """Embed and settle one partition's batch of queued entries; -> how many needed
+        the model."""
+        by_scope: dict[str, list[str]] = defaultdict(list)
+        for q in items:
+            by_scope[q.scope].append(q.entry_id)
+        vq = self.bb.vector_queue(partition)
+        name = self.embedder.name if self.embedder is not None else ""
+        todo: list[Entry] = []
+        for scope, ids in by_scope.items():
+            settle: list[tuple[str, int | None, bytes]] = []
+            for eid, e in zip(ids, await self.bb.scope(scope).get_many(ids), strict=True):
+                if e is None:
+                    settle.append((eid, None, b""))
+                elif self.embedder is None or _current(e, self.embedder):
+                    settle.append((eid, e.version, b""))
+                else:
+                    todo.append(e)
+            if settle:
+                await vq.settle(scope, settle, name)
+        if todo and self.embedder is not None:
+            # One model batch per visit, oldest first: the next partition's gone entries
+            # are settled sooner, so no partition's queue waits a whole round of batches.
+            order = {(q.scope, q.entry_id): i for i, q in enumerate(items)}
+            todo.sort(key=lambda e: order[(e.scope, e.id)])
+            todo = todo[:_PER_VISIT]
+            await self._embed(vq, todo, self.embedder)
+        return len(todo)
+
+    async def _embed(self, vq: VectorQueue, todo: list[Entry], embedder: Embedder) -> None:
+        for i in range(0, len(todo), _PER_VISIT):
+            part = todo[i : i + _PER_VISIT]
             try:
-                if self.embedder is not None:
-                    self.embedded += await run_index_batch(self.bb, batch.events, self.embedder)
-                await batch.ack()
-                self.batches += 1
-                self.streak.succeeded()
+                vecs = await asyncio.to_thread(embedder.embed, [entry_text(e) for e in part])
             except Exception:
                 self.failures += 1
-                log.exception(
-                    "index batch on partition %d failed; it stays pending", batch.partition
-                )
-                batch.release()
+                log.exception("embedding %d entries failed; they stay queued", len(part))
+                await self._count_failure(vq, part)
+                continue
+            by_scope: dict[str, list[tuple[str, int | None, bytes]]] = defaultdict(list)
+            for e, v in zip(part, vecs, strict=True):
+                by_scope[e.scope].append((e.id, e.version, np.asarray(v, np.float32).tobytes()))
+                self._attempts.pop((e.scope, e.id), None)
+            for scope, its in by_scope.items():
+                self.embedded += await vq.settle(scope, its, embedder.name)
+
+    async def _count_failure(self, vq: VectorQueue, part: list[Entry]) -> None:
+        """One more failed attempt for each of ``part``; those at ``max_deliveries`` leave
+        the queue (they would otherwise come first in every batch of their partition)."""
+        for e in part:
+            n = self._attempts[(e.scope, e.id)] = self._attempts.get((e.scope, e.id), 0) + 1
+            if n >= self.max_deliveries:
+                self._attempts.pop((e.scope, e.id), None)
+                self.dropped += await vq.drop(e.scope, e.id)
+                log.error("entry %s of %s dropped from the index queue after %d failed "
+                          "embeddings (blackboard maintenance reindex retries it)",
+                          e.id, e.scope, n)

@@ -25,6 +25,8 @@ class BusStats:
     inbox: int = 0
     #: entries evicted or expired for readers, kept until every edge consolidated them
     retained: int = 0
+    #: entries waiting for a vector from the index role
+    unembedded: int = 0
 
 
 @dataclass(frozen=True, slots=True)
@@ -42,6 +44,7 @@ class Stats:
             "scopes": sum(b.scopes for b in self.buses),
             "inbox": sum(b.inbox for b in self.buses),
             "retained": sum(b.retained for b in self.buses),
+            "unembedded": sum(b.unembedded for b in self.buses),
         }
 
 
@@ -52,5 +55,6 @@ async def collect_stats(bb: Blackboard) -> Stats:
         bus = bb.bus(p)
         c = await bus.counts()
         groups = tuple(await bus.groups())
-        buses.append(BusStats(p, c.length, c.dlq, c.scopes, groups, c.inbox, c.retained))
+        buses.append(BusStats(p, c.length, c.dlq, c.scopes, groups, c.inbox, c.retained,
+                              c.unembedded))
     return Stats(bb.partitions, tuple(buses))

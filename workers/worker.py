@@ -78,7 +78,8 @@ class Worker:
         """
         edges = await self.registry.list_edges()
         wanted = roles_running({e.transformer for e in edges})
-        await self.bb.ensure_groups(sorted(wanted | {self.role}))
+        own = set() if role_spec(self.role).no_group else {self.role}
+        await self.bb.ensure_groups(sorted(wanted | own))
 
     def counters(self) -> dict[str, int]:
         c = {"batches": self.batches, **self.plugin.counters()}

@@ -16,6 +16,8 @@
 --   INBOX    'bb:{pN}:inbox'         content events for the relay (RPUSH only)
 --   RETIRED  'bb:{pN}:retired'       entries kept for the dataflow (SADD only)
 --   'bb:{pN}:flowmark'               bus id every consumer group has passed (GET, in _flow.lua)
+--   'bb:{pN}:indexing'               set while the index role runs (EXISTS only)
+--   'bb:{pN}:unembedded'             entries waiting for a vector (ZADD NX only)
 --   CFG      'bb:{pN}:cfg:<scope>'   the scope's enforced limits (HMGET only)
 --   PSCOPES  'bb:{pN}:scopes'        partition scope set (SADD only)
 --   PTTL     'bb:{pN}:ttl'           partition ttl schedule (ZADD/ZREM)
@@ -98,6 +100,11 @@ local function emit(cfg, typ, id, version, tags_json, at, scope)
   if typ == 'written' or typ == 'updated' then
     redis.call('RPUSH', INBOX, scope .. '|' .. id .. '|' .. version)
     redis.call('HSET', KEYS[1] .. 'e:' .. id, 'cver', version)
+    -- The index role finds what lacks a vector here, not on the bus: a lagging model
+    -- then holds neither bus events nor retired entries (NX: the age of the oldest wait).
+    if redis.call('EXISTS', BASE .. ':indexing') == 1 then
+      redis.call('ZADD', BASE .. ':unembedded', 'NX', at, scope .. '|' .. id)
+    end
   end
   return ev
 end

@@ -52,8 +52,9 @@ async def test_index_role_consumes_and_acks(bb: Blackboard) -> None:
     finally:
         await role.stop()
     assert role.embedded == 10 and role.failures == 0
-    pending = await bb.client.xpending(bb.scope(S).keys.part.bus, "index")
-    assert pending["pending"] == 0
+    assert await bb.vector_queue(bb.scope(S).partition).length() == 0
+    # the role reads its queue, not the bus: no consumer group holds the bus back
+    assert "index" not in {g.role for g in await bb.bus(bb.scope(S).partition).groups()}
 
 
 async def test_reembed_binding_for_maintenance(bb: Blackboard) -> None:

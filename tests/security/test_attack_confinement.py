@@ -6,7 +6,8 @@ whole Redis must be byte-identical afterwards.
 
 The only (command, key) pairs left out are those the agent's ACL rules grant on purpose
 (``INTENDED``: reading ``bb:config`` and the flowmark; RPUSH to the inbox; SADD to the
-scopes/retired sets; ZADD/ZREM on the ttl/prune schedules), each with its own test of
+scopes/retired sets; ZADD/ZREM on the ttl/prune schedules; reading the indexing flag and
+ZADD to the queue of entries waiting for a vector), each with its own test of
 harmlessness (test_attack_bus: the inbox; tests/security/test_security_schedules.py: the
 schedules).
 """
@@ -129,6 +130,8 @@ INTENDED: dict[str, set[str]] = {
     "inbox": {"rpush"},  # the mutation scripts' content events
     "scopes": {"sadd"}, "retired": {"sadd"},
     "ttl": {"zadd", "zrem"}, "prune": {"zadd", "zrem"},
+    # the index role's queue (junk members are dropped: test_retrieval_indexer)
+    "indexing": READ_ONLY, "unembedded": {"zadd"},
 }
 
 
@@ -148,6 +151,7 @@ def _targets(bb: Blackboard, victim_entry: str) -> dict[str, str]:
         "flowmark": partition_key(part, "flowmark"), "edges version": partition_key(part,
                                                                                      "edgesv"),
         "scopes": part.scopes, "ttl": part.ttl, "prune": part.prune,
+        "indexing": part.indexing, "unembedded": part.unembedded,
         "pendings": part.pendings, "inflight": part.inflight,
         "buffer": part.pending("summarize-x", f"agent:{VICTIM}:stm"),
         "config": CONFIG, "scope records": SCOPE_RECORDS, "edge records": EDGE_RECORDS,

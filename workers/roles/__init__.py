@@ -22,6 +22,7 @@ from .registry import (
 )
 
 __all__ = [
+    "BUS_GROUP_ROLES",
     "CONSUMING_ROLES",
     "EDGE_ROLES",
     "ROLES",
@@ -40,5 +41,9 @@ for _spec in (*consolidation.SPECS, *index.SPECS, *maintenance.SPECS):
 ROLES: tuple[str, ...] = tuple(s.name for s in registered())
 #: The roles that read the partition buses (see :attr:`RoleSpec.consumes`).
 CONSUMING_ROLES: tuple[str, ...] = tuple(s.name for s in registered() if s.consumes)
+#: The roles that read the buses through a consumer group of their name.
+BUS_GROUP_ROLES: tuple[str, ...] = tuple(
+    s.name for s in registered() if s.consumes and not s.no_group
+)
 #: The roles that run dataflow edges (consolidation edge runners).
 EDGE_ROLES: tuple[str, ...] = tuple(s.name for s in registered() if s.transformers)

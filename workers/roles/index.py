@@ -41,5 +41,6 @@ class IndexPlugin:
         """Nothing to wake: the index reader asks ``leases.current`` as it reads."""
 
 
-# The role's name is the consumer group the indexer reads (workers.indexer.ROLE).
-SPECS: tuple[RoleSpec, ...] = (RoleSpec(ROLE, IndexPlugin, consumes=True),)
+# Leases split the partitions between index workers; the role reads the partitions'
+# vector queues, not the bus (no consumer group).
+SPECS: tuple[RoleSpec, ...] = (RoleSpec(ROLE, IndexPlugin, consumes=True, no_group=True),)

@@ -81,6 +81,9 @@ class RoleSpec:
     consumes: bool
     #: The transformers whose edges the role runs.
     transformers: frozenset[str] = frozenset()
+    #: Holds partition leases but reads no bus group (the index role reads its own queue):
+    #: no group is created for it, so it never holds the bus trim or retired entries back.
+    no_group: bool = False
 
 
 _SPECS: dict[str, RoleSpec] = {}
