@@ -11,11 +11,13 @@ import logging
 from collections.abc import Callable
 
 from blackboard import Blackboard
+from blackboard.errors import OutOfMemory
 from blackboard.pending import PendingBuffer
 from memory.subscriptions import MemorySubscription
 
-from .dataflow import BufferItem, DataflowRunner
+from .dataflow import OOM_RETRY_S, BufferItem, DataflowRunner
 from .edgeset import EdgeSet
+from .oom import OomNotice
 
 __all__ = ["FireLoops"]
 
@@ -44,6 +46,7 @@ class FireLoops:
         self.name = name
         self.due: dict[int, asyncio.Event] = {}
         self.changed = asyncio.Event()
+        self._oom = OomNotice(f"{name} trigger checks")
 
     def wake(self, p: int) -> None:
         ev = self.due.get(p)
@@ -83,6 +86,9 @@ class FireLoops:
                 if mine:
                     await self.runner.check(p, mine)
                 timeout = await self._next_due_s(part, mine)
+            except OutOfMemory:
+                self._oom.say("the buffers wait until memory is freed")
+                timeout = OOM_RETRY_S
             except Exception:
                 log.exception("trigger check on partition %d failed; will retry", p)
             with contextlib.suppress(TimeoutError):

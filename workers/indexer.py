@@ -25,11 +25,13 @@ from typing import Literal
 import numpy as np
 
 from blackboard import Blackboard, ConsumeCounters, ConsumeOptions, Entry, Event, EventType
+from blackboard.errors import OutOfMemory
 from retrieval.embedders import Embedder, default_embedder
 from retrieval.text import entry_text
 
 __all__ = ["IndexRole", "bind_reembed", "reembed", "run_index_batch"]
 
+from .oom import OomNotice
 from .streams import FailureStreak, until_stopped
 
 log = logging.getLogger(__name__)
@@ -123,6 +125,7 @@ class IndexRole:
         self.claim_window_ms = claim_window_ms
         self.consume_counters = counters if counters is not None else ConsumeCounters()
         self.streak = FailureStreak()
+        self._oom = OomNotice("index")
         self.reopened = 0
         self._stopping = asyncio.Event()
         self._task: asyncio.Task[None] | None = None
@@ -159,6 +162,12 @@ class IndexRole:
             try:
                 await self._consume()
                 return  # stopped
+            except OutOfMemory:
+                self.reopened += 1
+                self._oom.say("reading waits until memory is freed")
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(self._stopping.wait(), backoff)
+                backoff = min(backoff * 2, 5.0)
             except Exception:
                 self.reopened += 1
                 if self.streak.failed():
@@ -190,6 +199,9 @@ class IndexRole:
                 await batch.ack()
                 self.batches += 1
                 self.streak.succeeded()
+            except OutOfMemory:
+                self._oom.say("the batch stays pending until memory is freed")
+                batch.defer()  # handed again as it is, no failure counted
             except Exception:
                 self.failures += 1
                 log.exception(
