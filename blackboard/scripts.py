@@ -11,7 +11,9 @@ updates, reinforcements, the relay, buffering) declare it: Redis then refuses th
 with ``OOM`` while it is over ``maxmemory``, before any command runs. Without it Redis checks
 memory only at a script's first memory-growing command, so a script whose first write frees
 something (capacity eviction) would pass the limit and grow on. The scripts that free memory
-(delete, expire, prune, reap, the dataflow's takes) keep the old mode and run under the limit.
+(delete, expire, prune, reap, the dataflow's takes) keep the old mode and run under the limit;
+``beat.lua`` (a worker's heartbeat and lease beats, a few fixed fields) declares
+``allow-oom``, so a worker waiting for memory stays listed and keeps its leases.
 """
 
 from __future__ import annotations
@@ -64,6 +66,7 @@ _STANDALONE = (
     "ratelimit",
     "redrive",
     "heads",
+    "beat",
 )
 
 

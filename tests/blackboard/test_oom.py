@@ -146,3 +146,33 @@ async def test_the_relay_loop_retries_with_backoff_until_memory_is_freed(
     finally:
         relays.release(s.partition)
         await relays.close()
+
+
+async def test_beats_go_on_over_the_limit_and_only_beats(
+        board: Blackboard, raw: redis.Redis) -> None:
+    # A worker waiting for memory stays listed and keeps its leases: its heartbeat record
+    # and lease-table beat are written over maxmemory (beat.lua, allow-oom), nothing else.
+    from blackboard.errors import ServerError
+    from blackboard.scripts import run_script
+
+    s = board.scope(SCOPE)
+    await s.write("x")
+    raw.config_set("maxmemory", 1)
+    try:
+        await board.presence.beat("w1", "summarize", {"id": "w1", "beat_at": 5}, 5, 60_000,
+                                  first=True)
+        rows = await board.lease_table.beat_and_read("proc1", 7, [("summarize", "w1")])
+        with pytest.raises(OutOfMemory):
+            await s.write("y")
+        before = _dump(raw)
+        for key in (s.keys.ix, s.keys.entry("x1"), "bb:workersX", s.keys.part.bus):
+            with pytest.raises(ServerError, match="BAD_BEAT"):
+                await run_script(board.client, "beat", [key], ["hset", "", "f", "v"])
+        assert _dump(raw) == before
+    finally:
+        raw.config_set("maxmemory", 0)
+    assert raw.hget("bb:workers:w1", "beat_at") == b"5"
+    assert raw.zscore("bb:workers:role:summarize", "w1") == 5
+    assert raw.sismember("bb:workers:roles", "summarize")
+    assert raw.pttl("bb:workers:w1") > 50_000
+    assert rows.beats.get("proc1") == 7 and raw.hget("bb:leases", "b:proc1") == b"7"

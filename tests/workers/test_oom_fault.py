@@ -1,10 +1,11 @@
 """Issue 23 item 2, the "OOM then free" line of the fault suite, with real worker processes
 on a redis-server of its own (``maxmemory-policy noeviction``).
 
-Measured before: the relay dropped every event it could not publish (as 'invalid'), those
-entries were never consolidated; after memory was freed the workers did not resume (500 of
-500 never consolidated 180 s later, ``stats`` listing no worker though the process lived); a
-worker started over the limit exited 1.
+Measured before: writes into a working scope at capacity passed the limit; the relay
+dropped every event it could not publish (as 'invalid'), those entries were never
+consolidated; after memory was freed the workers did not resume (500 of 500 never
+consolidated 180 s later, ``stats`` listing no worker though the process lived); a worker
+started over the limit exited 1.
 """
 
 from __future__ import annotations
@@ -39,7 +40,7 @@ from workers.heartbeat import list_workers
 pytestmark = pytest.mark.process  # worker processes and a redis-server of their own
 
 AGENT = "oom1"
-#: While Redis refuses writes: longer than a lease TTL and a few heartbeats (QUICK).
+#: While Redis refuses writes: longer than a lease TTL and a heartbeat record's life (QUICK).
 OOM_FOR_S = 6.0
 #: The issue's bound: every acknowledged write consolidated this long after the fault clears.
 CLEAR_WITHIN_S = 60.0
@@ -86,6 +87,8 @@ async def test_oom_then_free_under_a_write_load(tmp_path: Path) -> None:
                 assert await wait_for(full, 20, every=0.05), "the writes never reached the limit"
                 await asyncio.sleep(OOM_FOR_S)
                 during = procs.log_text()
+                # Still listed by stats, with its partitions: its beats are allowed (beat.lua).
+                listed = await list_workers(bb)
                 raw.config_set("maxmemory", 0)
                 t_clear = time.monotonic()
                 await asyncio.sleep(2)  # the load goes on after the fault clears
@@ -117,6 +120,7 @@ async def test_oom_then_free_under_a_write_load(tmp_path: Path) -> None:
                 assert lost_i == lost_s == 0, (took, procs.log_text()[-3000:])
                 assert twice_i == twice_s == 0
                 assert counters, "the worker is not listed by stats"
+                assert [w.partitions for w in listed] == [(0, 1, 2, 3)], listed
                 assert drops == 0
                 assert dlq == 0, await dlq_sample(bb)
                 assert took <= CLEAR_WITHIN_S
