@@ -12,8 +12,9 @@ with ``OOM`` while it is over ``maxmemory``, before any command runs. Without it
 memory only at a script's first memory-growing command, so a script whose first write frees
 something (capacity eviction) would pass the limit and grow on. The scripts that free memory
 (delete, expire, prune, reap, the dataflow's takes) keep the old mode and run under the limit;
-``beat.lua`` (a worker's heartbeat and lease beats, a few fixed fields) declares
-``allow-oom``, so a worker waiting for memory stays listed and keeps its leases.
+``beat.lua`` (a worker's heartbeat and lease beats, a few fixed fields) and ``lease.lua``
+(the leases maintenance jobs run under) declare ``allow-oom``, so a worker waiting for memory
+stays listed and keeps its leases, and the jobs that free memory still run.
 """
 
 from __future__ import annotations
