@@ -109,13 +109,15 @@ class DataflowRunner:
     #: duplicating the work of) the new owner.
     owns: Callable[[int], bool] = lambda p: True
     counters: RunnerCounters = field(default_factory=RunnerCounters)
+    #: While Redis is over its maxmemory, firing says it waits once per this many seconds.
+    oom_say_every_s: float = 30.0
 
     def __post_init__(self) -> None:
         self._last_fire: dict[str, float] = {}
         self._failures: dict[tuple[str, str], int] = defaultdict(int)
         self._locks: dict[int, asyncio.Lock] = defaultdict(asyncio.Lock)
         self._retry_at: dict[str, float] = {}
-        self._oom = OomNotice(f"{self.role} firing")
+        self._oom = OomNotice(f"{self.role} firing", self.oom_say_every_s)
 
     def last_fired(self, key: str) -> float:
         """When buffer ``key`` last fired (s, Redis clock; 0 if never): timer triggers."""

@@ -39,6 +39,7 @@ class FireLoops:
         stopping: asyncio.Event,
         min_wait_ms: int,
         name: str,
+        oom_say_every_s: float = 30.0,
     ) -> None:
         self.bb, self.runner, self.edges = bb, runner, edges
         self.owned, self.stopping = owned, stopping
@@ -46,7 +47,7 @@ class FireLoops:
         self.name = name
         self.due: dict[int, asyncio.Event] = {}
         self.changed = asyncio.Event()
-        self._oom = OomNotice(f"{name} trigger checks")
+        self._oom = OomNotice(f"{name} trigger checks", oom_say_every_s)
 
     def wake(self, p: int) -> None:
         ev = self.due.get(p)

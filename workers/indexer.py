@@ -116,6 +116,7 @@ class IndexRole:
         max_deliveries: int = 5,
         claim_window_ms: int | None = None,
         counters: ConsumeCounters | None = None,
+        oom_say_every_s: float = 30.0,
     ) -> None:
         self.bb, self.consumer = bb, consumer
         self.embedder = default_embedder() if embedder == "default" else embedder
@@ -125,7 +126,7 @@ class IndexRole:
         self.claim_window_ms = claim_window_ms
         self.consume_counters = counters if counters is not None else ConsumeCounters()
         self.streak = FailureStreak()
-        self._oom = OomNotice("index")
+        self._oom = OomNotice("index", oom_say_every_s)
         self.reopened = 0
         self._stopping = asyncio.Event()
         self._task: asyncio.Task[None] | None = None

@@ -66,7 +66,10 @@ class Maintenance:
     skipped_scopes: int = 0
     _running: set[asyncio.Task[Any]] = field(default_factory=set, repr=False)
     _stopping: bool = field(default=False, repr=False)
-    _oom: OomNotice = field(default_factory=lambda: OomNotice("maintenance"), repr=False)
+    _oom: OomNotice = field(init=False, repr=False)
+
+    def __post_init__(self) -> None:
+        self._oom = OomNotice("maintenance", self.settings.oom_say_every_s)
 
     async def drain(self) -> None:
         """Let job runs in hand finish their current partition, then return (stopping)."""

@@ -47,6 +47,7 @@ class EdgeRunnerRole:
             crash_window_ms=host.settings.crash_window_ms,
             # Stopping ends firing after the batch in hand, as losing the lease does.
             owns=lambda p: p in host.leases.owned and not host.stopping.is_set(),
+            oom_say_every_s=host.settings.oom_say_every_s,
         )
         self.fires = FireLoops(
             host.bb,
@@ -56,6 +57,7 @@ class EdgeRunnerRole:
             host.stopping,
             host.settings.trigger_check_ms,
             host.id,
+            host.settings.oom_say_every_s,
         )
         self._readers_changed = asyncio.Event()
         self._tasks: list[asyncio.Task[None]] = []
