@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from . import keys as K
-from .errors import ScriptMissing
+from .errors import InvalidArgument, ScriptMissing
 from .scripts import SCRIPTS, load_script, run_script
 
 if TYPE_CHECKING:
@@ -27,9 +27,14 @@ log = logging.getLogger(__name__)
 
 
 class Lease:
-    """One key held by one token for ``ttl_ms`` at a time (e.g. a periodic job's run)."""
+    """One key held by one token for ``ttl_ms`` at a time (e.g. a periodic job's run).
+
+    ``key`` is under ``bb:lease:`` (``lease.lua`` runs over maxmemory, so it touches no
+    other key)."""
 
     def __init__(self, bb: Blackboard, key: str) -> None:
+        if not key.startswith(f"{K.ROOT}:lease:"):
+            raise InvalidArgument(f"a lease key is under {K.ROOT}:lease:, not {key!r:.80}")
         self.bb, self.key = bb, key
 
     async def _op(self, op: str, token: str, ttl_ms: int) -> bool:
