@@ -77,6 +77,10 @@ class Batch:
     _bb: Blackboard = field(repr=False)
     _done: asyncio.Event = field(default_factory=asyncio.Event, repr=False)
     acked: bool = False
+    #: the handler could not run for a reason that is not the events' (Redis over its
+    #: maxmemory): the reader hands the same events again after a backoff, counting neither
+    #: a failure nor a delivery, so waiting for memory never dead-letters anything
+    deferred: bool = False
     reader: object = field(default=None, repr=False, compare=False)
 
     def __len__(self) -> int:
@@ -98,6 +102,11 @@ class Batch:
 
     def release(self) -> None:
         """Leave un-acked events pending (they are re-delivered, counting a delivery)."""
+        self._done.set()
+
+    def defer(self) -> None:
+        """Hand the events again later, as they are, counting no failure (see ``deferred``)."""
+        self.deferred = True
         self._done.set()
 
     async def dead_letter(self, event: Event, reason: str) -> bool:

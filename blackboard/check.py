@@ -27,7 +27,7 @@ from typing import Any
 
 from . import keys as K
 from .codec import as_str
-from .errors import InvalidArgument
+from .errors import AccessDenied, InvalidArgument, ServerError
 from .ids import is_entry_id
 from .keys import PartitionKeys, ScopeKeys
 from .validation import validate_scope
@@ -61,6 +61,8 @@ class CheckReport:
     entries: int = 0
     drift: list[Drift] = field(default_factory=list)
     repaired: bool = False
+    #: what is not drift but an operator should know (a server without a memory limit)
+    notes: list[str] = field(default_factory=list)
 
     @property
     def ok(self) -> bool:
@@ -69,7 +71,8 @@ class CheckReport:
 
     def to_json(self) -> dict[str, Any]:
         return {"ok": self.ok, "scopes": self.scopes, "entries": self.entries,
-                "repaired": self.repaired, "drift": [asdict(d) for d in self.drift]}
+                "repaired": self.repaired, "drift": [asdict(d) for d in self.drift],
+                "notes": list(self.notes)}
 
 
 def _s(v: Any) -> str:
@@ -337,12 +340,27 @@ async def _scope_ids(
     return out
 
 
+async def _check_maxmemory(client: Any, report: CheckReport) -> None:
+    """Note a server without a memory limit (``maxmemory 0``): a runaway writer then grows
+    Redis until the machine swaps or kills it, where a limit refuses writes with
+    ``OutOfMemory`` and nothing is lost. A note, not drift: nothing to repair here."""
+    try:
+        got = {as_str(k): as_str(v) for k, v in (await client.config_get("maxmemory")).items()}
+    except (AccessDenied, ServerError):
+        return  # a user that may not read the config
+    if got.get("maxmemory", "0") == "0":
+        report.notes.append(
+            "Redis runs without a memory limit (maxmemory 0): set one with CONFIG SET "
+            "maxmemory 1gb (and in redis.conf), or `blackboard server --maxmemory 1gb`")
+
+
 async def check_scopes(
     client: Any, partitions: int, *, repair: bool, scopes: Iterable[str] | None
 ) -> CheckReport:
     """:meth:`Blackboard.check <blackboard.board.Blackboard.check>` on ``client``'s server
     of ``partitions`` partitions."""
     report = CheckReport(repaired=repair)
+    await _check_maxmemory(client, report)
     if scopes is None:
         pairs = await _scope_ids(client, partitions, report, repair)
     else:

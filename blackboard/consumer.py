@@ -119,11 +119,19 @@ class _Reader:
             events = [e for e in events if e.only is None or e.only == self.role]
         if not events:
             return True
-        if self.retired:
-            return False
-        batch = Batch(self.role, self.consumer, self.partition, events, self.bb, reader=self)
-        await self.out.put(batch)
-        await batch._done.wait()
+        wait = 0.1
+        while True:
+            if self.retired:
+                return False
+            batch = Batch(self.role, self.consumer, self.partition, events, self.bb, reader=self)
+            await self.out.put(batch)
+            await batch._done.wait()
+            if not batch.deferred:
+                break
+            # Deferred (Redis over maxmemory): the same events again once it may have room;
+            # still pending for this consumer, not re-claimed, so no delivery is counted.
+            await asyncio.sleep(wait)
+            wait = min(wait * 2, 2.0)
         for ev in events:
             if batch.acked:
                 self._failures.pop(ev.id, None)

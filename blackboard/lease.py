@@ -15,7 +15,8 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from . import keys as K
-from .scripts import run_script
+from .errors import InvalidArgument, ScriptMissing
+from .scripts import SCRIPTS, load_script, run_script
 
 if TYPE_CHECKING:
     from .board import Blackboard
@@ -26,9 +27,14 @@ log = logging.getLogger(__name__)
 
 
 class Lease:
-    """One key held by one token for ``ttl_ms`` at a time (e.g. a periodic job's run)."""
+    """One key held by one token for ``ttl_ms`` at a time (e.g. a periodic job's run).
+
+    ``key`` is under ``bb:lease:`` (``lease.lua`` runs over maxmemory, so it touches no
+    other key)."""
 
     def __init__(self, bb: Blackboard, key: str) -> None:
+        if not key.startswith(f"{K.ROOT}:lease:"):
+            raise InvalidArgument(f"a lease key is under {K.ROOT}:lease:, not {key!r:.80}")
         self.bb, self.key = bb, key
 
     async def _op(self, op: str, token: str, ttl_ms: int) -> bool:
@@ -84,12 +90,26 @@ class LeaseTable:
     ) -> LeaseRows:
         """Write ``process``'s beat (None: no beat) with the process field of each newly
         ``joined`` (role, holder), then read the table: one round trip."""
-        async with self.bb.client.pipeline(transaction=False) as pipe:
-            if process is not None:
-                mapping: dict[str, str | int] = {f"w:{r}:{h}": process for r, h in joined}
-                pipe.hset(self.key, mapping=mapping | {f"b:{process}": now})
-            pipe.hgetall(self.key)
-            replies = await pipe.execute()
+        flat: list[str] = []
+        if process is not None:
+            mapping: dict[str, str | int] = {f"w:{r}:{h}": process for r, h in joined}
+            flat = [str(x) for kv in (mapping | {f"b:{process}": now}).items() for x in kv]
+        beat = SCRIPTS["beat"]
+        for attempt in (0, 1):
+            async with self.bb.client.pipeline(transaction=False) as pipe:
+                if flat:
+                    # beat.lua: allowed while Redis is over maxmemory (leases are kept while
+                    # a worker waits for memory)
+                    pipe.execute_command("EVALSHA", beat.sha, 1, self.key, "hset", "", *flat)
+                pipe.hgetall(self.key)
+                replies = await pipe.execute(raise_on_error=False)
+            if attempt == 0 and isinstance(replies[0], ScriptMissing):
+                await load_script(self.bb.client, "beat")
+                continue
+            for r in replies:
+                if isinstance(r, Exception):
+                    raise r
+            break
         return LeaseRows.parse(replies[-1])
 
     async def read(self) -> LeaseRows:

@@ -12,6 +12,7 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
 from . import keys as K
+from .scripts import run_script_many
 
 if TYPE_CHECKING:
     from .board import Blackboard
@@ -36,14 +37,16 @@ class Presence:
     ) -> None:
         """Write (part of) the record and its beat; it expires ``ttl_ms`` after this.
         ``first``: also list ``role`` among the roles (once per worker is enough)."""
-        key = K.worker(worker_id)
-        async with self.bb.client.pipeline(transaction=False) as pipe:
-            pipe.hset(key, mapping=dict(record))
-            pipe.pexpire(key, ttl_ms)
-            pipe.zadd(K.workers_of(role), {worker_id: now})
-            if first:
-                pipe.sadd(K.worker_roles(), role)
-            await pipe.execute()
+        flat = [str(x) for kv in record.items() for x in kv]
+        calls = [([K.worker(worker_id)], ["hset", str(ttl_ms), *flat]),
+                 ([K.workers_of(role)], ["zadd", "", str(now), worker_id])]
+        if first:
+            calls.append(([K.worker_roles()], ["sadd", "", role]))
+        # beat.lua: allowed while Redis is over maxmemory, so a worker waiting for memory
+        # stays listed (one round trip, as the pipeline of plain commands it replaces).
+        for reply in await run_script_many(self.bb.client, "beat", calls):
+            if isinstance(reply, Exception):
+                raise reply
 
     async def remove(self, worker_id: str, role: str) -> None:
         async with self.bb.client.pipeline(transaction=False) as pipe:

@@ -46,12 +46,17 @@ from .errors import (
 
 __all__ = [
     "ERROR_REPLIES",
+    "OUT_OF_MEMORY",
     "REDIS_ERRORS",
     "TranslatingCluster",
     "TranslatingRedis",
     "translate",
     "untranslated",
 ]
+
+#: An :class:`OutOfMemory`'s message (Redis's own words stay in ``redis_message``).
+OUT_OF_MEMORY = ("Redis is over its maxmemory and refuses writes: nothing was written; free "
+                 "memory (delete entries, or let them expire) or raise maxmemory")
 
 #: What redis-py raises: its errors, and its cluster client's (not RedisError subclasses).
 REDIS_ERRORS = (rexc.RedisError, rexc.RedisClusterException)
@@ -101,7 +106,12 @@ def translate(exc: BaseException) -> BlackboardError:
             typ = ScopeDamaged
         elif isinstance(exc, rexc.RedisClusterException):
             typ = ServerUnavailable  # no node serves the slot, or the pipeline cannot span it
-    out = AccessDenied(text, by_server=True) if typ is AccessDenied else typ(text)
+    if typ is AccessDenied:
+        out: BlackboardError = AccessDenied(text, by_server=True)
+    elif typ is OutOfMemory:
+        out = OutOfMemory(OUT_OF_MEMORY)
+    else:
+        out = typ(text)
     out.redis_message = text
     return out
 

@@ -11,17 +11,20 @@ of this process reads that partition's bus (:mod:`blackboard.consumer` acquires 
 them): whoever consumes a bus also fills it, and six roles reading one partition share one
 loop. A loop relays what is there, then blocks on the inbox (``BLMOVE`` into ``relaying``,
 so an item taken by a relay that dies is relayed by the next); idle, it costs one command
-per ``block_s``. A failed round is logged, counted and retried after a backoff.
+per ``block_s``. A failed round is logged, counted and retried after a backoff; one that Redis
+refused for want of memory (over ``maxmemory``) leaves every item where it was.
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
+import time
 from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from .errors import OutOfMemory
 from .keys import PartitionKeys
 from .scripts import run_script
 from .tasks import cancel_and_wait
@@ -32,6 +35,9 @@ if TYPE_CHECKING:
 __all__ = ["Inbox", "RelayCounters", "RelayResult", "Relays"]
 
 log = logging.getLogger(__name__)
+
+#: While Redis is over its maxmemory, a relay loop says so once per this many seconds.
+OOM_SAY_EVERY_S = 30.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -143,6 +149,7 @@ class Relays:
     async def _loop(self, p: int) -> None:
         inbox = Inbox(self.bb, p)
         backoff = 0.1
+        said_oom = -OOM_SAY_EVERY_S
         self.bb.reserve_connections(1)  # the BLMOVE holds one for itself
         me = asyncio.current_task()
         try:
@@ -163,6 +170,15 @@ class Relays:
                     backoff = 0.1
                 except asyncio.CancelledError:
                     raise
+                except OutOfMemory:
+                    # Refused whole: the items stay in the inbox until memory is freed.
+                    self.counters.errors += 1
+                    if time.monotonic() >= said_oom + OOM_SAY_EVERY_S:
+                        said_oom = time.monotonic()
+                        log.warning("relay p%d: Redis is over its maxmemory; the inbox is "
+                                    "kept and relayed once memory is freed", p)
+                    await asyncio.sleep(backoff)
+                    backoff = min(backoff * 2, 5.0)
                 except Exception:
                     self.counters.errors += 1
                     log.exception("relay p%d failed; retrying in %.1fs", p, backoff)

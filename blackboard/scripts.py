@@ -4,6 +4,17 @@ Each mutation script is sent as ``_flow.lua`` and ``_lib.lua`` followed by the s
 (the dataflow's service scripts as ``_flow.lua`` and the file); the header of the
 file names its KEYS, ARGV and reply. :func:`raise_for_script_error` turns the error replies
 the scripts define into the matching :mod:`blackboard.errors` exception.
+
+A script file may start with a ``#!lua`` line (Redis's script flags): it is moved to the
+front of the assembled source, where Redis reads it. The scripts that add data (writes,
+updates, reinforcements, the relay, buffering) declare it: Redis then refuses the whole call
+with ``OOM`` while it is over ``maxmemory``, before any command runs. Without it Redis checks
+memory only at a script's first memory-growing command, so a script whose first write frees
+something (capacity eviction) would pass the limit and grow on. The scripts that free memory
+(delete, expire, prune, reap, the dataflow's takes) keep the old mode and run under the limit;
+``beat.lua`` (a worker's heartbeat and lease beats, a few fixed fields) and ``lease.lua``
+(the leases maintenance jobs run under) declare ``allow-oom``, so a worker waiting for memory
+stays listed and keeps its leases, and the jobs that free memory still run.
 """
 
 from __future__ import annotations
@@ -22,6 +33,7 @@ from .errors import (
     EntryTooLarge,
     InvalidArgument,
     NotFound,
+    OutOfMemory,
     ScopeDamaged,
     ScopeFull,
     ScriptMissing,
@@ -58,6 +70,7 @@ _STANDALONE = (
     "ratelimit",
     "redrive",
     "heads",
+    "beat",
 )
 
 
@@ -81,12 +94,16 @@ def _load_all() -> dict[str, Script]:
     out: dict[str, Script] = {}
     for name in _WITH_LIB + _WITH_FLOW + _STANDALONE:
         body = _read(f"{name}.lua")
+        shebang = ""
+        if body.startswith("#!"):  # Redis reads the flags only on the source's first line
+            shebang, body = body.split("\n", 1)
+            shebang += "\n"
         if name in _WITH_LIB:
-            source = f"{lib}\n{body}"
+            source = f"{shebang}{lib}\n{body}"
         elif name in _WITH_FLOW:
-            source = f"{flow}\n{body}"
+            source = f"{shebang}{flow}\n{body}"
         else:
-            source = body
+            source = f"{shebang}{body}"
         out[name] = Script(name, source, hashlib.sha1(source.encode()).hexdigest())
     return out
 
@@ -114,6 +131,8 @@ def raise_for_script_error(exc: BaseException, entry_id: str = "", scope: str = 
     (:mod:`blackboard.redis_errors`): a script's own codes become their errors here."""
     if not isinstance(exc, BlackboardError) or exc.redis_message is None:
         raise exc  # the library's own (e.g. a script this user may not load)
+    if isinstance(exc, OutOfMemory):  # refused before the script ran: nothing written
+        raise exc
     if isinstance(exc, AccessDenied):  # refused inside the script
         raise AccessDenied(f"Redis refused the operation: {exc}", by_server=True) from exc
     m = _ERR.search(str(exc))

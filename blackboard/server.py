@@ -8,6 +8,7 @@ this one launcher. :class:`RedisClusterServer` starts N masters and forms a clus
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import signal
 import socket
@@ -21,11 +22,13 @@ from .codec import as_str
 from .errors import BlackboardError
 
 __all__ = [
-    "ACL_FILE", "RedisClusterServer", "RedisServer", "find_redis_server", "free_port",
-    "redis_version",
+    "ACL_FILE", "MAXMEMORY_RE", "RedisClusterServer", "RedisServer", "find_redis_server",
+    "free_port", "redis_version",
 ]
 
 BIN_ENV = "BLACKBOARD_REDIS_SERVER"
+#: A maxmemory Redis accepts: bytes, or a number with k/kb/m/mb/g/gb (any case); 0 = none.
+MAXMEMORY_RE = re.compile(r"\d+(?:[kmg]b?)?", re.IGNORECASE)
 ACL_FILE = "users.acl"  # in the data directory, beside the AOF
 
 
@@ -122,10 +125,11 @@ class RedisServer:
 
     ``data_dir`` holds the AOF (a temporary directory, removed on stop, when None).
     ``appendfsync`` is ``everysec`` (default) or ``always`` (every write fsynced before
-    the reply: strict durability). ACL users live in ``<data_dir>/users.acl``
-    (:data:`ACL_FILE`): ``ACL SETUSER`` alone changes only memory, so the admin
-    operations of :mod:`blackboard.acl` run ``ACL SAVE`` and the users (and a protected
-    default user) survive a restart like the data does.
+    the reply: strict durability). ``maxmemory`` (e.g. ``"1gb"``; None: Redis's default,
+    no limit) bounds Redis's memory; over it, writes are refused (``noeviction``). ACL
+    users live in ``<data_dir>/users.acl`` (:data:`ACL_FILE`): ``ACL SETUSER`` alone
+    changes only memory, so the admin operations of :mod:`blackboard.acl` run ``ACL SAVE``
+    and the users (and a protected default user) survive a restart like the data does.
     """
 
     def __init__(
@@ -138,9 +142,16 @@ class RedisServer:
         cluster: bool = False,
         extra_args: tuple[str, ...] = (),
         log_file: str | None = None,
+        maxmemory: str | None = None,
     ) -> None:
         if appendfsync not in ("always", "everysec", "no"):
             raise BlackboardError("appendfsync must be always, everysec or no")
+        if maxmemory is not None and not MAXMEMORY_RE.fullmatch(maxmemory):
+            raise BlackboardError(
+                f"maxmemory {maxmemory!r} is not a size: bytes, or a number with kb, mb or gb "
+                "(e.g. 1gb, 512mb; 0 for no limit)"
+            )
+        self.maxmemory = maxmemory
         self.binary = binary or find_redis_server()
         self.port = port or free_port(cluster_bus=cluster)
         self._tmp = None if data_dir is not None else tempfile.mkdtemp(prefix="bb-redis-")
@@ -180,6 +191,8 @@ class RedisServer:
             "--protected-mode", "yes",
             "--logfile", self.log_file or "",
         ]
+        if self.maxmemory is not None:
+            a += ["--maxmemory", self.maxmemory]
         if self.cluster:
             a += ["--cluster-enabled", "yes", "--cluster-config-file", "nodes.conf",
                   "--cluster-node-timeout", "2000"]

@@ -198,6 +198,8 @@ def check(
         for d in report.drift:
             mark = "[dim]note[/]" if d.harmless else "[red]drift[/]"
             console.print(f"{mark} {d.scope} {d.index} {d.member!r}: {d.problem}")
+        for n in report.notes:
+            console.print(f"[dim]note[/] server: {n}", highlight=False, soft_wrap=True)
         console.print(f"{report.scopes} scopes, {report.entries} entries, "
                       f"{len(report.drift)} findings{' (repaired)' if repair else ''}")
     if not report.ok and not repair:

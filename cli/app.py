@@ -21,6 +21,7 @@ import typer
 
 from blackboard import Blackboard, RedisServer
 from blackboard.redact import mask_url
+from blackboard.server import MAXMEMORY_RE
 
 from .errors import fail, one_line_warnings, usage
 from .options import (
@@ -46,6 +47,9 @@ app = typer.Typer(
 
 #: ``server --appendfsync`` values (redis.conf's).
 APPENDFSYNC = ("always", "everysec", "no")
+#: `blackboard server`'s memory limit unless told (README, "Memory pressure"): a runaway
+#: writer then meets OutOfMemory instead of the machine's swap or OOM killer.
+DEFAULT_MAXMEMORY = "1gb"
 
 
 @app.callback()
@@ -71,13 +75,19 @@ def server(
     appendfsync: Annotated[
         str, typer.Option(help="everysec (default) or always (fsync every write).")
     ] = "everysec",
+    maxmemory: Annotated[str, typer.Option(
+        help="Redis's memory limit (e.g. 1gb, 512mb; 0 = none); over it writes are refused."
+    )] = DEFAULT_MAXMEMORY,
     json_out: Json = False,
 ) -> None:
     """Run a private redis-server in the foreground (AOF on); Ctrl-C stops it cleanly."""
     if appendfsync not in APPENDFSYNC:
         usage(f"--appendfsync {appendfsync!r} is not one of {', '.join(APPENDFSYNC)}")
+    if not MAXMEMORY_RE.fullmatch(maxmemory):
+        usage(f"--maxmemory {maxmemory!r} is not a size: bytes, or a number with kb, mb or gb "
+              "(e.g. 1gb, 512mb; 0 for no limit)")
     try:
-        srv = RedisServer(port or None, data_dir, appendfsync=appendfsync)
+        srv = RedisServer(port or None, data_dir, appendfsync=appendfsync, maxmemory=maxmemory)
         srv.start()
     except Exception as exc:
         fail(exc)
@@ -95,13 +105,15 @@ def server(
         "binary": srv.binary,
         "version": ".".join(map(str, srv.version)),
         "pid": srv.proc.pid if srv.proc else None,
+        "maxmemory": maxmemory,
     }
     if json_out:
         print_json(info)
     else:
         console.print(
             f"ready: redis-server {info['version']} on [bold]{srv.url}[/] "
-            f"(AOF in {srv.data_dir}, appendfsync {appendfsync}); Ctrl-C to stop",
+            f"(AOF in {srv.data_dir}, appendfsync {appendfsync}, maxmemory {maxmemory}); "
+            "Ctrl-C to stop",
             highlight=False, soft_wrap=True,  # one line, also for a log reader
         )
     code = srv.join()

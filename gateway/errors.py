@@ -3,7 +3,8 @@
 The library's exceptions keep their names as ``error`` (the remote client maps them back
 to the same types); Redis's own refusals (``NOPERM``: a confined user reaching for a key
 it may not touch; the library hands them over as ``AccessDenied(by_server=True)``) become
-``AccessDenied`` 403, a refused login 401, an unreachable server 503; any other error
+``AccessDenied`` 403, a refused login 401, an unreachable server 503, Redis over its
+``maxmemory`` (``OutOfMemory``: nothing was written) 507 Insufficient Storage; any other error
 Redis answered that the library did not turn into one of its own is a 500, logged.
 """
 
@@ -32,7 +33,7 @@ from blackboard import (
     ServerUnavailable,
     VersionConflict,
 )
-from blackboard.errors import LoginRefused
+from blackboard.errors import LoginRefused, OutOfMemory
 from memory.wire import ErrorBody
 
 from .refusals import BodyTooLarge, Forbidden, GatewayError, TooManyRequests, Unauthorized
@@ -58,6 +59,7 @@ _LIBRARY: tuple[tuple[type[BaseException], int, str | None], ...] = (
     (ScopeFull, 409, None),
     (ConfigMismatch, 503, None),
     (ServerUnavailable, 503, None),
+    (OutOfMemory, 507, None),  # Redis over maxmemory: nothing written, retry once freed
 )
 
 
@@ -82,7 +84,7 @@ def _unnamed_redis_error(exc: BaseException) -> bool:
     """An error Redis answered that the library hands over as it came, without a name
     the API maps (a WRONGTYPE, OOM or other error reply outside the scripts)."""
     return (isinstance(exc, BlackboardError) and exc.redis_message is not None
-            and not isinstance(exc, AccessDenied | ServerUnavailable))
+            and not isinstance(exc, AccessDenied | ServerUnavailable | OutOfMemory))
 
 
 def status_of(exc: BaseException) -> tuple[int, ErrorBody, dict[str, str]]:

@@ -23,14 +23,19 @@ from typing import Any
 
 from blackboard import Blackboard, Entry, EntryRef, Event, EventType, WriteRequest
 from blackboard.edges_version import version_string
+from blackboard.errors import OutOfMemory
 from blackboard.pending import PendingBuffer
 from memory.subscriptions import MemorySubscription
 
 from .edgeset import EdgeSet
+from .oom import OomNotice
 
 __all__ = ["BufferItem", "DataflowRunner", "max_batch"]
 
 log = logging.getLogger(__name__)
+
+#: A fire refused for want of memory (Redis over maxmemory) is tried again this much later.
+OOM_RETRY_S = 1.0
 
 DLQ_MAXLEN = 100_000
 
@@ -104,12 +109,15 @@ class DataflowRunner:
     #: duplicating the work of) the new owner.
     owns: Callable[[int], bool] = lambda p: True
     counters: RunnerCounters = field(default_factory=RunnerCounters)
+    #: While Redis is over its maxmemory, firing says it waits once per this many seconds.
+    oom_say_every_s: float = 30.0
 
     def __post_init__(self) -> None:
         self._last_fire: dict[str, float] = {}
         self._failures: dict[tuple[str, str], int] = defaultdict(int)
         self._locks: dict[int, asyncio.Lock] = defaultdict(asyncio.Lock)
         self._retry_at: dict[str, float] = {}
+        self._oom = OomNotice(f"{self.role} firing", self.oom_say_every_s)
 
     def last_fired(self, key: str) -> float:
         """When buffer ``key`` last fired (s, Redis clock; 0 if never): timer triggers."""
@@ -251,6 +259,12 @@ class DataflowRunner:
             if entries:
                 requests = await self.transform(edge, target, entries, now_ms)
                 await self._write(target, requests)
+        except OutOfMemory:
+            # Nothing was written and it is not the batch's fault: tried again, uncounted
+            # (never dead-lettered for want of memory), until memory is freed.
+            self._oom.say("the batch stays in its buffer until memory is freed")
+            self._retry_at[key] = self.bb.now_ms() / 1000 + OOM_RETRY_S
+            return
         except Exception as exc:
             self.counters.errors += 1
             fkey = (key, raw[0].decode())

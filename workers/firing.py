@@ -11,11 +11,13 @@ import logging
 from collections.abc import Callable
 
 from blackboard import Blackboard
+from blackboard.errors import OutOfMemory
 from blackboard.pending import PendingBuffer
 from memory.subscriptions import MemorySubscription
 
-from .dataflow import BufferItem, DataflowRunner
+from .dataflow import OOM_RETRY_S, BufferItem, DataflowRunner
 from .edgeset import EdgeSet
+from .oom import OomNotice
 
 __all__ = ["FireLoops"]
 
@@ -37,6 +39,7 @@ class FireLoops:
         stopping: asyncio.Event,
         min_wait_ms: int,
         name: str,
+        oom_say_every_s: float = 30.0,
     ) -> None:
         self.bb, self.runner, self.edges = bb, runner, edges
         self.owned, self.stopping = owned, stopping
@@ -44,6 +47,7 @@ class FireLoops:
         self.name = name
         self.due: dict[int, asyncio.Event] = {}
         self.changed = asyncio.Event()
+        self._oom = OomNotice(f"{name} trigger checks", oom_say_every_s)
 
     def wake(self, p: int) -> None:
         ev = self.due.get(p)
@@ -83,6 +87,9 @@ class FireLoops:
                 if mine:
                     await self.runner.check(p, mine)
                 timeout = await self._next_due_s(part, mine)
+            except OutOfMemory:
+                self._oom.say("the buffers wait until memory is freed")
+                timeout = OOM_RETRY_S
             except Exception:
                 log.exception("trigger check on partition %d failed; will retry", p)
             with contextlib.suppress(TimeoutError):

@@ -26,12 +26,14 @@ from typing import Literal
 import numpy as np
 
 from blackboard import Blackboard, ConsumeCounters, Entry, Event, EventType
+from blackboard.errors import OutOfMemory
 from blackboard.vector_queue import Queued, VectorQueue
 from retrieval.embedders import Embedder, default_embedder
 from retrieval.text import entry_text
 
 __all__ = ["IndexRole", "bind_reembed", "reembed", "run_index_batch"]
 
+from .oom import OomNotice
 from .streams import FailureStreak
 
 log = logging.getLogger(__name__)
@@ -123,6 +125,7 @@ class IndexRole:
         max_deliveries: int = 5,
         claim_window_ms: int | None = None,
         counters: ConsumeCounters | None = None,
+        oom_say_every_s: float = 30.0,
     ) -> None:
         self.bb, self.consumer = bb, consumer
         self.embedder = default_embedder() if embedder == "default" else embedder
@@ -132,6 +135,7 @@ class IndexRole:
         self.claim_window_ms = claim_window_ms
         self.consume_counters = counters if counters is not None else ConsumeCounters()
         self.streak = FailureStreak()
+        self._oom = OomNotice("index", oom_say_every_s)
         self.reopened = 0
         self._stopping = asyncio.Event()
         self._task: asyncio.Task[None] | None = None
@@ -176,6 +180,12 @@ class IndexRole:
             try:
                 await self._consume()
                 return  # stopped
+            except OutOfMemory:
+                self.reopened += 1
+                self._oom.say("reading waits until memory is freed")
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(self._stopping.wait(), backoff)
+                backoff = min(backoff * 2, 5.0)
             except Exception:
                 self.reopened += 1
                 if self.streak.failed():

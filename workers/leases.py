@@ -190,7 +190,10 @@ class LeaseSet:
             candidates = [
                 p
                 for p in range(self.bb.partitions)
-                if p not in self.owned and snap.lapsed(self.role, p, self.ttl_ms)
+                if p not in self.owned and (snap.lapsed(self.role, p, self.ttl_ms)
+                                            # given up locally (no tick for a lease TTL,
+                                            # e.g. Redis over maxmemory) and still ours
+                                            or snap.holders.get((self.role, p)) == self.token)
             ]
             random.shuffle(candidates)  # spread contention between starting workers
             for p in candidates:

@@ -18,11 +18,13 @@ from typing import Any
 import numpy as np
 
 from blackboard import Blackboard, Entry, InvalidScope
+from blackboard.errors import OutOfMemory
 from blackboard.validation import validate_scope
 from consolidation.dedupe import find_duplicates
 from consolidation.transformer import Similarity
 
 from .leases import JobLease
+from .oom import OomNotice
 from .settings import WorkerSettings
 
 __all__ = ["JOBS", "JobReport", "Maintenance"]
@@ -64,6 +66,10 @@ class Maintenance:
     skipped_scopes: int = 0
     _running: set[asyncio.Task[Any]] = field(default_factory=set, repr=False)
     _stopping: bool = field(default=False, repr=False)
+    _oom: OomNotice = field(init=False, repr=False)
+
+    def __post_init__(self) -> None:
+        self._oom = OomNotice("maintenance", self.settings.oom_say_every_s)
 
     async def drain(self) -> None:
         """Let job runs in hand finish their current partition, then return (stopping)."""
@@ -240,6 +246,10 @@ class Maintenance:
     ) -> JobReport | None:
         try:
             return await fn(p, dry_run)
+        except OutOfMemory:
+            # The jobs that free memory (sweep, prune) run over the limit; the others wait.
+            self._oom.say(f"maintenance job {job} waits until memory is freed")
+            return None
         except Exception:
             self.failures += 1
             log.exception("maintenance job %s failed on partition %d", job, p)

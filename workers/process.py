@@ -4,16 +4,19 @@ and metrics endpoint, until SIGTERM or SIGINT; a stop that hangs says what it wa
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import signal
 from collections.abc import Callable
 from typing import Any
 
 from blackboard import Blackboard
+from blackboard.errors import OutOfMemory
 from memory.registry import Registry
 
 from .leases import LeaseTable, TableClock
 from .metrics import MetricsServer, render_process
+from .oom import OomNotice
 from .roles import ROLES, role_spec
 from .settings import WorkerSettings
 from .worker import Worker
@@ -23,6 +26,8 @@ __all__ = ["run_worker"]
 log = logging.getLogger(__name__)
 
 
+#: A worker started while Redis is over its maxmemory tries its first writes this often.
+START_RETRY_S = 1.0
 #: A stop still running after this long logs where every task waits (and again as often).
 STOP_REPORT_AFTER_S = 10.0
 
@@ -72,6 +77,8 @@ async def _serve(url: str, role: str, settings: WorkerSettings, ready: Callable[
             if metrics is not None:
                 await metrics.start()
             for w in workers:
+                if not await _when_writable(w, stop):
+                    return  # stopped while waiting for memory: nothing started
                 await w.start()
             ready()
             await stop.wait()
@@ -82,6 +89,21 @@ async def _serve(url: str, role: str, settings: WorkerSettings, ready: Callable[
             if metrics is not None:
                 await metrics.stop()
             await registry.aclose()
+
+
+async def _when_writable(w: Worker, stop: asyncio.Event) -> bool:
+    """Announce ``w``, waiting while Redis is over its maxmemory (saying so, one line per
+    ``oom_say_every_s``); False when told to stop meanwhile."""
+    notice = OomNotice(f"worker {w.role}", w.settings.oom_say_every_s)
+    while not stop.is_set():
+        try:
+            await w.announce()
+            return True
+        except OutOfMemory:
+            notice.say("waiting for memory to be freed before starting (SIGTERM stops it)")
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(stop.wait(), START_RETRY_S)
+    return False
 
 
 def run_worker(

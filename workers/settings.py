@@ -37,6 +37,8 @@ class WorkerSettings:
     #: Test aid: pause this long between writing a batch's outputs and trimming its buffer,
     #: widening the window a crash test's kill -9 must hit. 0 in production.
     crash_window_ms: int = 0
+    #: While Redis is over its maxmemory, each loop says it waits once per this many s.
+    oom_say_every_s: float = 30.0
     # maintenance intervals (seconds)
     sweep_every_s: float = 5.0
     prune_every_s: float = 30.0

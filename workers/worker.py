@@ -20,10 +20,12 @@ from dataclasses import asdict
 from typing import Any
 
 from blackboard import Blackboard, ConsumeCounters
+from blackboard.errors import OutOfMemory
 from memory.registry import Registry
 
 from .heartbeat import Heartbeat
 from .leases import LeaseSet, LeaseSnapshot, LeaseTable, TableClock
+from .oom import OomNotice
 from .roles import Role, role_spec, roles_running
 from .settings import WorkerSettings
 
@@ -64,6 +66,7 @@ class Worker:
         self._ticks = 0
         self.stopping = asyncio.Event()
         self._tasks: list[asyncio.Task[None]] = []
+        self._oom = OomNotice(f"worker {self.id}", self.settings.oom_say_every_s)
         #: What the role does (:class:`workers.roles.Role`), built on this worker.
         self.plugin: Role = spec.factory(self)
 
@@ -93,13 +96,11 @@ class Worker:
 
     async def start(self) -> None:
         """Start the background loops; returns once they run."""
-        if self.holds_leases:
-            await self.ensure_groups()
         # Announce this worker (its first lease-table tick writes its beat), but take
         # partitions only on the next tick, one heartbeat later: workers started together
         # then see each other and split the partitions at once, instead of one taking all
         # and handing half over a tick later.
-        await self.heartbeat.beat(set(), self.counters())
+        await self.announce()
         if self._clock is None:
             self._clock = TableClock(LeaseTable(self.bb), self.settings.heartbeat_ms)
         if self.holds_leases:
@@ -190,11 +191,27 @@ class Worker:
                 try:
                     await self._tick_leases(tick.result())
                     self._last_tick = time.monotonic()
+                except OutOfMemory:
+                    self._oom.say("heartbeats and leases wait; the worker resumes by itself "
+                                  "once memory is freed")
+                    self._lost_ticks()
                 except Exception:
                     log.exception("lease/heartbeat tick failed; retrying")
-                    # Unsure what the table says: after a lease TTL others may hold them.
-                    if time.monotonic() - self._last_tick > self.settings.lease_ttl_ms / 1000:
-                        self.leases.drop_all("no lease tick for a lease TTL")
-                        self.plugin.partitions_changed()
+                    self._lost_ticks()
         finally:
             stop.cancel()
+
+    def _lost_ticks(self) -> None:
+        """Unsure what the table says: after a lease TTL without a tick others may hold them
+        (or, if the table still names this worker, the next tick takes them back)."""
+        if time.monotonic() - self._last_tick > self.settings.lease_ttl_ms / 1000:
+            self.leases.drop_all("no lease tick for a lease TTL")
+            self.plugin.partitions_changed()
+
+    async def announce(self) -> None:
+        """The consumer groups and the first heartbeat: the start's first writes, safe to
+        retry (a process started while Redis is over its maxmemory waits on these)."""
+        if self.holds_leases:
+            await self.ensure_groups()
+        await self.heartbeat.beat(set(), self.counters())
+

@@ -1,3 +1,4 @@
+#!lua
 -- buffer.lua: append matching bus events to dataflow pending buffers and ack them, atomically,
 -- for the events this consumer still owns.
 --

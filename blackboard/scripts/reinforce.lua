@@ -1,3 +1,4 @@
+#!lua
 -- reinforce.lua: boost an entry's strength (memory-pool reinforcement) and slow its decay.
 --
 -- KEYS (as _lib.lua): [1] scope prefix, [2] ix, [3] tags, [4] keys, [5] exp, [6] evict,

@@ -1,3 +1,4 @@
+#!lua
 -- relay.lua: move content events from the partition inbox to the partition bus, each one
 -- verified against the entry it names (service user only).
 --
@@ -17,13 +18,18 @@
 -- current content reach the bus early: a forged, replayed or stale item is dropped, and no
 -- item can make the workers consolidate anything twice. `relayed` and `relayed_id` (the bus
 -- id) are stamped on the entry for the dataflow hold (_flow.lua).
+-- Nothing is dropped for want of room: Redis refuses the whole call while it is over
+-- maxmemory (the '#!lua' line), and a failing XADD or HSET (never an item's fault) fails the
+-- call rather than the item, so the items stay in the inbox (or `relaying`) for the next
+-- call; those relayed before the failure are then stale, never relayed twice.
 
 local base = string.sub(KEYS[3], 1, -5) -- 'bb:{pN}' of 'bb:{pN}:bus'
 local items = redis.call('LRANGE', KEYS[2], 0, -1)
 local from_inbox = redis.call('LRANGE', KEYS[1], 0, tonumber(ARGV[1]) - 1)
 for _, it in ipairs(from_inbox) do items[#items + 1] = it end
 
-local function relay_one(item)
+-- Reads only: -> 'invalid' | 'stale' | 'relay', and for 'relay' the entry's key and fields.
+local function check_one(item)
   local scope, id, v = string.match(item, '^([%w_.:-]+)|([%w_-]+)|(%d+)$')
   if not scope or #item > 400 then return 'invalid' end
   local ekey = base .. ':s:' .. scope .. ':e:' .. id
@@ -33,19 +39,23 @@ local function relay_one(item)
   local cver, relayed = count(f[1]), count(f[2] or '0')
   if not cver or not relayed or tonumber(v) > cver then return 'invalid' end
   if relayed >= cver then return 'stale' end
-  local typ = 'updated'
-  if cver == 1 then typ = 'written' end
-  local bid = redis.call('XADD', KEYS[3], '*', 'scope', scope, 'type', typ, 'entry', id,
-    'version', cver, 'tags', f[3] or '[]', 'at', f[4] or '0')
-  redis.call('HSET', ekey, 'relayed', cver, 'relayed_id', bid)
-  return 'relayed'
+  return 'relay', {ekey, scope, id, cver, f[3] or '[]', f[4] or '0'}
 end
 
 local n = {relayed = 0, stale = 0, invalid = 0}
 for _, item in ipairs(items) do
   -- An entry an agent mangled with raw commands (its own) must not wedge the partition.
-  local ok, what = pcall(relay_one, item)
+  local ok, what, e = pcall(check_one, item)
   if not ok then what = 'invalid' end
+  if what == 'relay' then
+    -- Not under pcall: a write that fails here is the server's trouble, not the item's.
+    local typ = 'updated'
+    if e[4] == 1 then typ = 'written' end
+    local bid = redis.call('XADD', KEYS[3], '*', 'scope', e[2], 'type', typ, 'entry', e[3],
+      'version', e[4], 'tags', e[5], 'at', e[6])
+    redis.call('HSET', e[1], 'relayed', e[4], 'relayed_id', bid)
+    what = 'relayed'
+  end
   n[what] = n[what] + 1
 end
 redis.call('DEL', KEYS[2])

@@ -1,3 +1,4 @@
+#!lua
 -- update.lua: change fields of a live entry, with optional compare-and-set on its version.
 --
 -- KEYS (as _lib.lua): [1] scope prefix, [2] ix, [3] tags, [4] keys, [5] exp, [6] evict,

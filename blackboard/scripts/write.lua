@@ -1,3 +1,4 @@
+#!lua
 -- write.lua: store one entry with its indexes and publish its event, or upsert by key.
 --
 -- KEYS (as _lib.lua): [1] scope prefix, [2] ix, [3] tags, [4] keys, [5] exp, [6] evict,

@@ -35,7 +35,7 @@ router = APIRouter(prefix="/v1", tags=["memory"])
 
 #: Documented in the OpenAPI schema: every failure has the one error body.
 _ERRORS: dict[int | str, dict[str, Any]] = {
-    s: {"model": ErrorBody} for s in (401, 403, 404, 409, 413, 422, 429, 503)
+    s: {"model": ErrorBody} for s in (401, 403, 404, 409, 413, 422, 429, 503, 507)
 }
 
 

@@ -11,12 +11,14 @@ from dataclasses import asdict
 from typing import Any
 
 from blackboard import Batch, ConsumeOptions
+from blackboard.errors import OutOfMemory
 from consolidation.transformer import transformer_roles
 
 from ..dataflow import DataflowRunner
 from ..edgeset import EdgeSet
 from ..firing import FireLoops
 from ..llm import transformer_llm
+from ..oom import OomNotice
 from ..streams import FailureStreak
 from ..transform import TransformBridge
 from .registry import RoleHost, RoleSpec
@@ -45,6 +47,7 @@ class EdgeRunnerRole:
             crash_window_ms=host.settings.crash_window_ms,
             # Stopping ends firing after the batch in hand, as losing the lease does.
             owns=lambda p: p in host.leases.owned and not host.stopping.is_set(),
+            oom_say_every_s=host.settings.oom_say_every_s,
         )
         self.fires = FireLoops(
             host.bb,
@@ -54,9 +57,11 @@ class EdgeRunnerRole:
             host.stopping,
             host.settings.trigger_check_ms,
             host.id,
+            host.settings.oom_say_every_s,
         )
         self._readers_changed = asyncio.Event()
         self._tasks: list[asyncio.Task[None]] = []
+        self._oom = OomNotice(f"{host.role} buffering", host.settings.oom_say_every_s)
 
     async def start(self) -> None:
         # This role's edges (with the edges version of every partition).
@@ -109,6 +114,12 @@ class EdgeRunnerRole:
             try:
                 await self._consume_once()
                 backoff = 0.1
+            except OutOfMemory:
+                # Not a failing role (its partitions are kept): reopened once memory is freed.
+                self._oom.say("reading waits until memory is freed")
+                if not await self.host.sleep(int(backoff * 1000)):
+                    return
+                backoff = min(backoff * 2, 5.0)
             except Exception:
                 if self.streak.failed():
                     backoff = 0.1
@@ -148,6 +159,10 @@ class EdgeRunnerRole:
     async def _buffer(self, batch: Batch) -> None:
         try:
             keys = await self.runner.buffer(batch.partition, self.host.id, batch.events)
+        except OutOfMemory:
+            self._oom.say("the bus events wait, pending, until memory is freed")
+            batch.defer()  # nothing was appended; no failure counted
+            return
         except Exception:
             log.exception("batch on partition %d failed; it stays pending", batch.partition)
             return  # released: re-delivered after a backoff

@@ -23,6 +23,7 @@ class IndexPlugin:
             max_deliveries=s.max_deliveries,
             claim_window_ms=host.claim_window_ms(),
             counters=host.consume_counters,
+            oom_say_every_s=s.oom_say_every_s,
         )
 
     async def start(self) -> None:
