@@ -145,16 +145,23 @@ class IndexRole:
         self.failures = 0
         self.dropped = 0
         self.adopted = 0
+        self._prepared = False  # writes queue for us (see start)
 
     async def start(self) -> None:
         """Make writes queue their entries, carry over the backlog of the bus consumer
-        group an older index role read, and start; returns at once."""
+        group an older index role read, and start; returns at once. Over Redis's memory
+        limit the first two wait in the loop (which says so) until memory is freed."""
+        self._stopping.clear()
+        with contextlib.suppress(OutOfMemory):
+            await self._prepare()
+        self._task = asyncio.create_task(self._loop(), name=f"{self.consumer}-index")
+
+    async def _prepare(self) -> None:
         for p in range(self.bb.partitions):
             q = self.bb.vector_queue(p)
             await q.enable()
             self.adopted += await q.adopt_group(ROLE)
-        self._stopping.clear()
-        self._task = asyncio.create_task(self._loop(), name=f"{self.consumer}-index")
+        self._prepared = True
 
     async def stop(self) -> None:
         """Finish the batch in hand and stop."""
@@ -202,6 +209,8 @@ class IndexRole:
         return sorted(p for p in src if 0 <= p < self.bb.partitions)
 
     async def _consume(self) -> None:
+        if not self._prepared:
+            await self._prepare()
         idle = self.block_ms / 1000
         while not self._stopping.is_set():
             took = 0
