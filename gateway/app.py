@@ -28,6 +28,7 @@ from .errors import (
     status_of,
 )
 from .limits import BodyLimit
+from .local_only import LocalOnly
 from .metrics import Metrics, MetricsMiddleware, route_of
 from .routes import dashboard
 from .settings import GatewaySettings
@@ -71,7 +72,8 @@ def create_app(settings: GatewaySettings | None = None, *,
                               "as its token's Redis user.", lifespan=lifespan)
     app.state.settings = s
     app.state.callers = Callers(s)
-    app.state.metrics = Metrics(app.state.callers.pending_embeddings)
+    app.state.metrics = Metrics(app.state.callers.pending_embeddings,
+                                lambda: float(app.state.callers.pools()))
     install_handlers(app)
     _count_refusals(app)
 
@@ -86,6 +88,8 @@ def create_app(settings: GatewaySettings | None = None, *,
             contexts.append(ctx)
     app.add_middleware(BodyLimit, limit=s.body_limit)
     app.add_middleware(MetricsMiddleware, metrics=app.state.metrics)
+    if s.insecure_local:  # outermost: nothing runs for a foreign Host or Origin
+        app.add_middleware(LocalOnly)
     return app
 
 
@@ -122,5 +126,8 @@ async def _load_scripts(svc: Blackboard) -> None:
 
 def app_from_env() -> FastAPI:
     """``uvicorn --factory gateway.app:app_from_env``."""
+    from .logs import install
+
+    install()
     return create_app(GatewaySettings.from_env())
 
