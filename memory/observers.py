@@ -16,7 +16,7 @@ from typing import Any
 
 from blackboard import Blackboard, Event, EventType
 from blackboard.backoff import Backoff
-from blackboard.errors import LoginRefused, ServerUnavailable
+from blackboard.errors import BlackboardError, LoginRefused, ServerUnavailable
 
 from .subscriptions import TagMatch
 
@@ -46,9 +46,9 @@ def lasting(exc: BaseException) -> bool:
     """A read failure no retry mends: a refused login (a revoked token, a rotated
     password), an ACL refusal, a feed damaged by raw commands, an invalid position.
     A dropped connection or a timeout is not: the reader retries it, backing off."""
-    transient = isinstance(exc, ServerUnavailable | OSError) and not isinstance(
-        exc, LoginRefused)
-    return not transient
+    if isinstance(exc, BlackboardError):  # (AccessDenied is a PermissionError: an OSError)
+        return not isinstance(exc, ServerUnavailable) or isinstance(exc, LoginRefused)
+    return not isinstance(exc, OSError)
 
 
 class ChangeHandle:
