@@ -39,6 +39,10 @@ LOCAL_AGENT = "local"
 #: Seconds an evicted caller's pool stays open for the requests still using it.
 RETIRE_S = 30.0
 
+#: Logins in flight at once: a flood of unknown credentials (each a connection attempt
+#: that Redis refuses) waits here instead of opening connections without bound.
+LOGINS_IN_FLIGHT = 16
+
 #: A verified credential: (Redis user, sha256 of the password).
 Credential = tuple[str, str]
 
@@ -83,6 +87,7 @@ class Callers:
         self._cache: OrderedDict[Credential, Caller] = OrderedDict()
         self._opening: dict[Credential, asyncio.Future[Caller]] = {}
         self._retiring: dict[asyncio.Task[None], Caller] = {}
+        self._logins = asyncio.Semaphore(LOGINS_IN_FLIGHT)
 
     def _key(self, token: str | None) -> tuple[Credential, TokenClaims]:
         if self.settings.insecure_local:
@@ -108,7 +113,8 @@ class Callers:
         fut: asyncio.Future[Caller] = asyncio.get_running_loop().create_future()
         self._opening[key] = fut
         try:
-            caller = await self._open(claims)
+            async with self._logins:
+                caller = await self._open(claims)
         except BaseException as exc:
             fut.set_exception(exc)
             fut.exception()  # retrieved: no "never retrieved" warning when nobody waits
