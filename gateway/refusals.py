@@ -57,7 +57,8 @@ class Misdirected(GatewayError):
 
 
 class BookkeepingUnavailable(GatewayError):
-    """The gateway's own connection (rate buckets) cannot reach Redis or log in: the
-    gateway's fault, not the caller's token (503, never 401)."""
+    """A connection of the gateway's own (the rate buckets', or an ``--insecure-local``
+    gateway's only one) cannot reach Redis or log in: the gateway's configuration is at
+    fault, not the caller's token (503, never 401)."""
 
     status, kind = 503, "ServerUnavailable"

@@ -319,7 +319,7 @@ def test_a_refused_service_login_is_one_line_and_503(gateway: GatewayProc, start
     run_async(lambda: service(True))
     t = Tally("refused service login")
     with gw.client(alice) as c:
-        for _ in range(20):
+        for _ in range(4):  # few: each waits out the client's reconnect retries (~3 s)
             r = c.get("/v1/tags")
             t.count(r.status_code == 503 and "SERVICE_URL" in r.json()["detail"],
                     f"{r.status_code} {r.text[:120]}")
@@ -329,3 +329,35 @@ def test_a_refused_service_login_is_one_line_and_503(gateway: GatewayProc, start
     assert pools_open(gw) >= 1  # alice's pool was not dropped as if her token were bad
     logged = log_since(gw, off)
     assert len(logged) == 1 and "SERVICE_URL" in logged[0], logged
+
+
+def test_an_insecure_local_gateway_losing_its_login_says_so_in_one_line(
+        gateway: GatewayProc, start_gateway):
+    """The user of an ``--insecure-local`` gateway's URL loses its password under it (as
+    the default user does with ``acl protect-default``): 503 naming the remedy, not a 401
+    with Redis's words, and one log line."""
+    admin = redis.Redis.from_url(gateway.redis.admin_url)
+    try:
+        admin.acl_setuser("w1-local", enabled=True, passwords=["+before"], keys=["*"],
+                          channels=["*"], commands=["+@all"])
+        url = gateway.redis.url.replace("redis://", "redis://w1-local:before@", 1)
+        gw = start_gateway(insecure_local="true", redis_url=url)
+        with gw.client() as c:
+            assert c.get("/v1/tags").status_code == 200
+        off = len(gw.output())
+        admin.acl_setuser("w1-local", reset_passwords=True, passwords=["+after"])
+        admin.execute_command("CLIENT", "KILL", "USER", "w1-local")
+        t = Tally("an --insecure-local gateway's refused login")
+        with gw.client() as c:
+            for _ in range(4):  # few: each waits out the client's reconnect retries
+                r = c.get("/v1/tags")
+                t.count(r.status_code == 503 and "--redis-url" in r.json()["detail"],
+                        f"{r.status_code} {r.text[:160]}")
+        time.sleep(0.5)
+        t.line()
+        assert t.harmed == 0, t.notes
+        logged = log_since(gw, off)
+        assert len(logged) == 1 and "--redis-url" in logged[0], logged
+    finally:
+        admin.acl_deluser("w1-local")
+        admin.close()
