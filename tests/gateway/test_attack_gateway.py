@@ -361,3 +361,26 @@ def test_an_insecure_local_gateway_losing_its_login_says_so_in_one_line(
     finally:
         admin.acl_deluser("w1-local")
         admin.close()
+
+
+def test_streams_per_user_are_capped_and_freed(gateway: GatewayProc, start_gateway):
+    """Each open stream holds blocking connections: a user's third stream, with the cap
+    at 2, is 429 (any of its tokens); a closed stream frees its place."""
+    gw = start_gateway(streams_per_user=2)
+    alice, alice2 = gateway.token("alice"), gateway.token("alice")
+    t = Tally("event streams over the per-user cap")
+    with Bystander(gw, gateway.token("bob"), at_least=100) as by:
+        first = Stream(gw, alice, {"scope": "agent:alice:working"}).start()
+        with gw.client(alice) as c, c.stream("GET", "/v1/events") as second:
+            assert first.status == 200 and second.status_code == 200
+            for tok in (alice, alice2, alice):
+                with gw.client(tok) as c2:
+                    r = c2.get("/v1/events")
+                    t.count(r.status_code == 429 and r.json()["error"] == "rate_limited",
+                            f"third stream: {r.status_code}")
+        time.sleep(0.5)  # the closed stream's place is given back
+        with gw.client(alice) as c, c.stream("GET", "/v1/events") as again:
+            assert again.status_code == 200
+    t.line()
+    assert t.harmed == 0, t.notes
+    by.check("event streams over the per-user cap")
