@@ -153,6 +153,15 @@ class Wire:
             await self._w.wait_closed()
 
     async def post(self, path: str, body: Any) -> tuple[int, bytes]:
+        try:
+            return await self._post(path, body)
+        except (asyncio.IncompleteReadError, ConnectionError):
+            # Closed for idleness while this side waited its turn, before at_eof() could
+            # see it (a loaded machine makes the other sides' blocks long): once more.
+            await self._reopen()
+            return await self._post(path, body)
+
+    async def _post(self, path: str, body: Any) -> tuple[int, bytes]:
         assert self._r is not None and self._w is not None
         if self._r.at_eof():
             await self._reopen()

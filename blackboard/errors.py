@@ -51,6 +51,9 @@ The whole tree (``pkg.module:`` marks classes defined above this package)::
         ├── gateway.refusals: Forbidden
         ├── gateway.refusals: BodyTooLarge
         ├── gateway.refusals: TooManyRequests
+        ├── gateway.refusals: InvalidParameter
+        ├── gateway.refusals: Misdirected
+        ├── gateway.refusals: BookkeepingUnavailable
         └── gateway.routes.dashboard: NotConfirmed
 
 (Classes in parentheses are the builtin exceptions a class also derives from, so

@@ -21,10 +21,12 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from .backoff import Backoff
 from .codec import as_str
 from .entry import (
     ENTRY_FIELDS,
@@ -50,6 +52,23 @@ if TYPE_CHECKING:
 __all__ = ["EntryRef", "FeedHead", "Reads", "heads_reply"]
 
 log = logging.getLogger(__name__)
+
+#: Seconds during which the same failure of the same kind of reader is logged once: the
+#: readers of one connection (one per partition) fail together, and say it once.
+_QUIET_S = 60.0
+_logged: dict[tuple[str, str, str], float] = {}
+
+
+def _first_in_a_while(reader: str, exc: BaseException) -> bool:
+    now = time.monotonic()
+    key = (reader, type(exc).__name__, str(exc)[:200])
+    if now - _logged.get(key, -_QUIET_S) < _QUIET_S:
+        return False
+    if len(_logged) > 1000:  # bounded: forget the oldest half
+        for k in sorted(_logged, key=_logged.__getitem__)[:500]:
+            del _logged[k]
+    _logged[key] = now
+    return True
 
 
 @dataclass(frozen=True, slots=True)
@@ -389,17 +408,30 @@ class Reads:
         block_ms: int,
         stopped: Callable[[], bool],
         reader: str,
+        backoff: Backoff | None = None,
+        fatal: Callable[[BaseException], bool] | None = None,
     ) -> list[tuple[str, Event]]:
         """:meth:`events` for a reader that runs until ``stopped()``: a failed read (a
-        dropped connection) must not end it, so it is logged (unless stopping) and
-        answered, after half a second, with no events; the caller's loop reads again."""
+        dropped connection) must not end it, so it is answered, after a wait, with no
+        events; the caller's loop reads again. The wait grows with each failure in a row
+        (``backoff``, one per reader; without one, half a second), and only the first of
+        a streak is logged. A failure ``fatal`` says no retry can mend (a refused login,
+        a damaged feed) is raised instead, for the reader to end on."""
         try:
-            return await self.events(positions, partition, count=count, block_ms=block_ms)
+            got = await self.events(positions, partition, count=count, block_ms=block_ms)
         except asyncio.CancelledError:
             raise
-        except Exception:
+        except Exception as exc:
             if stopped():
                 return []
-            log.exception("%s of partition %d failed; retrying", reader, partition)
-            await asyncio.sleep(0.5)
+            if fatal is not None and fatal(exc):
+                raise
+            delay = backoff.next_delay() if backoff is not None else 0.5
+            if (backoff is None or backoff.first_failure) and _first_in_a_while(reader, exc):
+                log.warning("%s of partition %d failed; retrying (backing off up to %g s)",
+                            reader, partition, backoff.cap if backoff else 0.5, exc_info=exc)
+            await asyncio.sleep(delay)
             return []
+        if backoff is not None:
+            backoff.reset()
+        return got

@@ -62,13 +62,30 @@ def create(
                            "(map, stats, dashboard).")] = False,
     json_out: Json = False, redis_url: RedisUrl = None,
 ) -> None:
-    """Issue a token (printed once; it carries the Redis credential of the agent's user)."""
+    """Issue a token (printed once; it carries the Redis credential of the agent's user).
+    Refused while Redis's default user is open, like ``acl grant``: a token's user
+    confines nothing while any client can log in as default."""
+    from rich.markup import escape
+
+    from blackboard.acl import AclAdmin
+    from blackboard.acl_check import DefaultUserOpen, require_default_closed
     from gateway.tokens import create_token
 
-    from .output import console, print_json
+    from .errors import EXIT_PERMISSION
+    from .output import console, err_console, print_json
 
-    rec, token = _admin(redis_url, lambda bb: create_token(bb, agent, team or None,
-                                                           operator=operator))
+    async def go(bb: Any) -> Any:
+        try:
+            await require_default_closed(AclAdmin(bb))
+        except DefaultUserOpen as exc:
+            return str(exc)
+        return await create_token(bb, agent, team or None, operator=operator)
+
+    got = _admin(redis_url, go)
+    if isinstance(got, str):  # the same line as `acl grant`'s
+        err_console.print(f"[red]error:[/] {escape(got)}", highlight=False, soft_wrap=True)
+        raise typer.Exit(EXIT_PERMISSION)
+    rec, token = got
     if json_out:
         print_json({"id": rec.id, "token": token, "agent": rec.agent,
                     "teams": list(rec.teams), "operator": rec.operator, "user": rec.user})

@@ -8,6 +8,8 @@ context it returns runs for the app's lifetime (the MCP session manager needs on
 from __future__ import annotations
 
 import contextlib
+import logging
+import time
 from collections.abc import AsyncIterator, Callable
 from contextlib import AbstractAsyncContextManager, AsyncExitStack, asynccontextmanager
 from typing import Any
@@ -28,11 +30,15 @@ from .errors import (
     status_of,
 )
 from .limits import BodyLimit
+from .local_only import LocalOnly
 from .metrics import Metrics, MetricsMiddleware, route_of
+from .refusals import BookkeepingUnavailable
 from .routes import dashboard
 from .settings import GatewaySettings
 
 __all__ = ["MOUNTS", "Mount", "app_from_env", "create_app"]
+
+log = logging.getLogger(__name__)
 
 Mount = Callable[[FastAPI], "AbstractAsyncContextManager[Any] | None"]
 
@@ -71,7 +77,8 @@ def create_app(settings: GatewaySettings | None = None, *,
                               "as its token's Redis user.", lifespan=lifespan)
     app.state.settings = s
     app.state.callers = Callers(s)
-    app.state.metrics = Metrics(app.state.callers.pending_embeddings)
+    app.state.metrics = Metrics(app.state.callers.pending_embeddings,
+                                lambda: float(app.state.callers.pools()))
     install_handlers(app)
     _count_refusals(app)
 
@@ -86,6 +93,8 @@ def create_app(settings: GatewaySettings | None = None, *,
             contexts.append(ctx)
     app.add_middleware(BodyLimit, limit=s.body_limit)
     app.add_middleware(MetricsMiddleware, metrics=app.state.metrics)
+    if s.insecure_local:  # outermost: nothing runs for a foreign Host or Origin
+        app.add_middleware(LocalOnly)
     return app
 
 
@@ -93,8 +102,21 @@ def _count_refusals(app: FastAPI) -> None:
     """Library and Redis errors answered by the same mapping, each 403 counted with
     whether Redis itself refused (NOPERM) or the library's access check did."""
 
+    last_logged = [-60.0]
+
     async def on_error(request: Request, exc: Exception) -> Response:
         status, body, _ = status_of(exc)
+        if status == 401 and app.state.settings.insecure_local:
+            # No token to blame: the gateway's own URL stopped logging in (the default
+            # user protected under it, a rotated password). Say so, once a minute.
+            exc = BookkeepingUnavailable(
+                f"this --insecure-local gateway's Redis login was refused ({body.detail}); "
+                "the operator must give it a URL with the password "
+                "(BLACKBOARD_GATEWAY_REDIS_URL / --redis-url)")
+            if time.monotonic() - last_logged[0] > 60:
+                last_logged[0] = time.monotonic()
+                log.error("%s", exc)
+            status, body, _ = status_of(exc)
         request.state.error_kind = body.error
         if status == 401 and not isinstance(exc, GatewayError):
             # Redis refused a cached token's re-login (revoked): drop its pool for good.
@@ -122,5 +144,8 @@ async def _load_scripts(svc: Blackboard) -> None:
 
 def app_from_env() -> FastAPI:
     """``uvicorn --factory gateway.app:app_from_env``."""
+    from .logs import install
+
+    install()
     return create_app(GatewaySettings.from_env())
 

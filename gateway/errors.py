@@ -29,6 +29,7 @@ from blackboard import (
     InvalidTag,
     InvalidValue,
     NotFound,
+    ScopeDamaged,
     ScopeFull,
     ServerUnavailable,
     VersionConflict,
@@ -36,6 +37,7 @@ from blackboard import (
 from blackboard.errors import LoginRefused, OutOfMemory
 from memory.wire import ErrorBody
 
+from .logs import mark_logged
 from .refusals import BodyTooLarge, Forbidden, GatewayError, TooManyRequests, Unauthorized
 
 __all__ = ["BodyTooLarge", "Forbidden", "GatewayError", "TooManyRequests", "Unauthorized",
@@ -84,7 +86,8 @@ def _unnamed_redis_error(exc: BaseException) -> bool:
     """An error Redis answered that the library hands over as it came, without a name
     the API maps (a WRONGTYPE, OOM or other error reply outside the scripts)."""
     return (isinstance(exc, BlackboardError) and exc.redis_message is not None
-            and not isinstance(exc, AccessDenied | ServerUnavailable | OutOfMemory))
+            and not isinstance(exc, AccessDenied | ServerUnavailable | OutOfMemory
+                               | ScopeDamaged))
 
 
 def status_of(exc: BaseException) -> tuple[int, ErrorBody, dict[str, str]]:
@@ -115,7 +118,10 @@ def status_of(exc: BaseException) -> tuple[int, ErrorBody, dict[str, str]]:
 
 
 def _internal(exc: BaseException) -> tuple[int, ErrorBody, dict[str, str]]:
-    log.exception("unexpected error", exc_info=exc)
+    # One line (gateway.logs: the traceback only under BLACKBOARD_DEBUG, written off the
+    # loop); uvicorn's second report of the same exception is dropped.
+    log.error("unexpected error", exc_info=exc)
+    mark_logged(exc)
     return 500, ErrorBody(error="internal",
                           detail="internal error (logged by the gateway)"), {}
 

@@ -18,7 +18,8 @@ class Metrics:
     this process's recall indexes hold that still wait for a vector -- a backlog that
     grows means the model is behind the writes (they rank by BM25 meanwhile)."""
 
-    def __init__(self, pending_embeddings: Callable[[], float] | None = None) -> None:
+    def __init__(self, pending_embeddings: Callable[[], float] | None = None,
+                 pools: Callable[[], float] | None = None) -> None:
         # A registry per app: several apps in one process (tests) do not collide.
         self.registry = CollectorRegistry()
         self.embeddings_pending = Gauge(
@@ -26,6 +27,11 @@ class Metrics:
             "Entries in this process's recall indexes still waiting for a vector",
             registry=self.registry)
         self.embeddings_pending.set_function(pending_embeddings or (lambda: 0.0))
+        self.pools_open = Gauge(
+            "gateway_pools_open",
+            "Connection pools this process holds open (one per verified credential)",
+            registry=self.registry)
+        self.pools_open.set_function(pools or (lambda: 0.0))
         self.requests = Counter("gateway_requests", "Requests by route, method and status",
                                 ["route", "method", "status"], registry=self.registry)
         self.latency = Histogram(

@@ -5,7 +5,8 @@ from __future__ import annotations
 
 from blackboard import BlackboardError
 
-__all__ = ["BodyTooLarge", "Forbidden", "GatewayError", "TooManyRequests", "Unauthorized"]
+__all__ = ["BodyTooLarge", "BookkeepingUnavailable", "Forbidden", "GatewayError",
+           "InvalidParameter", "Misdirected", "TooManyRequests", "Unauthorized"]
 
 
 class GatewayError(BlackboardError):
@@ -39,3 +40,25 @@ class TooManyRequests(GatewayError):
     :class:`memory.remote_decode.RateLimited` for it)."""
 
     status, kind = 429, "rate_limited"
+
+
+class InvalidParameter(GatewayError):
+    """A query parameter or header the request model cannot check by its type (a level
+    name, a stream id in range): 422 naming it in ``field``, like the model's own."""
+
+    status, kind = 422, "validation"
+
+
+class Misdirected(GatewayError):
+    """An ``--insecure-local`` gateway asked under a foreign ``Host`` or ``Origin`` (a page
+    reaching it by DNS rebinding): 421, as the MCP transport answers it."""
+
+    status, kind = 421, "misdirected"
+
+
+class BookkeepingUnavailable(GatewayError):
+    """A connection of the gateway's own (the rate buckets', or an ``--insecure-local``
+    gateway's only one) cannot reach Redis or log in: the gateway's configuration is at
+    fault, not the caller's token (503, never 401)."""
+
+    status, kind = 503, "ServerUnavailable"

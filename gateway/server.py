@@ -44,8 +44,10 @@ def serve(settings: GatewaySettings, *, workers: int = 1,
     import uvicorn
 
     from .app import create_app
+    from .logs import install
 
     asyncio.run(preflight(settings))
+    install()  # before the app: one line per record, written off the event loop
 
     if workers > 1:
         os.environ.update({ENV_PREFIX + f.name.upper(): str(getattr(settings, f.name))
@@ -54,7 +56,7 @@ def serve(settings: GatewaySettings, *, workers: int = 1,
             on_ready()
         uvicorn.run("gateway.app:app_from_env", factory=True, host=settings.host,
                     port=settings.port, workers=workers, log_level="warning",
-                    access_log=False)
+                    access_log=False, log_config=None)
         return
     class Server(uvicorn.Server):
         async def startup(self, sockets: Any = None) -> None:
@@ -63,7 +65,7 @@ def serve(settings: GatewaySettings, *, workers: int = 1,
                 on_ready()
 
     Server(uvicorn.Config(create_app(settings), host=settings.host, port=settings.port,
-                          log_level="warning", access_log=False)).run()
+                          log_level="warning", access_log=False, log_config=None)).run()
 
 
 def main(argv: list[str] | None = None) -> None:

@@ -17,12 +17,16 @@ ENV_PREFIX = "BLACKBOARD_GATEWAY_"
 class GatewaySettings:
     """``redis_url``: where the memory is (no credentials needed: each request logs in
     with its token's Redis user). ``service_url``: a connection for the gateway's own
-    bookkeeping only (the per-token rate buckets, readiness) — never used to serve memory;
-    empty: ``redis_url``. ``rate`` requests per second per token, ``burst`` the bucket size
+    bookkeeping only (the per-user rate buckets, readiness) — never used to serve memory;
+    empty: ``redis_url``. ``rate`` requests per second per Redis user, ``burst`` the bucket size
     (``rate`` 0: no limit). ``body_limit`` bytes of a request body. ``insecure_local``:
     no tokens, every caller is the local operator; only bound to 127.0.0.1.
-    ``max_callers``: the per-token connection pools kept open (least recently used
-    closed first)."""
+    ``max_callers``: the connection pools kept open, one per verified credential (least
+    recently used closed first); ``pools_per_user`` of them at most per Redis user, each
+    of at most ``pool_size`` connections for short commands; ``streams_per_user``: open
+    event streams per Redis user (each holds a blocking connection per partition it
+    reads). Connections are bounded by ``max_callers * (pool_size + streams_per_user *
+    partitions)``."""
 
     host: str = "127.0.0.1"
     port: int = 8080
@@ -33,6 +37,9 @@ class GatewaySettings:
     burst: int = 100
     insecure_local: bool = False
     max_callers: int = 256
+    pools_per_user: int = 4
+    pool_size: int = 16
+    streams_per_user: int = 8
 
     def __post_init__(self) -> None:
         if not 0 < self.port < 65536:
@@ -41,8 +48,10 @@ class GatewaySettings:
             raise InvalidArgument(f"body_limit must be >= 1 byte (got {self.body_limit})")
         if self.rate < 0 or self.burst < 1:
             raise InvalidArgument("rate must be >= 0 and burst >= 1")
-        if self.max_callers < 1:
-            raise InvalidArgument("max_callers must be >= 1")
+        if min(self.max_callers, self.pools_per_user, self.pool_size,
+               self.streams_per_user) < 1:
+            raise InvalidArgument(
+                "max_callers, pools_per_user, pool_size and streams_per_user must be >= 1")
         if self.insecure_local and self.host not in ("127.0.0.1", "localhost", "::1"):
             raise InvalidArgument(
                 f"--insecure-local turns authentication off, so it binds only to 127.0.0.1 "

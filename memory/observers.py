@@ -15,6 +15,8 @@ from collections.abc import Awaitable, Callable, Collection, Sequence
 from typing import Any
 
 from blackboard import Blackboard, Event, EventType
+from blackboard.backoff import Backoff
+from blackboard.errors import BlackboardError, LoginRefused, ServerUnavailable
 
 from .subscriptions import TagMatch
 
@@ -40,10 +42,21 @@ async def call_handler(handler: Callable[[Event], Any], ev: Event) -> bool:
 Handler = Callable[[Event], Awaitable[None] | None]
 
 
+def lasting(exc: BaseException) -> bool:
+    """A read failure no retry mends: a refused login (a revoked token, a rotated
+    password), an ACL refusal, a feed damaged by raw commands, an invalid position.
+    A dropped connection or a timeout is not: the reader retries it, backing off."""
+    if isinstance(exc, BlackboardError):  # (AccessDenied is a PermissionError: an OSError)
+        return not isinstance(exc, ServerUnavailable) or isinstance(exc, LoginRefused)
+    return not isinstance(exc, OSError)
+
+
 class ChangeHandle:
     """A running subscription. ``await handle.ready()`` once its start positions are
     fixed (events written after that are delivered); ``cancel()`` or ``await stop()``
-    ends it. ``delivered`` and ``handler_errors`` count handler calls."""
+    ends it. ``delivered`` and ``handler_errors`` count handler calls. A read failure
+    no retry mends (:func:`lasting`) ends the subscription: it is logged once, kept in
+    ``error``, and ``failed`` (a future) is set with it."""
 
     def __init__(
         self,
@@ -67,6 +80,8 @@ class ChangeHandle:
             groups[bb.scope(s).partition].append(s)
         self._ready = asyncio.Event()
         self._stopped = False
+        self.error: BaseException | None = None
+        self.failed: asyncio.Future[BaseException] = asyncio.get_running_loop().create_future()
         self._pending_ready = len(groups)
         self._tasks = [asyncio.get_running_loop().create_task(self._read(p, g))
                        for p, g in groups.items()]
@@ -100,13 +115,30 @@ class ChangeHandle:
                 self._ready.set()
         # The flag as well as cancel(): a cancel racing the client's read timeout can
         # surface as a TimeoutError that the client retries, losing the cancellation.
+        backoff = Backoff()
         while not self._stopped:
-            got = await self._bb.reads.events_or_pause(
-                pos, partition, count=100, block_ms=self._block_ms,
-                stopped=lambda: self._stopped, reader="on_change reader")
+            try:
+                got = await self._bb.reads.events_or_pause(
+                    pos, partition, count=100, block_ms=self._block_ms,
+                    stopped=lambda: self._stopped, reader="on_change reader",
+                    backoff=backoff, fatal=lasting)
+            except Exception as exc:
+                self._fail(exc, partition)
+                return
             for scope, ev in got:
                 pos[scope] = ev.id
                 await self._deliver(ev)
+
+    def _fail(self, exc: BaseException, partition: int) -> None:
+        self._stopped = True
+        if self.error is None:  # one line per subscription, whichever reader failed
+            log.warning("on_change reader of partition %d ended: %s: %s", partition,
+                        type(exc).__name__, " ".join(str(exc).split())[:300])
+            self.error = exc
+            self.failed.set_result(exc)
+        for t in self._tasks:  # the other partitions' readers end with it
+            if t is not asyncio.current_task():
+                t.cancel()
 
     async def _deliver(self, ev: Event) -> None:
         if self._types is not None and ev.type not in self._types:

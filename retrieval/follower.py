@@ -27,6 +27,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 from blackboard import Blackboard, Entry, Event, EventType
+from blackboard.backoff import Backoff
 
 from .embedding_queue import EmbeddingQueue
 from .engine import SearchEngine
@@ -325,12 +326,13 @@ class IndexFollower:
                 todo = {s: t for s, t in todo.items() if feed_id_gt(t, self._applied[s])}
 
     async def _read(self, partition: int) -> None:
+        backoff = Backoff()  # a lasting failure (a damaged feed) is retried ever slower
         while not self._stopped:
             scopes = sorted(self._by_part[partition])
             pos = {s: self._applied[s] for s in scopes}
             got = await self.bb.reads.events_or_pause(
                 pos, partition, count=200, block_ms=self.block_ms,
-                stopped=lambda: self._stopped, reader="index follower")
+                stopped=lambda: self._stopped, reader="index follower", backoff=backoff)
             events = [ev for _scope, ev in got]
             if events:
                 async with self._lock:

@@ -22,18 +22,18 @@ __all__ = ["CANDIDATES", "close_retrievers", "explore"]
 
 #: Candidates ranked without the hard filters, to count what each filter excluded.
 CANDIDATES = 100
-#: Retrievers kept (one per recently seen token; each holds its index follower).
+#: Retrievers kept (one per recently seen Redis user; each holds its index follower).
 _KEEP = 32
 
 
 def _retriever(app: FastAPI, caller: Caller) -> Retriever:
     cache: OrderedDict[str, tuple[Caller, Retriever]] = app.state.dash_retrievers
-    got = cache.get(caller.token_id)
+    got = cache.get(caller.principal)
     if got is not None and got[0] is caller:
-        cache.move_to_end(caller.token_id)
+        cache.move_to_end(caller.principal)
         return got[1]
     r = Retriever(caller.bb)
-    cache[caller.token_id] = (caller, r)
+    cache[caller.principal] = (caller, r)
     return r
 
 

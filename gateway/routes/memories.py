@@ -29,6 +29,7 @@ from memory.wire import (
 
 from ..caller import Caller
 from ..operator import operator_map, operator_stats
+from ..refusals import InvalidParameter
 from .deps import CallerDep
 
 router = APIRouter(prefix="/v1", tags=["memory"])
@@ -42,7 +43,15 @@ _ERRORS: dict[int | str, dict[str, Any]] = {
 def _level(v: str | None) -> MemoryLevel | None:
     if v is None:
         return None
-    return MemoryLevel.from_segment(v) or MemoryLevel(v)
+    got = MemoryLevel.from_segment(v)
+    if got is not None:
+        return got
+    try:
+        return MemoryLevel(v)
+    except ValueError:
+        raise InvalidParameter(
+            f"level: unknown memory level {v[:80]!r}; levels: "
+            f"{', '.join(m.value for m in MemoryLevel)}", field="level") from None
 
 
 @router.post("/memories", status_code=201, response_model=EntryOut, responses=_ERRORS)
