@@ -24,7 +24,8 @@ from typing import Literal
 
 import numpy as np
 
-from blackboard import Blackboard, ConsumeCounters, ConsumeOptions, Entry, Event, EventType
+from blackboard import Batch, Blackboard, ConsumeCounters, ConsumeOptions, Entry, Event, EventType
+from blackboard.tasks import cancel_and_wait
 from retrieval.embedders import Embedder, default_embedder
 from retrieval.text import entry_text
 
@@ -35,6 +36,8 @@ from .streams import FailureStreak, until_stopped
 log = logging.getLogger(__name__)
 
 ROLE = "index"
+#: A stop lets the batch in hand finish for this long, then abandons it (re-delivered).
+ABANDON_AFTER_S = 1.0
 _EMBED = frozenset({EventType.WRITTEN, EventType.UPDATED})
 
 
@@ -129,6 +132,7 @@ class IndexRole:
         self.batches = 0
         self.embedded = 0
         self.failures = 0
+        self.abandoned = 0
 
     async def start(self) -> None:
         """Create the consumer group and start consuming; returns at once."""
@@ -150,6 +154,7 @@ class IndexRole:
             "index_embedded": self.embedded,
             "index_failures": self.failures,
             "index_reopened": self.reopened,
+            "index_abandoned": self.abandoned,
         }
 
     async def _loop(self) -> None:
@@ -184,15 +189,42 @@ class IndexRole:
             counters=self.consume_counters,
         )
         async for batch in until_stopped(stream, self._stopping):
-            try:
-                if self.embedder is not None:
-                    self.embedded += await run_index_batch(self.bb, batch.events, self.embedder)
-                await batch.ack()
-                self.batches += 1
-                self.streak.succeeded()
-            except Exception:
-                self.failures += 1
-                log.exception(
-                    "index batch on partition %d failed; it stays pending", batch.partition
-                )
-                batch.release()
+            if not await self._handle_or_abandon(batch):
+                return
+
+    async def _handle_or_abandon(self, batch: Batch) -> bool:
+        """Embed and ack ``batch``; -> False when a stop abandoned it. A stop does not wait
+        for the model (a batch of 200 texts takes seconds, minutes on a loaded machine):
+        after ``ABANDON_AFTER_S`` the batch is released unacked and its next owner
+        re-embeds it, so SIGTERM ends the role within seconds whatever it is doing."""
+        work = asyncio.ensure_future(self._handle(batch))
+        stop = asyncio.ensure_future(self._stopping.wait())
+        try:
+            await asyncio.wait({work, stop}, return_when=asyncio.FIRST_COMPLETED)
+            if not work.done():
+                await asyncio.wait({work}, timeout=ABANDON_AFTER_S)
+            if work.done():
+                work.result()
+                return True
+            await cancel_and_wait([work])
+            batch.release()
+            self.abandoned += 1
+            log.info("index: stopping; abandoned the batch in hand on partition %d "
+                     "(%d events, re-delivered)", batch.partition, len(batch.events))
+            return False
+        finally:
+            stop.cancel()
+
+    async def _handle(self, batch: Batch) -> None:
+        try:
+            if self.embedder is not None:
+                self.embedded += await run_index_batch(self.bb, batch.events, self.embedder)
+            await batch.ack()
+            self.batches += 1
+            self.streak.succeeded()
+        except Exception:
+            self.failures += 1
+            log.exception(
+                "index batch on partition %d failed; it stays pending", batch.partition
+            )
+            batch.release()
