@@ -23,7 +23,7 @@ from blackboard import Blackboard
 from memory.registry import Registry
 
 from .leases import LeaseTable, TableClock
-from .metrics import MetricsServer, render_process
+from .metrics import MetricsServer, render_process, render_progress
 from .roles import ROLES, role_spec
 from .settings import WorkerSettings
 from .worker import Worker
@@ -91,7 +91,9 @@ async def _serve(url: str, role: str, settings: WorkerSettings, ready: Callable[
         if settings.metrics_port is not None:
             metrics = MetricsServer(
                 settings.metrics_port,
-                lambda: render_process([(w.role, w.id, w.counters()) for w in workers]),
+                lambda: render_process([(w.role, w.id, w.counters()) for w in workers])
+                + render_progress([(w.role, w.id, w.progress.ages_ms()) for w in workers
+                                   if w.holds_leases]),
                 host=settings.metrics_host,
             )
         loop = asyncio.get_running_loop()
