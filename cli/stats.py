@@ -27,12 +27,12 @@ from rich.table import Table
 
 from blackboard import Blackboard
 from workers.heartbeat import WorkerInfo, list_workers
-from workers.stats import BusStats, Stats, collect_stats
+from workers.stats import BusStats, Stats, collect_stats, progress_rows
 
 from .options import Json, RedisUrl, with_blackboard
 from .output import console, print_json
 
-__all__ = ["progress_rows", "register", "role_summary"]
+__all__ = ["register", "role_summary"]
 
 def role_summary(st: Stats) -> dict[str, dict[str, Any]]:
     """Per consumer-group role: partitions it reads, consumers, pending, lag (None: unknown)."""
@@ -72,13 +72,6 @@ def _workers_table(workers: list[WorkerInfo]) -> Table:
                   str(c.get("events", 0)), str(c.get("written", 0)),
                   str(c.get("dead_lettered", 0)))
     return w
-
-
-def progress_rows(workers: list[WorkerInfo], now_ms: int) -> list[dict[str, Any]]:
-    """Per (role, partition), the age of its reader's last progress, by role then partition."""
-    rows = [{"role": w.role, "partition": p, "worker": w.id, "age_ms": max(0, now_ms - t)}
-            for w in workers for p, t in w.progress.items()]
-    return sorted(rows, key=lambda r: (r["role"], r["partition"]))
 
 
 def _age(ms: int) -> str:

@@ -95,8 +95,9 @@ async def test_an_idle_reader_is_not_a_stall(bb: Blackboard, clean_redis: Any) -
 def test_stats_shows_the_age_of_each_partitions_progress_at_80_columns() -> None:
     from rich.console import Console
 
-    from cli.stats import _progress_table, progress_rows
+    from cli.stats import _progress_table
     from workers.heartbeat import WorkerInfo
+    from workers.stats import progress_rows
 
     now = 1_000_000
     ws = [WorkerInfo("summarize-h-1", "summarize", 1, "h", 0, now, (0, 1),
