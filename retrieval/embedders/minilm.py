@@ -20,7 +20,6 @@ it). Measured on 2,000 texts in calls of 64: 1,193 MB resident after with the ar
 from __future__ import annotations
 
 import ctypes
-import ctypes.util
 import functools
 import importlib.util
 import os
@@ -48,9 +47,10 @@ VOCAB = Path(__file__).resolve().parent / "data" / "bert-base-uncased-vocab.txt.
 
 @functools.cache
 def _malloc_trim() -> Any:
-    """glibc's ``malloc_trim`` (None elsewhere: musl, macOS)."""
+    """glibc's ``malloc_trim`` (None elsewhere: musl, macOS). By its soname, not
+    ``ctypes.util.find_library``, which runs ``ldconfig`` in a subprocess."""
     try:
-        return ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6").malloc_trim
+        return ctypes.CDLL("libc.so.6").malloc_trim
     except (OSError, AttributeError):
         return None
 
