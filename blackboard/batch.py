@@ -8,8 +8,9 @@ DLQ).
 from __future__ import annotations
 
 import asyncio
+import time
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Protocol
 
 from .entry import Event
@@ -22,6 +23,7 @@ __all__ = [
     "BatchSink",
     "ConsumeCounters",
     "ConsumeOptions",
+    "PartitionProgress",
     "PartitionSource",
 ]
 
@@ -64,6 +66,36 @@ class ConsumeCounters:
     claimed: int = 0
     #: re-driven events meant for another group, acked unhandled
     not_ours: int = 0
+    #: Each partition's reader's last progress (not a counter: :meth:`totals` leaves it out).
+    progress: dict[int, PartitionProgress] = field(default_factory=dict, compare=False)
+
+    def totals(self) -> dict[str, int]:
+        """The counters (every int field)."""
+        return {k: v for k, v in asdict(self).items() if isinstance(v, int)}
+
+    def started(self, partition: int, now_ms: int) -> PartitionProgress:
+        """A reader of ``partition`` starts: its progress is counted from now."""
+        self.progress[partition] = PartitionProgress(time.monotonic(), now_ms)
+        return self.progress[partition]
+
+
+@dataclass
+class PartitionProgress:
+    """When the reader of one partition last made progress: a read that returned (an idle
+    reader's block ends every ``block_ms``) or a batch settled. ``last`` is monotonic
+    seconds (for the stall check), ``last_ms`` the Redis clock (for people), ``events``
+    the events it handled and acked."""
+
+    last: float
+    last_ms: int
+    events: int = 0
+    #: Set by whoever judged it stalled: the reader pool retires this reader at its next
+    #: rebalance and starts a fresh one if the partition is still owned.
+    stalled: bool = False
+
+    def moved(self, now_ms: int, events: int = 0) -> None:
+        self.last, self.last_ms = time.monotonic(), now_ms
+        self.events += events
 
 
 @dataclass(eq=False)

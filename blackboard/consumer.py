@@ -76,6 +76,7 @@ class _Reader:
         self.retired = False
         self._redeliver_delay = 0.0
         self._bad: list[tuple[Any, dict[bytes, bytes]]] = []
+        self.progress = counters.started(partition, bb.now_ms())
         #: handler failures per event id (released, not acked) seen by this reader
         self._failures: dict[str, int] = {}
 
@@ -132,6 +133,7 @@ class _Reader:
             # still pending for this consumer, not re-claimed, so no delivery is counted.
             await asyncio.sleep(wait)
             wait = min(wait * 2, 2.0)
+        self.progress.moved(self.bb.now_ms(), len(events) if batch.acked else 0)
         for ev in events:
             if batch.acked:
                 self._failures.pop(ev.id, None)
@@ -258,6 +260,7 @@ class _Reader:
                     count=self.opts.count,
                     block=self._block_ms(time.monotonic()),
                 )
+                self.progress.moved(self.bb.now_ms())
                 for _stream, items in reply or ():
                     evs = self._events(items)
                     await self._flush_bad()
@@ -315,7 +318,7 @@ class ReaderPool:
             else:
                 t.cancel()  # again: a cancellation can be swallowed mid-read (see close)
         for p in list(self.tasks):
-            if p not in want or self.tasks[p].done():
+            if p not in want or self.tasks[p].done() or self.readers[p].progress.stalled:
                 t = self.tasks.pop(p)
                 self.readers.pop(p).retired = True
                 t.cancel()

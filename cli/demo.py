@@ -14,6 +14,7 @@ import contextlib
 import dataclasses
 import os
 import subprocess
+import tempfile
 import time
 from collections.abc import Callable, Iterator
 from typing import Any
@@ -42,7 +43,7 @@ from workers.stats import collect_stats
 
 from .demo_agents import Step, script
 from .demo_report import TEAM, build_report, print_report
-from .output import console, print_json
+from .output import console, err_console, print_json
 from .supervisor import worker_command, worker_env
 
 __all__ = ["install_agents", "run_agent", "run_demo"]
@@ -228,20 +229,47 @@ async def _main(url: str, names: list[str], steps: int, procs: list[subprocess.P
     return report, mmap
 
 
-def _reap(p: subprocess.Popen[bytes], grace: float = 30) -> int:
-    """The worker's exit code; one still running ``grace`` seconds after SIGTERM is
-    killed (its code is then -9, and the demo exits 1 saying so)."""
+#: A worker exits within 10 s of SIGTERM (workers.process); the demo waits a bit longer.
+REAP_GRACE_S = 15.0
+
+
+def _reap(p: subprocess.Popen[bytes], grace: float = REAP_GRACE_S) -> tuple[int, str]:
+    """The worker's exit code and, when it is not 0, what happened in words: one still
+    running ``grace`` seconds after SIGTERM is killed, which is said instead of a bare -9."""
     try:
-        return p.wait(grace)
+        code = p.wait(grace)
     except subprocess.TimeoutExpired:
         p.kill()
-        return p.wait()
+        p.wait()
+        return 1, f"still running {grace:.0f}s after SIGTERM, so it was killed"
+    if code < 0:
+        return 1, f"killed by signal {-code} (not by the demo)"
+    return code, "" if code == 0 else f"exited with code {code}"
 
 
-def _start_workers(url: str) -> list[subprocess.Popen[bytes]]:
+def _start_workers(url: str, logs: str) -> list[subprocess.Popen[bytes]]:
+    """One process per role, each logging to ``<logs>/<role>.log`` (shown if it fails)."""
     env = worker_env(url) | WORKER_ENV
-    return [subprocess.Popen(worker_command(role), env=env, stdout=subprocess.DEVNULL,
-                             stderr=subprocess.DEVNULL) for role in ROLES]
+    procs = []
+    for role in ROLES:
+        with open(os.path.join(logs, f"{role}.log"), "wb") as log:
+            procs.append(subprocess.Popen(worker_command(role), env=env,
+                                          stdout=subprocess.DEVNULL, stderr=log))
+    return procs
+
+
+def _say_what_happened(logs: str, failures: list[tuple[str, str]]) -> list[str]:
+    """One line per worker that did not exit 0, with the last line of its log."""
+    lines = []
+    for role, what in failures:
+        try:
+            with open(os.path.join(logs, f"{role}.log"), errors="replace") as f:
+                tail = [ln.strip() for ln in f.read().splitlines() if ln.strip()][-1:]
+        except OSError:
+            tail = []
+        lines.append(f"worker {role}: {what}" + (f"; its log ends: {tail[0][:200]}"
+                                                 if tail else ""))
+    return lines
 
 
 def run_demo(url: str | None, *, agents: int = 3, steps: int = 120, workers: bool = True,
@@ -254,18 +282,26 @@ def run_demo(url: str | None, *, agents: int = 3, steps: int = 120, workers: boo
     ph = Phases(json_out)
     given = url or os.environ.get("BLACKBOARD_REDIS_URL")
     codes: list[int] = []
+    problems: list[str] = []
     with contextlib.ExitStack() as stack:
         stack.enter_context(ph.progress)
         with ph.phase(f"Redis at {mask_url(given)}" if given else "starting redis-server"):
             redis_url = stack.enter_context(redis_or_embedded(url))
-        procs = _start_workers(redis_url) if workers else []
+        logs = stack.enter_context(tempfile.TemporaryDirectory(prefix="bb-demo-"))
+        procs = _start_workers(redis_url, logs) if workers else []
         try:
             report, mmap = asyncio.run(_main(redis_url, names, steps, procs, workers, ph))
         finally:
             for p in procs:
                 p.terminate()
-            codes = [_reap(p) for p in procs]
+            reaped = [_reap(p) for p in procs]
+            codes = [c for c, _ in reaped]
+            problems = _say_what_happened(
+                logs, [(r, what) for r, (_, what) in zip(ROLES, reaped, strict=True) if what])
+            for line in problems:  # stderr: --json keeps stdout one document
+                err_console.print(line, highlight=False, markup=False)
     report["worker_exit_codes"] = codes
+    report["worker_problems"] = problems
     report["seconds"] = round(time.perf_counter() - t0, 1)
     if json_out:
         print_json(report)

@@ -9,7 +9,13 @@ totals, the partitions that need a look); ``--all`` adds every partition's row.
                 "groups": [{"role": str, "consumers", "pending": int,
                             "lag": int | null, "last_delivered": str}]}],
      "workers": [{"id", "role", "pid", "host", "started_at", "beat_at",
-                  "partitions": [int], "counters": {str: int}}]}
+                  "partitions": [int], "counters": {str: int},
+                  "progress": {partition: last_progress_ms}}],
+     "progress": [{"role": str, "partition": int, "worker": str, "age_ms": int}]}
+
+``progress``: per role and partition, how long ago its reader last made progress (a read
+returned or a batch settled; an idle reader's every ``block_ms``): a large age with lag is
+a stall, which the worker itself gives up after ``stall_ms`` (``stalls`` counter).
 """
 
 from __future__ import annotations
@@ -21,7 +27,7 @@ from rich.table import Table
 
 from blackboard import Blackboard
 from workers.heartbeat import WorkerInfo, list_workers
-from workers.stats import BusStats, Stats, collect_stats
+from workers.stats import BusStats, Stats, collect_stats, progress_rows
 
 from .options import Json, RedisUrl, with_blackboard
 from .output import console, print_json
@@ -68,6 +74,24 @@ def _workers_table(workers: list[WorkerInfo]) -> Table:
     return w
 
 
+def _age(ms: int) -> str:
+    s = ms / 1000
+    return f"{s:.0f}s" if s < 120 else f"{s / 60:.0f}m"
+
+
+def _progress_table(rows: list[dict[str, Any]]) -> Table:
+    """One row per role: ``partition:age`` of each of its readers (folded at 80 columns)."""
+    t = Table(title="last progress per partition (age)", title_justify="left")
+    t.add_column("role")
+    t.add_column("partition:age", overflow="fold")
+    by_role: dict[str, list[str]] = {}
+    for r in rows:
+        by_role.setdefault(r["role"], []).append(f"{r['partition']}:{_age(r['age_ms'])}")
+    for role, cells in by_role.items():
+        t.add_row(role, " ".join(cells))
+    return t
+
+
 def _partition_table(buses: list[BusStats], title: str) -> Table:
     t = Table(title=title, title_justify="left")
     for col in ("partition", "bus", "dlq", "scopes", "group", "consumers", "pending", "lag"):
@@ -82,9 +106,12 @@ def _partition_table(buses: list[BusStats], title: str) -> Table:
     return t
 
 
-def render(st: Stats, workers: list[WorkerInfo], show_all: bool) -> None:
+def render(st: Stats, workers: list[WorkerInfo], show_all: bool, now_ms: int = 0) -> None:
     if workers:
         console.print(_workers_table(workers))
+        progress = progress_rows(workers, now_ms)
+        if progress:
+            console.print(_progress_table(progress))
     else:
         console.print("no live workers (`blackboard worker --role all` starts them)")
     roles = role_summary(st)
@@ -127,12 +154,13 @@ def register(app: typer.Typer) -> None:
         json_out: Json = False,
     ) -> None:
         """Live workers, consumer groups (pending, lag), dead letters: a summary."""
-        async def both(bb: Blackboard) -> tuple[Stats, list[WorkerInfo]]:
-            return await collect_stats(bb), await list_workers(bb)
+        async def both(bb: Blackboard) -> tuple[Stats, list[WorkerInfo], int]:
+            return await collect_stats(bb), await list_workers(bb), bb.now_ms()
 
-        st, workers = with_blackboard(redis_url, both)
+        st, workers, now_ms = with_blackboard(redis_url, both)
         if json_out:
             print_json({"partitions": st.partitions, "totals": st.totals(),
-                        "buses": st.buses, "workers": workers})
+                        "buses": st.buses, "workers": workers,
+                        "progress": progress_rows(workers, now_ms)})
             return
-        render(st, workers, show_all)
+        render(st, workers, show_all, now_ms)

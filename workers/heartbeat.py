@@ -38,6 +38,8 @@ class WorkerInfo:
     beat_at: int
     partitions: tuple[int, ...] = ()
     counters: Mapping[str, int] = field(default_factory=dict)
+    #: per partition, when its reader last made progress (Redis clock, ms)
+    progress: Mapping[int, int] = field(default_factory=dict)
 
 
 @dataclass
@@ -53,11 +55,14 @@ class Heartbeat:
         self._since_write = 0
 
     async def beat(
-        self, partitions: set[int], counters: Mapping[str, int], *, force: bool = True
+        self, partitions: set[int], counters: Mapping[str, int], *, force: bool = True,
+        progress: Mapping[int, int] | None = None,
     ) -> bool:
         """Write the record; unless ``force``, only when it changed or is due for a refresh.
-        -> whether it was written."""
-        shown = (sorted(partitions), dict(counters))
+        ``progress``: per partition, when its reader last made progress (Redis clock, ms;
+        an idle reader's moves every ``block_ms``). -> whether it was written."""
+        shown = (sorted(partitions), {**counters, **{f"p{p}": t for p, t in
+                                                     (progress or {}).items()}})
         self._since_write += 1
         changed = force or shown != self._shown
         if not changed and self._since_write < REFRESH_BEATS:
@@ -75,6 +80,7 @@ class Heartbeat:
                 "started_at": self.started_at,
                 "partitions": json.dumps(sorted(partitions)),
                 "counters": json.dumps(dict(counters)),
+                "progress": json.dumps({str(p): t for p, t in (progress or {}).items()}),
             }
         try:
             await self.bb.presence.beat(self.worker_id, self.role, record, now,
@@ -106,6 +112,7 @@ async def list_workers(bb: Blackboard) -> list[WorkerInfo]:
             beat_at=int(g["beat_at"]),
             partitions=tuple(json.loads(g["partitions"])),
             counters=json.loads(g["counters"]),
+            progress={int(p): int(t) for p, t in json.loads(g.get("progress", "{}")).items()},
         )
         for g in await bb.presence.records()
     ]

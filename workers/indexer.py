@@ -27,6 +27,7 @@ import numpy as np
 
 from blackboard import Blackboard, ConsumeCounters, Entry, Event, EventType
 from blackboard.errors import OutOfMemory
+from blackboard.tasks import cancel_and_wait
 from blackboard.vector_queue import Queued, VectorQueue
 from retrieval.embedders import Embedder, default_embedder
 from retrieval.text import entry_text
@@ -39,6 +40,8 @@ from .streams import FailureStreak
 log = logging.getLogger(__name__)
 
 ROLE = "index"
+#: A stop lets the batch in hand finish for this long, then abandons it (re-delivered).
+ABANDON_AFTER_S = 1.0
 _EMBED = frozenset({EventType.WRITTEN, EventType.UPDATED})
 #: Entries embedded per partition visit (one model batch); the rest stay queued.
 _PER_VISIT = 64
@@ -146,6 +149,7 @@ class IndexRole:
         self.dropped = 0
         self.adopted = 0
         self._prepared = False  # writes queue for us (see start)
+        self.abandoned = 0
 
     async def start(self) -> None:
         """Make writes queue their entries, carry over the backlog of the bus consumer
@@ -164,12 +168,22 @@ class IndexRole:
         self._prepared = True
 
     async def stop(self) -> None:
-        """Finish the batch in hand and stop."""
+        """Stop; the batch in hand may finish for ``ABANDON_AFTER_S``. A stop does not wait
+        for the model (a batch takes seconds, more on a loaded machine): past that the task
+        is cancelled and its entries, never settled, stay queued for the next indexer, so
+        SIGTERM ends the role within seconds whatever it is doing."""
         self._stopping.set()
-        if self._task is not None:
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._task
-            self._task = None
+        if self._task is None:
+            return
+        done, _ = await asyncio.wait({self._task}, timeout=ABANDON_AFTER_S)
+        if not done:
+            await cancel_and_wait([self._task])
+            self.abandoned += 1
+            log.info("index: stopping; abandoned the embedding in hand (its entries stay "
+                     "queued)")
+        elif not self._task.cancelled():
+            self._task.result()
+        self._task = None
 
     def counters(self) -> dict[str, int]:
         return {
@@ -178,6 +192,7 @@ class IndexRole:
             "index_failures": self.failures,
             "index_reopened": self.reopened,
             "index_dropped": self.dropped,
+            "index_abandoned": self.abandoned,
         }
 
     async def _loop(self) -> None:

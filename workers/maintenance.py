@@ -70,6 +70,10 @@ class Maintenance:
 
     def __post_init__(self) -> None:
         self._oom = OomNotice("maintenance", self.settings.oom_say_every_s)
+    #: (job, scope) -> the scope's newest feed id when the job last went through it: an
+    #: unchanged scope is not read again (dedupe and reindex read every entry, so an idle
+    #: worker's cost grew with what it held: ~15 commands/s per 1,000 entries).
+    _seen: dict[tuple[str, str], str] = field(default_factory=dict, repr=False)
 
     async def drain(self) -> None:
         """Let job runs in hand finish their current partition, then return (stopping)."""
@@ -137,6 +141,16 @@ class Maintenance:
                     break
         return JobReport(job, partition, dry_run, counts)
 
+    async def _changed(self, job: str, scope_ids: list[str],
+                       dry_run: bool) -> list[tuple[str, str]]:
+        """(scope, its newest feed id) for the scopes that changed since ``job`` last went
+        through them (every scope on a dry run; the head is read before the job reads, so a
+        change meanwhile is seen next time)."""
+        feeds = [self.bb.scope(s).keys.feed for s in scope_ids]
+        heads = await self.bb.reads.newest_ids(feeds)
+        return [(s, heads[f]) for s, f in zip(scope_ids, feeds, strict=True)
+                if dry_run or self._seen.get((job, s)) != heads[f]]
+
     async def dedupe(self, partition: int, dry_run: bool = False) -> JobReport:
         """Merge exact and near duplicates within each scope of the partition.
 
@@ -146,9 +160,12 @@ class Maintenance:
         the cohesion guard of :func:`consolidation.dedupe.find_duplicates`.
         """
         counts: dict[str, int] = {}
-        for scope_id in await self._scopes(partition):
+        for scope_id, head in await self._changed("dedupe", await self._scopes(partition),
+                                                  dry_run):
             scope = self.bb.scope(scope_id)
             entries = await scope.entries(limit=self.dedupe_window)
+            if not dry_run:
+                self._seen[("dedupe", scope_id)] = head
             if len(entries) < 2:
                 continue
             vectors = None
@@ -190,7 +207,8 @@ class Maintenance:
         if self.reembed is None:
             return JobReport("reindex", partition, dry_run, {})
         counts: dict[str, int] = {}
-        for scope_id in await self._scopes(partition):
+        for scope_id, head in await self._changed("reindex", await self._scopes(partition),
+                                                  dry_run):
             scope = self.bb.scope(scope_id)
             stale = [
                 e
@@ -199,6 +217,8 @@ class Maintenance:
             ]
             if stale:
                 counts[scope.id] = len(stale) if dry_run else await self.reembed(stale)
+            if not dry_run:
+                self._seen[("reindex", scope_id)] = head
         return JobReport("reindex", partition, dry_run, counts)
 
     async def trim(self, partition: int, dry_run: bool = False) -> JobReport:

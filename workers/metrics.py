@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Callable, Iterable, Mapping
 
-__all__ = ["MetricsServer", "render_metrics", "render_process"]
+__all__ = ["MetricsServer", "render_metrics", "render_process", "render_progress"]
 
 #: Counters that are levels, not totals.
 GAUGES = frozenset({"partitions", "lag"})
@@ -26,6 +26,17 @@ def render_process(workers: Iterable[tuple[str, str, Mapping[str, float]]]) -> s
         name = metric.removeprefix("blackboard_worker_")
         lines.append(f"# TYPE {metric} {'gauge' if name in GAUGES else 'counter'}")
         lines += families[metric]
+    return "\n".join(lines) + "\n"
+
+
+def render_progress(workers: Iterable[tuple[str, str, Mapping[int, int]]]) -> str:
+    """Per (role, worker, partition) the age of its reader's last progress, seconds (a
+    reader making none while its group has events is a stall: workers.progress)."""
+    metric = "blackboard_worker_progress_age_seconds"
+    lines = [f"# TYPE {metric} gauge"]
+    for role, worker_id, ages_ms in workers:
+        lines += [f'{metric}{{role="{role}",worker="{worker_id}",partition="{p}"}} '
+                  f"{ms / 1000:.3f}" for p, ms in sorted(ages_ms.items())]
     return "\n".join(lines) + "\n"
 
 

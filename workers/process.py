@@ -1,12 +1,22 @@
 """A worker process: the roles it runs sharing one connection, registry client, lease clock
-and metrics endpoint, until SIGTERM or SIGINT; a stop that hangs says what it waits on."""
+and metrics endpoint, until SIGTERM or SIGINT; a stop that hangs says what it waits on.
+
+A stop is bounded: the roles get ``STOP_BUDGET_S`` to finish what they hold and give their
+leases back; past it what they still hold is abandoned (un-acked events are re-delivered
+to the next owner, leases lapse), and ``EXIT_AFTER_S`` after the signal the process exits
+0 whatever still runs (a thread in the model, a client call that swallowed its
+cancellation), saying so in one log line.
+"""
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
 import logging
+import os
 import signal
+import sys
+import threading
 from collections.abc import Callable
 from typing import Any
 
@@ -15,7 +25,7 @@ from blackboard.errors import OutOfMemory
 from memory.registry import Registry
 
 from .leases import LeaseTable, TableClock
-from .metrics import MetricsServer, render_process
+from .metrics import MetricsServer, render_process, render_progress
 from .oom import OomNotice
 from .roles import ROLES, role_spec
 from .settings import WorkerSettings
@@ -29,7 +39,27 @@ log = logging.getLogger(__name__)
 #: A worker started while Redis is over its maxmemory tries its first writes this often.
 START_RETRY_S = 1.0
 #: A stop still running after this long logs where every task waits (and again as often).
-STOP_REPORT_AFTER_S = 10.0
+STOP_REPORT_AFTER_S = 5.0
+#: The roles' stop is abandoned after this long ...
+STOP_BUDGET_S = 7.0
+#: ... and the process exits 0 this long after the signal, whatever still runs.
+EXIT_AFTER_S = 9.5
+
+
+def _exit_after(seconds: float) -> threading.Timer:
+    """A timer that ends the process (exit 0) if it is still running ``seconds`` from now."""
+
+    def hard_exit() -> None:
+        log.error("still running %.1fs after the stop signal; exiting now (un-acked events "
+                  "are re-delivered, leases lapse)", seconds)
+        logging.shutdown()
+        sys.stderr.flush()
+        os._exit(0)
+
+    timer = threading.Timer(seconds, hard_exit)
+    timer.daemon = True
+    timer.start()
+    return timer
 
 
 async def _report_slow_stop(after_s: float) -> None:
@@ -66,13 +96,21 @@ async def _serve(url: str, role: str, settings: WorkerSettings, ready: Callable[
         if settings.metrics_port is not None:
             metrics = MetricsServer(
                 settings.metrics_port,
-                lambda: render_process([(w.role, w.id, w.counters()) for w in workers]),
+                lambda: render_process([(w.role, w.id, w.counters()) for w in workers])
+                + render_progress([(w.role, w.id, w.progress.ages_ms()) for w in workers
+                                   if w.holds_leases]),
                 host=settings.metrics_host,
             )
         loop = asyncio.get_running_loop()
         stop = asyncio.Event()
+
+        def on_signal() -> None:
+            if not stop.is_set():
+                stop.set()
+                _exit_after(EXIT_AFTER_S)
+
         for sig in (signal.SIGTERM, signal.SIGINT):
-            loop.add_signal_handler(sig, stop.set)
+            loop.add_signal_handler(sig, on_signal)
         try:
             if metrics is not None:
                 await metrics.start()
@@ -84,7 +122,12 @@ async def _serve(url: str, role: str, settings: WorkerSettings, ready: Callable[
             await stop.wait()
         finally:
             watchdog = asyncio.create_task(_report_slow_stop(STOP_REPORT_AFTER_S))
-            await asyncio.gather(*(w.stop() for w in workers))
+            stopping = asyncio.ensure_future(
+                asyncio.gather(*(w.stop() for w in workers), return_exceptions=True))
+            done, _ = await asyncio.wait({stopping}, timeout=STOP_BUDGET_S)
+            if not done:
+                log.error("the roles did not stop within %.0fs; abandoning what they hold "
+                          "(un-acked events are re-delivered, leases lapse)", STOP_BUDGET_S)
             watchdog.cancel()
             if metrics is not None:
                 await metrics.stop()

@@ -28,6 +28,10 @@ class WorkerSettings:
     #: A reader blocks this long (at most the client's max_block_ms) between idle reads.
     block_ms: int = 25_000
     max_deliveries: int = 5
+    #: A partition whose reader made no progress (no read returned, no batch settled) for
+    #: this long while its group has events to read or pending is given up and re-read
+    #: by a fresh reader (workers.progress). Above ``block_ms``: an idle read returns then.
+    stall_ms: int = 90_000
     max_failures: int = 3
     trigger_check_ms: int = 500
     #: Backstop only: buffering and firing notice edge changes at once (workers/edgeset.py).
@@ -57,6 +61,9 @@ class WorkerSettings:
     def __post_init__(self) -> None:
         if self.lease_ttl_ms < 2 * self.heartbeat_ms:
             raise InvalidArgument("lease_ttl_ms must be at least twice heartbeat_ms")
+        if self.stall_ms <= self.block_ms:
+            raise InvalidArgument("stall_ms must be above block_ms (an idle read returns "
+                                  "every block_ms)")
         if self.batch_count < 1 or self.max_deliveries < 1:
             raise InvalidArgument("batch_count and max_deliveries must be >= 1")
         if (self.llm_base_url is None) != (self.llm_model is None):

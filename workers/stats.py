@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Any
 
 from blackboard import Blackboard
 from blackboard.bus import GroupInfo
 
-__all__ = ["BusStats", "GroupStats", "Stats", "collect_stats"]
+from .heartbeat import WorkerInfo
+
+__all__ = ["BusStats", "GroupStats", "Stats", "collect_stats", "progress_rows"]
 
 
 #: One consumer group on one bus (the substrate's record of it).
@@ -58,3 +61,11 @@ async def collect_stats(bb: Blackboard) -> Stats:
         buses.append(BusStats(p, c.length, c.dlq, c.scopes, groups, c.inbox, c.retained,
                               c.unembedded))
     return Stats(bb.partitions, tuple(buses))
+
+
+def progress_rows(workers: list[WorkerInfo], now_ms: int) -> list[dict[str, Any]]:
+    """Per (role, partition), how long ago its reader last made progress (``age_ms``) and
+    which worker reads it, by role then partition (``stats``, the dashboard)."""
+    rows = [{"role": w.role, "partition": p, "worker": w.id, "age_ms": max(0, now_ms - t)}
+            for w in workers for p, t in w.progress.items()]
+    return sorted(rows, key=lambda r: (r["role"], r["partition"]))

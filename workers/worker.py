@@ -26,6 +26,7 @@ from memory.registry import Registry
 from .heartbeat import Heartbeat
 from .leases import LeaseSet, LeaseSnapshot, LeaseTable, TableClock
 from .oom import OomNotice
+from .progress import ProgressWatch
 from .roles import Role, role_spec, roles_running
 from .settings import WorkerSettings
 
@@ -61,6 +62,8 @@ class Worker:
         #: Roles that read buses hold partition leases; the others only announce themselves.
         self.holds_leases = spec.consumes
         self.consume_counters = ConsumeCounters()
+        self.progress = ProgressWatch(bb, role, self.id, self.leases, self.consume_counters,
+                                      self.settings.stall_ms)
         self.batches = 0
         self._last_tick = time.monotonic()
         self._ticks = 0
@@ -87,7 +90,8 @@ class Worker:
     def counters(self) -> dict[str, int]:
         c = {"batches": self.batches, **self.plugin.counters()}
         c["partitions"] = len(self.leases.owned)
-        c.update({f"consume_{k}": v for k, v in asdict(self.consume_counters).items()})
+        c["stalls"] = self.progress.stalls
+        c.update({f"consume_{k}": v for k, v in self.consume_counters.totals().items()})
         # The process's relay loops (blackboard.relay), shared by its roles.
         c.update({f"relay_{k}": v for k, v in asdict(self.bb.relays.counters).items()})
         return c
@@ -168,12 +172,14 @@ class Worker:
         if not self.holds_leases or self._ticks == 1:
             pass  # the first tick only announces the beat (see start)
         elif self.healthy():
+            await self.progress.check()
             await self.leases.rebalance(snap, 3 * self.settings.heartbeat_ms)
         elif before:
             log.error("worker %s cannot consume; releasing its partitions", self.id)
             await self.leases.release_all()
         changed = self.leases.current() != before
-        await self.heartbeat.beat(self.leases.current(), self.counters(), force=changed)
+        await self.heartbeat.beat(self.leases.current(), self.counters(), force=changed,
+                                  progress=self.progress.last_ms())
         if changed:
             self.plugin.partitions_changed()
 

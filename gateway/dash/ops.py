@@ -11,7 +11,7 @@ from blackboard import AccessDenied
 from workers.heartbeat import list_workers
 from workers.lease_view import lease_rows, read_leases
 from workers.settings import WorkerSettings
-from workers.stats import collect_stats
+from workers.stats import collect_stats, progress_rows
 
 from ..caller import Caller
 
@@ -29,13 +29,16 @@ async def workers_view(caller: Caller) -> dict[str, Any]:
     st = await collect_stats(caller.bb)
     snap = await read_leases(caller.bb)
     ttl = WorkerSettings.from_env().lease_ttl_ms
+    workers = await list_workers(caller.bb)
+    now = caller.bb.now_ms()
     return {
-        "now": caller.bb.now_ms(),
+        "now": now,
         "totals": st.totals(),
         "partitions": [dataclasses.asdict(b) for b in st.buses],
-        "workers": [dataclasses.asdict(w) | {"counters": dict(w.counters)}
-                    for w in await list_workers(caller.bb)],
+        "workers": [dataclasses.asdict(w) | {"counters": dict(w.counters)} for w in workers],
         "leases": [dataclasses.asdict(r) for r in lease_rows(snap, ttl)],
+        # per role and partition, the age of its reader's last progress (issue 23)
+        "progress": progress_rows(workers, now),
     }
 
 

@@ -1,11 +1,17 @@
-"""``/healthz`` (the process answers), ``/readyz`` (Redis reachable, scripts loaded),
-``/metrics`` (Prometheus text)."""
+"""``/healthz`` (the process answers), ``/readyz`` (Redis reachable, scripts loaded: what
+is missing after a Redis restart or SCRIPT FLUSH is loaded first), ``/metrics``
+(Prometheus text)."""
 
 from __future__ import annotations
+
+import contextlib
 
 from fastapi import APIRouter, Request
 from fastapi.responses import JSONResponse, Response
 from prometheus_client import CONTENT_TYPE_LATEST
+
+from blackboard import AccessDenied, Blackboard
+from blackboard.acl import AclAdmin
 
 router = APIRouter(tags=["health"])
 
@@ -21,7 +27,7 @@ async def readyz(request: Request) -> Response:
     if svc is None:
         return JSONResponse({"status": "ok", "redis": "not checked (no service connection)"})
     try:
-        missing = await svc.missing_scripts()
+        missing = await _missing_after_reload(svc)
     except Exception as exc:  # any failure means not ready; the reason is the answer
         return JSONResponse({"error": "not_ready", "detail": f"Redis: {exc}", "field": None},
                             status_code=503)
@@ -35,3 +41,15 @@ async def readyz(request: Request) -> Response:
 @router.get("/metrics")
 async def metrics(request: Request) -> Response:
     return Response(request.app.state.metrics.render(), media_type=CONTENT_TYPE_LATEST)
+
+
+async def _missing_after_reload(svc: Blackboard) -> list[str]:
+    """The scripts still missing once the service connection loaded what was missing: a
+    restarted Redis holds none, and agents may only EVALSHA. A service user that may not
+    SCRIPT LOAD leaves them to `blackboard acl load-scripts`; the answer names them."""
+    missing = await svc.missing_scripts()
+    if missing:
+        with contextlib.suppress(AccessDenied):
+            await AclAdmin(svc).load_scripts()
+        missing = await svc.missing_scripts()
+    return missing

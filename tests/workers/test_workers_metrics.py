@@ -95,6 +95,12 @@ async def test_metrics_endpoint_and_stats(
         assert _metric(text, "events") >= 30 and _metric(text, "buffered") == 30
         assert _metric(text, "written") >= 1 and _metric(text, "dead_lettered") == 0
         assert _metric(text, "partitions") == bb.partitions
+        assert _metric(text, "stalls") == 0
+        # Each partition's age of last progress (issue 23), one series per partition.
+        ages = [ln for ln in text.splitlines()
+                if ln.startswith('blackboard_worker_progress_age_seconds{role="summarize"')]
+        assert len(ages) == bb.partitions, text
+        assert "# TYPE blackboard_worker_progress_age_seconds gauge" in text
         with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=2) as r:  # noqa: ASYNC210
             assert r.status == 200
         with pytest.raises(urllib.error.HTTPError):

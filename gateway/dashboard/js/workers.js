@@ -19,12 +19,16 @@ function partitionsTable(d) {
     if (!b.groups.length) rows.push([String(b.partition), String(b.length), String(b.inbox), String(b.dlq), '—', '', '', '', '']);
     b.groups.forEach((g, i) => {
       const lease = d.leases.find((l) => l.role === g.role && l.partition === b.partition);
+      // the age of the reader's last progress (a read returned, a batch settled)
+      const pr = (d.progress || []).find((x) => x.role === g.role && x.partition === b.partition);
       rows.push([i ? '' : String(b.partition), i ? '' : String(b.length), i ? '' : String(b.inbox),
         i ? '' : String(b.dlq), g.role, String(g.consumers), String(g.pending),
-        g.lag === null ? '?' : String(g.lag), lease ? `${lease.holder}${lease.live ? '' : ' (lapsed)'}` : 'free']);
+        g.lag === null ? '?' : String(g.lag), lease ? `${lease.holder}${lease.live ? '' : ' (lapsed)'}` : 'free',
+        pr ? fmtAgo(d.now - pr.age_ms, d.now) : '—']);
     });
   }
-  return table(['partition', 'bus', 'inbox', 'dlq', 'group', 'consumers', 'pending', 'lag', 'lease'], rows);
+  return table(['partition', 'bus', 'inbox', 'dlq', 'group', 'consumers', 'pending', 'lag', 'lease',
+    'last progress'], rows);
 }
 
 export default function workersView(root, ctx) {
