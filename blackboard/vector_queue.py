@@ -45,9 +45,42 @@ class VectorQueue:
         self.bb, self.partition = bb, partition
         self._k = PartitionKeys(partition)
 
-    async def enable(self) -> None:
-        """Make writes queue their entries from now on (the index role, at start)."""
+    async def enable(self) -> int:
+        """Make writes queue their entries from now on, and queue those written before
+        (the index role, at start); -> entries queued. The flag's value says whether the entries written
+        before it was first set have been queued: ``1`` while that backfill may still be
+        owed (set, then a crash), ``ready`` once it is done; the scripts only test that
+        it exists."""
+        if await self.bb.client.get(self._k.indexing) == b"ready":
+            return 0
         await self.bb.client.set(self._k.indexing, "1")
+        queued = await self.backfill()
+        await self.bb.client.set(self._k.indexing, "ready")
+        return queued
+
+    async def backfill(self) -> int:
+        """Queue every entry of this partition's scopes that has no vector: what was
+        written before the queue was turned on (writes since are queued by the scripts;
+        ZADD NX makes a double harmless). O(entries of the partition), once per partition
+        and deployment. -> entries queued."""
+        queued, now = 0, self.bb.now_ms()
+        for scope in sorted(await self.bb.upkeep(self.partition).scope_ids()):
+            if not self._our_scope(scope):
+                continue  # junk in the scope set (an agent may SADD there)
+            sk = self.bb.scope_keys(scope)
+            ids = [i.decode() for i in await self.bb.client.zrange(sk.ix, 0, -1)]
+            for at in range(0, len(ids), 1000):
+                chunk = ids[at : at + 1000]
+                async with self.bb.client.pipeline(transaction=False) as pipe:
+                    for eid in chunk:
+                        pipe.hget(sk.entry(eid), "embedder")
+                    have = await pipe.execute()
+                members = {f"{scope}|{eid}": now
+                           for eid, emb in zip(chunk, have, strict=True) if not emb}
+                if members:
+                    queued += int(await self.bb.client.zadd(self._k.unembedded, members,
+                                                            nx=True))
+        return queued
 
     async def length(self) -> int:
         return int(await self.bb.client.zcard(self._k.unembedded))
@@ -68,11 +101,14 @@ class VectorQueue:
         return out
 
     def _ours(self, scope: str, entry_id: str) -> bool:
+        return is_entry_id(entry_id) and self._our_scope(scope)
+
+    def _our_scope(self, scope: str) -> bool:
         try:
             validate_scope(scope)
         except InvalidArgument:
             return False
-        return is_entry_id(entry_id) and partition_of(scope, self.bb.partitions) == self.partition
+        return partition_of(scope, self.bb.partitions) == self.partition
 
     async def settle(
         self,

@@ -163,7 +163,7 @@ class IndexRole:
     async def _prepare(self) -> None:
         for p in range(self.bb.partitions):
             q = self.bb.vector_queue(p)
-            await q.enable()
+            self.adopted += await q.enable()  # what was written before any index role
             self.adopted += await q.adopt_group(ROLE)
         self._prepared = True
 

@@ -17,7 +17,7 @@ import redis
 from workers_support import FAST, wait_until
 
 from blackboard import Blackboard, WriteRequest
-from blackboard.keys import PartitionKeys
+from blackboard.keys import PartitionKeys, ScopeKeys
 from memory.registry import Registry
 from memory.subscriptions import MemorySubscription, Trigger
 from retrieval.embedders.minilm import MINILM_NAME, minilm_available
@@ -69,24 +69,26 @@ async def test_index_role_mid_embedding_stops_and_the_batch_is_redelivered(
 ) -> None:
     r = clean_redis
     scope = bb.scope("agent:a1:working")
-    bus = PartitionKeys(scope.partition).bus
+    queue = PartitionKeys(scope.partition).unembedded
     text = "the quarterly budget review moved to thursday after the audit " * 12
     entries = await scope.write_many([WriteRequest(f"{i}: {text}") for i in range(400)])
+    ids = [e.id for e in entries]
     log = tmp_path / "index.log"
+
+    keys = [ScopeKeys(scope.id, scope.partition).entry(i) for i in ids]
+
     p = _start(redis_url, "index", log)
     try:
-        # A batch is in hand (pending) and no vector is stored yet: the model is running.
-        wait_until(lambda: _group(r, bus, "index")["pending"] > 0, 60, "a batch in hand")
-        await asyncio.sleep(0.5)
+        # The role queued what was written before it (the queue was off), and the model is
+        # running: the first batch is stored, most entries still wait.
+        wait_until(lambda: r.zcard(queue) > 0, 60, "the entries queued")
+        wait_until(lambda: any(r.hget(k, "embedder") for k in keys), 120, "a first batch")
+        await asyncio.sleep(0.3)  # into the next batch
         _sigterm(p, log)
-        assert _group(r, bus, "index")["pending"] > 0  # abandoned, not acked
+        assert r.zcard(queue) > 0  # abandoned, still queued, not lost
         p = _start(redis_url, "index", log)
-
-        def embedded() -> bool:
-            g = _group(r, bus, "index")
-            return g["pending"] == 0 and g["lag"] == 0
-
-        wait_until(embedded, 240, "the next worker to embed what was abandoned")
+        wait_until(lambda: r.zcard(queue) == 0, 240,
+                   "the next worker to embed what was abandoned")
         got = await scope.get_many([e.id for e in entries])
         assert all(e is not None and e.embedder == MINILM_NAME for e in got)
         _sigterm(p, log)
@@ -124,9 +126,8 @@ async def test_role_all_mid_work_stops_and_nothing_is_lost(
         def drained() -> bool:
             held = sum(r.scard(k.pendings) + r.hlen(k.inflight) + r.llen(k.inbox)
                        for k in parts)
-            return not held and all(
-                _group(r, b, g) == {"pending": 0, "lag": 0}
-                for b in buses for g in ("summarize", "index"))
+            return not held and not any(r.zcard(k.unembedded) for k in parts) and all(
+                _group(r, b, "summarize") == {"pending": 0, "lag": 0} for b in buses)
 
         wait_until(drained, 240, "the next worker to handle everything")
         sources: Counter[str] = Counter()
