@@ -171,17 +171,23 @@ async def run_script(
 
 
 async def run_script_many(
-    client: Any, name: str, calls: Sequence[tuple[Sequence[str], Sequence[Any]]]
+    client: Any, name: str, calls: Sequence[tuple[Sequence[str], Sequence[Any]]],
+    *, atomic: bool = False,
 ) -> list[Any]:
     """Run one script once per ``(keys, args)`` in one pipeline; replies in order, an error
     reply as its exception (not raised), so the caller can map each to its item.
+
+    ``atomic``: the pipeline is one MULTI/EXEC. Redis queues the calls and runs none of
+    them until EXEC arrives, and drops the queue when the connection closes first, so a
+    client that dies (``kill -9``) mid-batch leaves nothing, and one that got EXEC through
+    leaves everything. On a Redis Cluster every key must then live in one slot.
 
     On ``NOSCRIPT`` the script is loaded and the whole pipeline sent again: every caller's
     calls are idempotent (writes by fixed id, embeddings by version), so a re-run is safe.
     """
     sha = SCRIPTS[name].sha
     for attempt in (0, 1):
-        async with client.pipeline(transaction=False) as pipe:
+        async with client.pipeline(transaction=atomic) as pipe:
             for keys, args in calls:
                 pipe.execute_command("EVALSHA", sha, len(keys), *keys, *args)
             replies = await pipe.execute(raise_on_error=False)

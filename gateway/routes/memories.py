@@ -9,7 +9,7 @@ from fastapi import APIRouter, Query, Response
 from pydantic import BaseModel
 
 from blackboard import Entry, WriteRequest
-from blackboard.request import encode_write
+from blackboard.batch_write import write_batch
 from memory import MemoryLevel, MemoryQuery
 from memory.wire import (
     BatchOut,
@@ -56,19 +56,20 @@ async def store(body: StoreRequest, caller: CallerDep) -> EntryOut:
 @router.post("/memories/batch", status_code=201, response_model=BatchOut, responses=_ERRORS)
 async def store_batch(body: BatchStore, caller: CallerDep) -> BatchOut:
     """Every item is checked (access, tags, size...) before any is sent, so a refused
-    batch writes nothing; items are written per scope in one pipeline, in order."""
+    batch writes nothing; the whole batch is then one transaction: a gateway killed
+    mid-batch leaves none of it (blackboard.batch_write)."""
     mem = caller.memory
     groups: dict[str, list[tuple[int, WriteRequest]]] = {}
     for i, it in enumerate(body.items):
         sid = mem.access.check_write(mem.scope_for(_level(it.level), it.team))
         req = WriteRequest(it.value, tags=it.tags, metadata=it.metadata, key=it.key,
                            ttl=it.ttl_s, importance=it.importance)
-        encode_write(req, sid, caller.bb.settings.max_entry_bytes)  # raises before writing
         groups.setdefault(sid, []).append((i, req))
+    written = await write_batch(
+        caller.bb, [(sid, [r for _, r in reqs]) for sid, reqs in groups.items()])
     out: list[Entry | None] = [None] * len(body.items)
-    for sid, reqs in groups.items():
-        written = await caller.bb.scope(sid).write_many([r for _, r in reqs])
-        for (i, _), e in zip(reqs, written, strict=True):
+    for reqs, entries in zip(groups.values(), written, strict=True):
+        for (i, _), e in zip(reqs, entries, strict=True):
             out[i] = e
     return BatchOut(entries=[EntryOut.of(e) for e in out if e is not None])
 
