@@ -83,15 +83,18 @@ class Scope:
         embedding: bytes | None = None,
         embedder: str | None = None,
         key_mode: str = "upsert",
+        author: str | None = None,
     ) -> Entry:
         """Store one entry (or update the live entry holding ``key``) and publish its event.
 
         Retrying with the same ``entry_id`` changes nothing and returns the stored entry.
         ``key_mode="supersede"`` keeps the old holder of ``key`` and marks it superseded.
+        ``author``: the writing agent, recorded outside agent scopes once the ACL allows it
+        (:class:`WriteRequest`).
         """
         req = WriteRequest(
             value, tags, metadata, key, ttl, importance, strength, tuple(source),
-            entry_id, embedding, embedder, key_mode,
+            entry_id, embedding, embedder, key_mode, author,
         )
         enc = self._encode(req)
         try:

@@ -99,7 +99,8 @@ class _Scripts:
 SCRIPTS = _Scripts()
 
 _ERR = re.compile(
-    r"(ENTRY_TOO_LARGE|SCOPE_FULL|VERSION_CONFLICT|NOT_FOUND|BAD_SCOPE|WRONG_TYPE|FEED_EXHAUSTED)"
+    r"(ENTRY_TOO_LARGE|SCOPE_FULL|VERSION_CONFLICT|NOT_FOUND|BAD_SCOPE|WRONG_TYPE|FEED_EXHAUSTED"
+    r"|NOT_AUTHOR|BAD_AUTHOR)"
     r"\s*(.*)"
 )
 
@@ -128,6 +129,12 @@ def raise_for_script_error(exc: BaseException, entry_id: str = "", scope: str = 
         ) from None
     if code == "BAD_SCOPE":
         raise InvalidArgument(f"script called with mismatched scope keys: {m.group(2)}") from None
+    if code == "NOT_AUTHOR":
+        raise AccessDenied(
+            f"this Redis user may not write as agent {rest[0]!r} (the ACL refused the "
+            "author proof; see docs/security.md, Authorship)", by_server=True) from None
+    if code == "BAD_AUTHOR":
+        raise InvalidArgument(f"author must be an agent id: {m.group(2)!r:.80}") from None
     if code == "ENTRY_TOO_LARGE":
         raise EntryTooLarge(int(rest[0]), int(rest[1])) from None
     if code == "SCOPE_FULL":

@@ -157,9 +157,15 @@ class EntryOut(BaseModel):
     event_id: str = ""
     embedder: str | None = None
     superseded_by: str | None = None
+    #: who wrote it, as the write script established it (docs/security.md, Authorship)
+    author: str | None = None
+    #: writers the entry's own metadata or tags name other than ``author``: claims only
+    claimed_agents: list[str] = Field(default_factory=list)
 
     @classmethod
     def of(cls, e: Entry) -> EntryOut:
+        from blackboard.entry import claimed_agents
+
         return cls(
             id=e.id, scope=e.scope, value=e.value, tags=sorted(e.tags),
             metadata=dict(e.metadata), key=e.key, importance=e.importance,
@@ -167,13 +173,13 @@ class EntryOut(BaseModel):
             reinforced_by=list(e.reinforced_by), created_at=e.created_at,
             updated_at=e.updated_at, expires_at=e.expires_at, version=e.version,
             source=list(e.source), event_id=e.event_id, embedder=e.embedder,
-            superseded_by=e.superseded_by,
+            superseded_by=e.superseded_by, author=e.author, claimed_agents=claimed_agents(e),
         )
 
     def to_entry(self) -> Entry:
         from blackboard import Entry
 
-        d = self.model_dump()
+        d = self.model_dump(exclude={"claimed_agents"})
         return Entry(**{**d, "tags": frozenset(self.tags),
                         "reinforced_by": tuple(self.reinforced_by),
                         "source": tuple(self.source)})

@@ -63,7 +63,7 @@ async def store_batch(body: BatchStore, caller: CallerDep) -> BatchOut:
     for i, it in enumerate(body.items):
         sid = mem.access.check_write(mem.scope_for(_level(it.level), it.team))
         req = WriteRequest(it.value, tags=it.tags, metadata=it.metadata, key=it.key,
-                           ttl=it.ttl_s, importance=it.importance)
+                           ttl=it.ttl_s, importance=it.importance, author=mem.agent_id)
         groups.setdefault(sid, []).append((i, req))
     written = await write_batch(
         caller.bb, [(sid, [r for _, r in reqs]) for sid, reqs in groups.items()])
