@@ -23,8 +23,9 @@ from memory.wire import EventOut
 from ..caller import Caller
 from ..operator import all_scopes
 from .deps import CallerDep
+from .responses import READ_ERRORS
 
-router = APIRouter(prefix="/v1", tags=["events"])
+router = APIRouter(prefix="/v1", tags=["events"], responses=READ_ERRORS)
 
 #: Events queued for one slow client before its readers wait (back-pressure, bounded).
 QUEUE = 1000
