@@ -85,3 +85,11 @@ def test_kill_9_of_an_in_process_writer_leaves_whole_batches(redis_url: str) -> 
     assert sum(landed) > 0, landed  # the kills fell after some batches, i.e. mid-stream
     print(f"whole batches landed before each kill -9: {landed}")
     r.close()
+
+
+async def test_on_a_real_cluster_one_partition_is_atomic_and_more_refused(cbb: Blackboard) -> None:
+    got = await write_batch(cbb, [(A, [WriteRequest("x"), WriteRequest("y")])])
+    assert [e.value for e in got[0]] == ["x", "y"]
+    with pytest.raises(InvalidArgument, match="one partition"):
+        await write_batch(cbb, [(A, [WriteRequest("z")]), (B, [WriteRequest("w")])])
+    assert await cbb.scope(A).count() == 2 and await cbb.scope(B).count() == 0
