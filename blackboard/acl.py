@@ -66,6 +66,8 @@ AGENT_COMMANDS: tuple[str, ...] = (
     "exists", "type", "pttl", "del", "get",
     # the mutation scripts, by SHA only
     "evalsha", "evalsha_ro",
+    # batches: one MULTI/EXEC, so a client killed mid-batch leaves nothing (batch_write.py)
+    "multi", "exec", "discard",
     # connection plumbing (redis-py, cluster clients); ACL WHOAMI tells a process which
     # user it is (nothing about others)
     "ping", "echo", "time", "client|setname", "client|getname", "acl|whoami",

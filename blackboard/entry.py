@@ -14,11 +14,34 @@ __all__ = [
     "Event",
     "EventType",
     "ScopePolicy",
+    "claimed_agents",
     "decode_entry",
     "decode_entry_values",
     "decode_event",
+    "scope_owner",
     "value_text",
 ]
+
+
+def scope_owner(scope_id: str) -> str | None:
+    """The agent owning ``agent:<a>`` and ``agent:<a>:...`` scopes (``a``: its Redis user
+    is the only agent user that may write their keys); None for any other scope."""
+    parts = scope_id.split(":", 2)
+    return parts[1] if len(parts) >= 2 and parts[0] == "agent" and parts[1] else None
+
+
+def claimed_agents(entry: Entry) -> list[str]:
+    """Agents an entry's own data names as its writer (metadata ``agent``/``actor``, tags
+    ``agent:<a>``) other than its :attr:`~Entry.author`: claims, never authorship, sorted."""
+    found: set[str] = set()
+    for k in ("agent", "actor"):
+        v = entry.metadata.get(k) if isinstance(entry.metadata, Mapping) else None
+        if isinstance(v, str) and v:
+            found.add(v)
+    found.update(t[6:] for t in entry.tags if t.startswith("agent:") and len(t) > 6)
+    found.discard(entry.author or "")
+    return sorted(found)
+
 
 #: Keys whose string value is what a person reads first in a structured memory.
 TEXT_KEYS = ("text", "summary", "statement", "claim", "title", "content")
@@ -91,6 +114,10 @@ class Entry:
     embedding: bytes | None = None
     embedder: str | None = None
     superseded_by: str | None = None
+    #: Who wrote it, as the write script established it (never taken from the value,
+    #: metadata or tags): see :mod:`blackboard.authorship`. None: not established (an
+    #: entry written by the dataflow, or before authorship was recorded).
+    author: str | None = None
 
     def expired(self, now_ms: int) -> bool:
         return 0 < self.expires_at <= now_ms
@@ -227,6 +254,7 @@ ENTRY_FIELDS: tuple[str, ...] = (
     "id", "scope", "value", "tags", "metadata", "key", "importance", "strength",
     "strength_at", "reinforcements", "reinforced_by", "created_at", "updated_at",
     "expires_at", "version", "source", "event_id", "embedding", "embedder", "superseded_by",
+    "author",
 )  # fmt: skip
 ENTRY_FIELDS_B: tuple[bytes, ...] = tuple(f.encode() for f in ENTRY_FIELDS)
 
@@ -242,11 +270,12 @@ def decode_entry_values(scope: str, values: Sequence[bytes | None]) -> Entry:
     (
         id_, scope_, value, tags, meta, key, importance, strength, strength_at,
         reinforcements, reinforced_by, created_at, updated_at, expires_at, version, source,
-        event_id, emb, embedder, superseded_by,
+        event_id, emb, embedder, superseded_by, author,
     ) = values  # fmt: skip
+    sid = _s(scope_, scope)
     return Entry(
         id=_s(id_),
-        scope=_s(scope_, scope),
+        scope=sid,
         value=_json(value),
         tags=frozenset(_list(tags)),
         metadata={} if meta in _EMPTY_OBJECT else _json(meta),
@@ -265,6 +294,9 @@ def decode_entry_values(scope: str, values: Sequence[bytes | None]) -> Entry:
         embedding=emb if emb else None,
         embedder=_s(embedder) or None,
         superseded_by=_s(superseded_by) or None,
+        # the owner of an agent scope is its only possible writer (the ACL): the stored
+        # field, which the owner could rewrite with raw commands, does not override it
+        author=scope_owner(sid) or _s(author) or None,
     )
 
 

@@ -4,11 +4,12 @@ the write script's reply describes."""
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from .entry import Entry, decode_entry
+from .entry import Entry, decode_entry, scope_owner
 from .errors import InvalidArgument
 from .ids import is_entry_id, new_ulid
 from .validation import (
@@ -31,6 +32,10 @@ __all__ = [
 ]
 
 
+#: An agent id, as the ACL module names them (``blackboard.acl``).
+_AUTHOR = re.compile(r"[A-Za-z0-9_.-]{1,64}")
+
+
 @dataclass(frozen=True, slots=True)
 class WriteRequest:
     """One entry to write; ``ttl`` is seconds, ``importance`` and ``strength`` in [0, 1].
@@ -40,7 +45,10 @@ class WriteRequest:
     marks the old one superseded (beliefs change by supersession, never by rewrite).
     ``entry_id`` is normally left out (a ULID is made); a caller that retries must reuse
     the id of its first attempt, which is what makes the retry harmless. ``embedding`` is
-    float32 bytes from the embedder named by ``embedder``.
+    float32 bytes from the embedder named by ``embedder``. ``author`` names the writing
+    agent where the scope does not (team, collective scopes): the write script records it
+    only once the ACL has shown the connection's user may act as that agent (an agent's
+    own scopes always record their owner); never read from ``metadata`` or ``tags``.
     """
 
     value: Any
@@ -55,6 +63,7 @@ class WriteRequest:
     embedding: bytes | None = None
     embedder: str | None = None
     key_mode: str = "upsert"
+    author: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -109,6 +118,7 @@ def encode_write(req: WriteRequest, scope_id: str, max_entry_bytes: int) -> Enco
         req.embedder or "",
         scope_id,
         req.key_mode,
+        _check_author(req.author),
     )
     return EncodedWrite(
         entry_id=entry_id,
@@ -121,6 +131,15 @@ def encode_write(req: WriteRequest, scope_id: str, max_entry_bytes: int) -> Enco
         strength=strength,
         source=source,
     )
+
+
+def _check_author(author: object) -> str:
+    if author is None:
+        return ""
+    if not isinstance(author, str) or not _AUTHOR.fullmatch(author):
+        raise InvalidArgument(
+            f"author must be an agent id ([A-Za-z0-9_.-]{{1,64}}): {author!r:.80}")
+    return author
 
 
 def reply_fields(flat: Sequence[Any]) -> dict[bytes, bytes]:
@@ -163,4 +182,9 @@ def entry_from_write_reply(scope_id: str, enc: EncodedWrite, reply: Sequence[Any
         event_id=f[b"event_id"].decode(),
         embedding=None,
         embedder=None,
+        author=scope_owner(scope_id) or _str(f.get(b"author")) or None,
     )
+
+
+def _str(b: bytes | None) -> str:
+    return b.decode() if b else ""

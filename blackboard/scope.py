@@ -6,6 +6,7 @@ import json
 from collections.abc import AsyncIterator, Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
+from .batch_write import write_batch
 from .entry import Entry, Event, ScopePolicy, decode_entry, decode_event
 from .errors import BlackboardError, InvalidArgument, NotFound
 from .ids import is_entry_id
@@ -82,15 +83,18 @@ class Scope:
         embedding: bytes | None = None,
         embedder: str | None = None,
         key_mode: str = "upsert",
+        author: str | None = None,
     ) -> Entry:
         """Store one entry (or update the live entry holding ``key``) and publish its event.
 
         Retrying with the same ``entry_id`` changes nothing and returns the stored entry.
         ``key_mode="supersede"`` keeps the old holder of ``key`` and marks it superseded.
+        ``author``: the writing agent, recorded outside agent scopes once the ACL allows it
+        (:class:`WriteRequest`).
         """
         req = WriteRequest(
             value, tags, metadata, key, ttl, importance, strength, tuple(source),
-            entry_id, embedding, embedder, key_mode,
+            entry_id, embedding, embedder, key_mode, author,
         )
         enc = self._encode(req)
         try:
@@ -102,28 +106,14 @@ class Scope:
         return entry_from_write_reply(self.id, enc, reply)
 
     async def write_many(self, items: Iterable[WriteRequest | Any]) -> list[Entry]:
-        """Write many entries in one pipeline; every item is validated before any is sent.
+        """Write many entries at once; every item is validated before any is sent.
 
-        An item is a :class:`WriteRequest` or a bare value. Each entry is atomic on its own;
-        the batch is not a transaction, but a failed batch can be retried as a whole since
-        the ids are fixed before sending.
+        An item is a :class:`WriteRequest` or a bare value. The batch is one MULTI/EXEC
+        (:func:`blackboard.batch_write.write_batch`): a writer that dies mid-batch leaves
+        none of it; ids are fixed before sending, so a failed batch can be retried whole.
         """
-        encoded = [
-            self._encode(it if isinstance(it, WriteRequest) else WriteRequest(it)) for it in items
-        ]
-        if not encoded:
-            return []
-        keys = self._script_keys
-        replies = await run_script_many(
-            self.bb.client, "write", [(keys, e.args) for e in encoded],
-            wait=self.bb.wait, what=f"a batch of {len(encoded)} entries of {self.id}",
-        )
-        out: list[Entry] = []
-        for enc, reply in zip(encoded, replies, strict=True):
-            if isinstance(reply, Exception):
-                raise_for_script_error(reply, enc.entry_id, self.id)
-            out.append(entry_from_write_reply(self.id, enc, reply))
-        return out
+        reqs = [it if isinstance(it, WriteRequest) else WriteRequest(it) for it in items]
+        return (await write_batch(self.bb, [(self.id, reqs)]))[0]
 
     async def update(
         self,

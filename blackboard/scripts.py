@@ -40,7 +40,7 @@ from .errors import (
     ServerError,
     VersionConflict,
 )
-from .redis_errors import ERROR_REPLIES
+from .redis_errors import ERROR_REPLIES, REDIS_ERRORS, translate
 
 if TYPE_CHECKING:
     from .durability import Wait
@@ -119,7 +119,8 @@ class _Scripts:
 SCRIPTS = _Scripts()
 
 _ERR = re.compile(
-    r"(ENTRY_TOO_LARGE|SCOPE_FULL|VERSION_CONFLICT|NOT_FOUND|BAD_SCOPE|WRONG_TYPE|FEED_EXHAUSTED)"
+    r"(ENTRY_TOO_LARGE|SCOPE_FULL|VERSION_CONFLICT|NOT_FOUND|BAD_SCOPE|WRONG_TYPE|FEED_EXHAUSTED"
+    r"|NOT_AUTHOR|BAD_AUTHOR)"
     r"\s*(.*)"
 )
 
@@ -150,6 +151,12 @@ def raise_for_script_error(exc: BaseException, entry_id: str = "", scope: str = 
         ) from None
     if code == "BAD_SCOPE":
         raise InvalidArgument(f"script called with mismatched scope keys: {m.group(2)}") from None
+    if code == "NOT_AUTHOR":
+        raise AccessDenied(
+            f"this Redis user may not write as agent {rest[0]!r} (the ACL refused the "
+            "author proof; see docs/security.md, Authorship)", by_server=True) from None
+    if code == "BAD_AUTHOR":
+        raise InvalidArgument(f"author must be an agent id: {m.group(2)!r:.80}") from None
     if code == "ENTRY_TOO_LARGE":
         raise EntryTooLarge(int(rest[0]), int(rest[1])) from None
     if code == "SCOPE_FULL":
@@ -210,24 +217,32 @@ async def run_script(
 
 async def run_script_many(
     client: Any, name: str, calls: Sequence[tuple[Sequence[str], Sequence[Any]]],
-    *, wait: Wait | None = None, what: str = "",
+    *, atomic: bool = False, wait: Wait | None = None, what: str = "",
 ) -> list[Any]:
     """Run one script once per ``(keys, args)`` in one pipeline; replies in order, an error
     reply as its exception (not raised), so the caller can map each to its item.
     ``wait``: as :func:`run_script`, once after the calls (they must share a slot),
     checked after every call went through.
 
+    ``atomic``: the pipeline is one MULTI/EXEC. Redis queues the calls and runs none of
+    them until EXEC arrives, and drops the queue when the connection closes first, so a
+    client that dies (``kill -9``) mid-batch leaves nothing, and one that got EXEC through
+    leaves everything. On a Redis Cluster every key must then live in one slot.
+
     On ``NOSCRIPT`` the script is loaded and the whole pipeline sent again: every caller's
     calls are idempotent (writes by fixed id, embeddings by version), so a re-run is safe.
     """
     sha = SCRIPTS[name].sha
     for attempt in (0, 1):
-        async with client.pipeline(transaction=False) as pipe:
-            for keys, args in calls:
-                pipe.execute_command("EVALSHA", sha, len(keys), *keys, *args)
-            if wait is not None and calls:
-                wait.queue(pipe, client, calls[0][0][0])
-            replies = await pipe.execute(raise_on_error=False)
+        if atomic and wait is not None and calls:
+            replies = await _transaction_then_wait(client, sha, calls, wait)
+        else:
+            async with client.pipeline(transaction=atomic) as pipe:
+                for keys, args in calls:
+                    pipe.execute_command("EVALSHA", sha, len(keys), *keys, *args)
+                if wait is not None and calls:
+                    wait.queue(pipe, client, calls[0][0][0])
+                replies = await pipe.execute(raise_on_error=False)
         if attempt == 0 and any(isinstance(r, ScriptMissing) for r in replies):
             await load_script(client, name)
             continue
@@ -237,3 +252,28 @@ async def run_script_many(
                 wait.check(acks, what or name)
         return list(replies)
     raise AssertionError("unreachable")
+
+
+async def _transaction_then_wait(
+    client: Any, sha: str, calls: Sequence[tuple[Sequence[str], Sequence[Any]]], wait: Wait,
+) -> list[Any]:
+    """MULTI, the calls, EXEC and then the wait, in that order on one connection (WAIT or
+    WAITAOF inside MULTI does not block: Redis answers at once, so it must follow EXEC);
+    -> the calls' replies (an error reply as its exception) and the wait's reply last. On
+    a cluster every call's key lives in one slot: all go to its master."""
+    key = calls[0][0][0]
+    kw: dict[str, Any] = {}
+    if hasattr(client, "get_node_from_key"):
+        kw["target_nodes"] = client.get_node_from_key(key)
+    async with client.pipeline(transaction=False) as pipe:
+        pipe.execute_command("MULTI", **kw)
+        for keys, args in calls:
+            pipe.execute_command("EVALSHA", sha, len(keys), *keys, *args)
+        pipe.execute_command("EXEC", **kw)
+        wait.queue(pipe, client, key)
+        out = await pipe.execute(raise_on_error=False)
+    executed, acks = out[-2], out[-1]
+    if isinstance(executed, Exception):  # EXECABORT: nothing ran; say why, for every call
+        why = next((r for r in out[1:-2] if isinstance(r, Exception)), executed)
+        return [why] * len(calls) + [acks]
+    return [translate(r) if isinstance(r, REDIS_ERRORS) else r for r in executed] + [acks]

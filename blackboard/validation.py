@@ -33,6 +33,7 @@ __all__ = [
     "MAX_TAGS",
     "MAX_TAG_LEN",
     "RESERVED_SEGMENTS",
+    "TAG_PATTERN",
     "check_embedding",
     "check_importance",
     "check_ttl",
@@ -60,7 +61,10 @@ _SCOPE_RE = re.compile(r"[A-Za-z0-9_.-]+(?::[A-Za-z0-9_.-]+)*")
 RESERVED_SEGMENTS = frozenset({ENTRY.rstrip(":"), TAG.rstrip(":")})
 # Tags may hold any printable character except those that are special in key names or
 # ACL glob patterns; ':' is allowed (``action_type:search``).
-_TAG_BAD = re.compile(r"[\s\x00-\x1f\x7f-\x9f{}*?\[\]\\]")
+_TAG_NOT = r"\s\x00-\x1f\x7f-\x9f{}*?\[\]\\"
+_TAG_BAD = re.compile(f"[{_TAG_NOT}]")
+#: The same grammar as a JSON Schema ``pattern`` (for the gateway's OpenAPI schema).
+TAG_PATTERN = f"^[^{_TAG_NOT}]{{1,{MAX_TAG_LEN}}}$"
 _CONTROL = re.compile(r"[\x00-\x1f\x7f]")
 
 
@@ -188,10 +192,10 @@ def check_ttl(ttl: object) -> int | None:
         raise InvalidArgument(f"ttl must be seconds as a number, got {ttl!r:.40}")
     if not math.isfinite(ttl) or ttl <= 0:
         raise InvalidArgument(f"ttl must be a positive, finite number of seconds, got {ttl}")
-    ms = math.ceil(ttl * 1000)
-    if ms > 10 * 365 * 86400 * 1000:
+    # compared in seconds first: a huge float times 1000 is infinity, which ceil refuses
+    if ttl > 10 * 365 * 86400:
         raise InvalidArgument(f"ttl must be at most ten years, got {ttl} s")
-    return ms
+    return math.ceil(ttl * 1000)
 
 
 def check_embedding(vec: object, *, empty_ok: bool = True) -> bytes:

@@ -47,10 +47,10 @@ class VectorQueue:
 
     async def enable(self) -> int:
         """Make writes queue their entries from now on, and queue those written before
-        (the index role, at start); -> entries queued. The flag's value says whether the entries written
-        before it was first set have been queued: ``1`` while that backfill may still be
-        owed (set, then a crash), ``ready`` once it is done; the scripts only test that
-        it exists."""
+        (the index role, at start); -> entries queued. The flag's value says whether the
+        entries written before it was first set have been queued: ``1`` while that
+        backfill may still be owed (set, then a crash), ``ready`` once it is done; the
+        scripts only test that it exists."""
         if await self.bb.client.get(self._k.indexing) == b"ready":
             return 0
         await self.bb.client.set(self._k.indexing, "1")

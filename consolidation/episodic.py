@@ -23,6 +23,7 @@ from .signals import (
     Outcome,
     actors_of,
     chronological,
+    claimed_actors_of,
     final_outcome,
     occurred_at,
     session_of,
@@ -68,6 +69,11 @@ class Episode:
     @property
     def actors(self) -> list[str]:
         return sorted({a for e in self.entries for a in actors_of(e)})
+
+    @property
+    def claimed_actors(self) -> list[str]:
+        """Writers the entries' metadata or tags name besides their authors (claims)."""
+        return sorted({a for e in self.entries for a in claimed_actors_of(e)} - set(self.actors))
 
     @property
     def outcome(self) -> Outcome:
@@ -150,6 +156,8 @@ class EpisodicTransformer:
                 "outcome": outcome.value,
                 "actors": ep.actors,
             }
+            if ep.claimed_actors:
+                meta["claimed_actors"] = ep.claimed_actors
             out.append(
                 Draft(
                     value=value,

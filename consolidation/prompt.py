@@ -7,7 +7,7 @@ from datetime import UTC, datetime
 
 from blackboard import Entry
 
-from .signals import actors_of
+from .signals import actors_of, claimed_actors_of
 from .text import entry_text, truncate_tokens
 
 __all__ = ["render_batch"]
@@ -23,6 +23,9 @@ def render_batch(entries: Sequence[Entry], *, max_tokens_each: int = 200) -> str
     for i, e in enumerate(entries):
         at = datetime.fromtimestamp(e.created_at / 1000, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
         who = ",".join(actors_of(e)) or "-"
+        claims = claimed_actors_of(e)
+        if claims:  # the entry's own words: shown, never as its author
+            who += f"; claims {','.join(claims)}"
         tags = ", ".join(sorted(e.tags))
         text = truncate_tokens(" ".join(entry_text(e).split()), max_tokens_each)
         lines.append(f"[{i}] {at} ({who}) [{tags}] {text}")

@@ -11,12 +11,14 @@ from enum import StrEnum
 from typing import Any
 
 from blackboard import Entry
+from blackboard.entry import claimed_agents, scope_owner
 
 __all__ = [
     "Outcome",
     "action_type_of",
     "actors_of",
     "chronological",
+    "claimed_actors_of",
     "final_outcome",
     "occurred_at",
     "origin_id",
@@ -106,19 +108,17 @@ def action_type_of(entry: Entry) -> str | None:
 
 
 def actors_of(entry: Entry) -> list[str]:
-    """Actors of an entry, sorted: metadata ``agent``/``actor`` and tags ``agent:<a>``;
-    when none is given, the agent owning the scope (``agent:<a>:...``)."""
-    found: set[str] = set()
-    for k in ("agent", "actor"):
-        v = entry.metadata.get(k)
-        if isinstance(v, str) and v:
-            found.add(v)
-    found.update(t[6:] for t in entry.tags if t.startswith("agent:") and len(t) > 6)
-    if not found:
-        parts = entry.scope.split(":")
-        if len(parts) >= 2 and parts[0] == "agent" and parts[1]:
-            found.add(parts[1])
-    return sorted(found)
+    """Who wrote an entry, as a list (empty when not established): its ``author``, which
+    the write script recorded (the owner of an ``agent:<a>:...`` scope), never a name in
+    its value, metadata or tags (those are :func:`claimed_actors_of`)."""
+    who = scope_owner(entry.scope) or entry.author
+    return [who] if who else []
+
+
+def claimed_actors_of(entry: Entry) -> list[str]:
+    """Writers an entry's own metadata (``agent``/``actor``) or tags (``agent:<a>``) name
+    besides its author: claims, kept and shown as such, never counted as authorship."""
+    return [a for a in claimed_agents(entry) if a not in actors_of(entry)]
 
 
 def _word_outcome(word: object) -> Outcome | None:

@@ -5,7 +5,11 @@ when ``ctx.similarity`` is given, near duplicates (cosine >= ``threshold``, at l
 with the cohesion guard of :func:`dedupe.near_duplicate_clusters`). Without a similarity
 function only exact duplicates merge. Each group becomes one draft: the earliest entry's
 value, the union of tags, attribution (agent, entry, scope, time) of every member, and
-reinforcements = merged duplicates plus the members' own reinforcements.
+reinforcements = merged duplicates plus the members' own reinforcements. The agent of an
+attribution is the member entry's author (the owner of its ``agent:<a>:...`` scope, or the
+writer the write script established), never a name in its metadata or tags; such names are
+kept as ``claimed_agent`` / ``claimed_agents`` and the first member's ``agent``/``actor``
+metadata is not copied as the team entry's own.
 """
 
 from __future__ import annotations
@@ -21,7 +25,7 @@ from blackboard import Entry
 from .dedupe import MIN_NEAR_THRESHOLD, content_hash, exact_groups, near_duplicate_clusters
 from .draft import Draft
 from .params import parse_params
-from .signals import actors_of, chronological
+from .signals import actors_of, chronological, claimed_actors_of
 from .text import entry_text, union_tags
 from .transformer import Similarity, TransformContext, register_transformer
 
@@ -67,13 +71,23 @@ def duplicate_groups(
     return groups
 
 
+#: Metadata keys in which a writer may name an author: copied only as a claim.
+_CLAIM_KEYS = ("agent", "actor")
+
+
 def _attribution(e: Entry) -> dict[str, Any]:
-    return {
+    """Who wrote ``e`` (its author, established at write time), and, kept apart, whom its
+    own metadata or tags claim wrote it."""
+    out: dict[str, Any] = {
         "agent": next(iter(actors_of(e)), None),
         "entry": e.id,
         "scope": e.scope,
         "at": e.created_at,
     }
+    claimed = claimed_actors_of(e)
+    if claimed:
+        out["claimed_agent"] = claimed
+    return out
 
 
 class TeamTransformer:
@@ -100,7 +114,10 @@ class TeamTransformer:
         first = members[0]
         agents = sorted({a for e in members for a in actors_of(e)})
         authors = actors_of(first)
-        meta = dict(first.metadata)
+        meta = {k: v for k, v in first.metadata.items() if k not in _CLAIM_KEYS}
+        claimed = sorted({a for e in members for a in claimed_actors_of(e)} - set(agents))
+        if claimed:
+            meta["claimed_agents"] = claimed
         meta.update(
             kind="team",
             agents=agents,

@@ -82,6 +82,10 @@ class Found(BaseModel):
     created: str = Field(description="When it was stored (ISO 8601, UTC).")
     score: float
     components: dict[str, float | None] | None = None
+    author: str | None = Field(None, description="Who wrote it, as the store established "
+                               "it (never a name found in its content or tags).")
+    claimed_agents: list[str] | None = Field(None, description="Writers its own metadata "
+                                             "or tags name besides the author: claims only.")
 
 
 class Recalled(BaseModel):
@@ -142,7 +146,8 @@ def _found(h: Hit, explain: bool) -> Found:
     e = h.entry
     return Found(id=e.id, scope=e.scope, content=e.value, tags=e.tags,
                  created=_iso(e.created_at), score=round(h.score, 4),
-                 components=h.components.model_dump() if explain else None)
+                 components=h.components.model_dump() if explain else None,
+                 author=e.author, claimed_agents=e.claimed_agents or None)
 
 
 def build_mcp(caller_of: CallerOf) -> MCPServer:

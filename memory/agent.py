@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Collection, Iterable, Mapping, Sequence
+from dataclasses import replace
 from typing import Any, Protocol
 
 from blackboard import (
@@ -175,7 +176,7 @@ class AgentMemory:
         await self._ensure(sid)
         return await self.bb.scope(sid).write(
             data, tags=tags, metadata=metadata, key=key, ttl=ttl, importance=importance,
-            source=source,
+            source=source, author=self.agent_id,
         )
 
     async def add_messages(
@@ -188,7 +189,8 @@ class AgentMemory:
         ``metadata`` is the message's, as given (see :mod:`memory.conversation`)."""
         sid = self.access.check_write(self.scope_for(level, team))
         start = await self._sessions.start(self.bb, sid, session)
-        reqs = message_requests(session, list(messages), start, self._sessions.config(sid))
+        reqs = [replace(r, author=self.agent_id) for r in message_requests(
+            session, list(messages), start, self._sessions.config(sid))]
         if not reqs:
             return []
         await self._ensure(sid)
@@ -309,6 +311,7 @@ class AgentMemory:
         copy = await self.bb.scope(target).write(
             e.value, tags=e.tags, metadata=meta, importance=e.importance,
             source=(*e.source, e.id), entry_id=deterministic_id("transfer", sid, target, e.id),
+            author=self.agent_id,
         )
         await self.bb.scope(sid).delete(entry_id)
         return copy

@@ -15,7 +15,8 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-from retrieval.query import MemoryQuery, TagFilter
+from blackboard.validation import MAX_TAGS, TAG_PATTERN
+from retrieval.query import MemoryQuery, TagFilter, json_number
 
 from .levels import MemoryLevel
 
@@ -51,11 +52,32 @@ __all__ = [
 #: request cannot hold the gateway's event loop for long).
 BATCH_MAX = 1000
 
-#: A recall request is the library's query model, as JSON.
-RecallRequest = MemoryQuery
 
 _NAMES = frozenset(m.value for m in MemoryLevel)
 _LEVELS = ", ".join(m.value for m in MemoryLevel)
+
+
+# What the schema says of the fields the library validates (its errors stay the ones a
+# request gets): a client, or a fuzzer, then knows what the gateway accepts. Lone
+# surrogates in strings are left to the library's 422.
+#: Level names and segments the routes accept (``episodic`` or ``ltm:episodic``).
+LEVEL_NAMES = tuple(sorted(_NAMES | {m.segment for m in MemoryLevel}))
+#: One segment of a scope id: an agent, team or session name.
+_SEGMENT = r"(?!(e|tag)(:|$))[A-Za-z0-9_.-]+"  # RESERVED_SEGMENTS refused
+NAME_SCHEMA: dict[str, Any] = {"pattern": f"^{_SEGMENT}$", "maxLength": 64}
+SCOPE_SCHEMA: dict[str, Any] = {"pattern": f"^{_SEGMENT}(:{_SEGMENT})*$", "maxLength": 200}
+ENTRY_ID_SCHEMA: dict[str, Any] = {"pattern": r"^[0-9A-Za-z_-]{1,64}$"}
+TAG_SCHEMA: dict[str, Any] = {"type": "string", "pattern": TAG_PATTERN}
+TAGS_SCHEMA: dict[str, Any] = {"items": TAG_SCHEMA}
+KEY_SCHEMA: dict[str, Any] = {"pattern": r"^[^\x00-\x1f\x7f]{1,512}$"}
+LEVEL_SCHEMA: dict[str, Any] = {"enum": [*LEVEL_NAMES, None]}
+
+
+class RecallRequest(MemoryQuery):
+    """A recall request: the library's query model, as JSON, its ``levels`` named."""
+
+    levels: list[str] | None = Field(default=None, json_schema_extra={
+        "minItems": 1, "items": {"enum": list(LEVEL_NAMES)}})
 
 
 def _check_level(v: str | None) -> str | None:
@@ -74,19 +96,28 @@ class StoreRequest(_In):
     """One memory to write (``AgentMemory.store``). ``level=None`` with a ``team`` is the
     team's root scope; ``ttl_s`` seconds (None: the scope's)."""
 
-    value: Any = Field(description="The memory: a string or any JSON value.")
-    level: str | None = Field("working", description=f"Memory level: {_LEVELS}.")
-    team: str | None = Field(None, description="Write to this team's scope of the level.")
-    tags: list[str] = Field(default_factory=list)
+    value: Any = Field(description="The memory: a string or any JSON value.",
+                       json_schema_extra={"not": {"type": "null"}})
+    level: str | None = Field(default="working", description=f"Memory level: {_LEVELS} (null: the "
+                              "team's root scope, with a team).", json_schema_extra=LEVEL_SCHEMA)
+    team: str | None = Field(default=None, description="Write to this team's scope of the level.",
+                             json_schema_extra=NAME_SCHEMA)
+    tags: list[str] = Field(default_factory=list, max_length=MAX_TAGS,
+                            json_schema_extra=TAGS_SCHEMA)
     metadata: dict[str, Any] = Field(default_factory=dict)
-    key: str | None = Field(None, description="Optional unique key within the scope.")
-    ttl_s: float | None = Field(None, gt=0, description="Expiry in seconds.")
+    key: str | None = Field(default=None, description="Optional unique key within the scope.",
+                            json_schema_extra=KEY_SCHEMA)
+    ttl_s: float | None = Field(default=None, gt=0,
+                                description="Expiry in seconds (ten years at most).",
+                                json_schema_extra={"maximum": 10 * 365 * 86400})
     importance: float = Field(0.5, ge=0.0, le=1.0)
 
     @field_validator("level")
     @classmethod
     def _level(cls, v: str | None) -> str | None:
         return _check_level(v)
+
+    _numbers = field_validator("ttl_s", "importance", mode="before")(json_number)
 
     @field_validator("value")
     @classmethod
@@ -104,19 +135,30 @@ class UpdateRequest(_In):
     """Fields to change on an entry; ``scope`` narrows where it is looked up;
     ``expected_version`` makes the update fail with 409 if someone else changed it."""
 
-    scope: str | None = None
+    scope: str | None = Field(default=None, json_schema_extra=SCOPE_SCHEMA)
     value: Any = None
-    tags: list[str] | None = None
+    tags: list[str] | None = Field(default=None, max_length=MAX_TAGS,
+                                   json_schema_extra=TAGS_SCHEMA)
     metadata: dict[str, Any] | None = None
     importance: float | None = Field(None, ge=0.0, le=1.0)
     expected_version: int | None = Field(None, ge=1)
 
+    _numbers = field_validator("importance", "expected_version", mode="before")(json_number)
+
 
 class MessageIn(_In):
-    speaker: str = Field(min_length=1)
+    speaker: str = Field(min_length=1, json_schema_extra={"pattern": r"\S"})
     text: str
     at: datetime | None = None
     metadata: dict[str, Any] | None = None
+
+    @field_validator("at", mode="before")
+    @classmethod
+    def _iso(cls, v: Any) -> Any:
+        # a date-time string, as the schema says (lax mode would read a number as epoch s)
+        if v is not None and not isinstance(v, str | datetime):
+            raise ValueError("at must be an ISO 8601 date-time string")
+        return v
 
     def to_message(self) -> Message:
         from .conversation import Message
@@ -126,8 +168,8 @@ class MessageIn(_In):
 
 class MessagesIn(_In):
     messages: list[MessageIn] = Field(min_length=1, max_length=BATCH_MAX)
-    level: str | None = MemoryLevel.EPISODIC.value
-    team: str | None = None
+    level: str | None = Field(default=MemoryLevel.EPISODIC.value, json_schema_extra=LEVEL_SCHEMA)
+    team: str | None = Field(default=None, json_schema_extra=NAME_SCHEMA)
 
     @field_validator("level")
     @classmethod
@@ -157,9 +199,15 @@ class EntryOut(BaseModel):
     event_id: str = ""
     embedder: str | None = None
     superseded_by: str | None = None
+    #: who wrote it, as the write script established it (docs/security.md, Authorship)
+    author: str | None = None
+    #: writers the entry's own metadata or tags name other than ``author``: claims only
+    claimed_agents: list[str] = Field(default_factory=list)
 
     @classmethod
     def of(cls, e: Entry) -> EntryOut:
+        from blackboard.entry import claimed_agents
+
         return cls(
             id=e.id, scope=e.scope, value=e.value, tags=sorted(e.tags),
             metadata=dict(e.metadata), key=e.key, importance=e.importance,
@@ -167,13 +215,13 @@ class EntryOut(BaseModel):
             reinforced_by=list(e.reinforced_by), created_at=e.created_at,
             updated_at=e.updated_at, expires_at=e.expires_at, version=e.version,
             source=list(e.source), event_id=e.event_id, embedder=e.embedder,
-            superseded_by=e.superseded_by,
+            superseded_by=e.superseded_by, author=e.author, claimed_agents=claimed_agents(e),
         )
 
     def to_entry(self) -> Entry:
         from blackboard import Entry
 
-        d = self.model_dump()
+        d = self.model_dump(exclude={"claimed_agents"})
         return Entry(**{**d, "tags": frozenset(self.tags),
                         "reinforced_by": tuple(self.reinforced_by),
                         "source": tuple(self.source)})

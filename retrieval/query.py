@@ -2,14 +2,25 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    field_validator,
+    model_validator,
+)
 
-from .lens import LensPreset, resolve_lens
+from blackboard.validation import TAG_PATTERN, validate_tag
 
-__all__ = ["FusionMethod", "MemoryQuery", "RecallOrder", "TagFilter", "as_query"]
+from .lens import LensPreset, known_lenses, resolve_lens
+
+__all__ = [
+    "FusionMethod", "MemoryQuery", "RecallOrder", "TagFilter", "as_query", "json_number",
+]
 
 FusionMethod = Literal["convex", "rrf"]
 # "relevance": ranked by score (the hybrid retriever); "newest": listed newest first straight
@@ -19,15 +30,42 @@ RecallOrder = Literal["relevance", "newest"]
 _TIME_MIN, _TIME_MAX = 0, 1 << 62
 
 
+def json_number(v: Any) -> Any:
+    """A request's number field takes a JSON number only (a ``mode="before"`` validator):
+    pydantic's lax mode would take ``true`` or ``"5"``, which the schema does not allow
+    (``5.0`` stays an integer, as JSON Schema has it)."""
+    if isinstance(v, bool | str):
+        raise ValueError("must be a JSON number")
+    return v
+
+#: What the library's validation checks, said in the JSON schema (the OpenAPI) too.
+def _tags_schema(schema: dict[str, Any]) -> None:
+    """Tags an entry can carry; repeating one is harmless (a set), so not refused."""
+    schema.pop("uniqueItems", None)
+    schema["items"] = {"type": "string", "pattern": TAG_PATTERN}
+
+
+_NAMES_SCHEMA: dict[str, Any] = {"minItems": 1, "items": {"type": "string", "minLength": 1}}
+_UNIT_SCHEMA: dict[str, Any] = {"minimum": 0, "maximum": 1}
+
+
 class TagFilter(BaseModel):
     """Tag pre-filter: every tag of ``all_of``, at least one of ``any_of`` (when non-empty),
     none of ``none_of``."""
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 
-    all_of: frozenset[str] = frozenset()
-    any_of: frozenset[str] = frozenset()
-    none_of: frozenset[str] = frozenset()
+    all_of: frozenset[str] = Field(default=frozenset(), json_schema_extra=_tags_schema)
+    any_of: frozenset[str] = Field(default=frozenset(), json_schema_extra=_tags_schema)
+    none_of: frozenset[str] = Field(default=frozenset(), json_schema_extra=_tags_schema)
+
+    @field_validator("all_of", "any_of", "none_of")
+    @classmethod
+    def _tags(cls, v: frozenset[str]) -> frozenset[str]:
+        """Tags a filter names must be tags an entry can carry (as the schema says)."""
+        for t in v:
+            validate_tag(t)
+        return v
 
     @model_validator(mode="after")
     def _consistent(self) -> TagFilter:
@@ -57,6 +95,12 @@ class TagFilter(BaseModel):
         return self.none_of.isdisjoint(ts)
 
 
+def _lens_schema(schema: dict[str, Any]) -> None:
+    """The lenses registered when the schema is made: ``name`` or ``name:argument``."""
+    names = "|".join(re.escape(n) for n in known_lenses())
+    schema["pattern"] = f"^({names})(:.*)?$"
+
+
 class MemoryQuery(BaseModel):
     """A recall request.
 
@@ -76,16 +120,17 @@ class MemoryQuery(BaseModel):
     query: str | None = None
     tag_filter: TagFilter = Field(default_factory=TagFilter)
     time_range: tuple[int, int] | None = None
-    key_pattern: str | None = None
-    min_strength: float | None = None
-    scopes: list[str] | None = None
-    levels: list[str] | None = None
-    max_results: int = 10
-    lens: str | None = None
-    explain: bool = False
+    key_pattern: str | None = Field(default=None, json_schema_extra={"minLength": 1})
+    # json_schema_extra: what the validators below check, said in the JSON schema too
+    min_strength: float | None = Field(default=None, json_schema_extra={"minimum": 0})
+    scopes: list[str] | None = Field(default=None, json_schema_extra=_NAMES_SCHEMA)
+    levels: list[str] | None = Field(default=None, json_schema_extra=_NAMES_SCHEMA)
+    max_results: int = Field(default=10, json_schema_extra={"minimum": 1})
+    lens: str | None = Field(default=None, json_schema_extra=_lens_schema)
+    explain: bool = Field(default=False, strict=True)
     fusion: FusionMethod = "convex"
-    alpha: float | None = None
-    mmr: float | None = None
+    alpha: float | None = Field(default=None, json_schema_extra=_UNIT_SCHEMA)
+    mmr: float | None = Field(default=None, json_schema_extra=_UNIT_SCHEMA)
     order: RecallOrder = "relevance"
 
     @model_validator(mode="before")
@@ -118,6 +163,9 @@ class MemoryQuery(BaseModel):
         if v is not None and not v:
             raise ValueError("key_pattern must be a non-empty glob")
         return v
+
+    _numbers = field_validator("min_strength", "max_results", "alpha", "mmr",
+                               mode="before")(json_number)
 
     @field_validator("max_results")
     @classmethod

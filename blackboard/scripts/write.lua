@@ -12,10 +12,19 @@
 --   [13] key mode: 'upsert' (default: a live entry holding the key is updated in place) or
 --   'supersede' (a new entry is created and takes the key; the old one is kept, tagged
 --   'superseded', its 'superseded_by' set, and an `updated` event published for it).
+--   [14] the writer's agent id or '' (optional): recorded as `author` outside agent scopes
+--   once the ACL has shown the calling user may act as that agent (below).
+-- Author: the entry's `author` field says who wrote it, never taken from the value, metadata
+--   or tags. In `agent:<a>` / `agent:<a>:...` scopes it is `a` (the ACL lets no other agent
+--   user write there). Elsewhere (team, collective) it is ARGV[14] after a proof the script
+--   can check: EXISTS on 'bb:{pN}:s:agent:<writer>:' (same slot), which Redis refuses
+--   (NOPERM) unless the calling user may read that agent's keys: the agent itself or a
+--   service user. Without ARGV[14] it is ''. An upsert records its writer as the author.
 -- Returns: {status, entry id, field, value, ...}: status 'created' (only the fields the
---   server set: created_at, version, expires_at, event_id), or 'exists' / 'updated' (the
---   whole stored hash). 'exists' is a retried write: nothing changed.
--- Errors: 'ENTRY_TOO_LARGE <size> <limit>', 'SCOPE_FULL <max_entries>', 'WRONG_TYPE <key> ...'
+--   server set: created_at, version, expires_at, event_id, strength_at, author), or
+--   'exists' / 'updated' (the whole stored hash). 'exists' is a retried write: nothing changed.
+-- Errors: 'NOT_AUTHOR <writer>' (this user may not write as that agent), 'BAD_AUTHOR <writer>'
+--   (not an agent id), 'ENTRY_TOO_LARGE <size> <limit>', 'SCOPE_FULL <max_entries>', 'WRONG_TYPE <key> ...'
 --   (a key of the scope was given another type by raw commands), 'FEED_EXHAUSTED <feed>'.
 -- Reads and checks first (the type of every key it will touch, room on the feed), then
 -- writes: a failing call writes nothing. Evicted entries the dataflow still needs are
@@ -31,6 +40,19 @@ want_type(ekey, 'hash')
 if redis.call('EXISTS', ekey) == 1 then return flat_entry('exists', id) end
 
 -- 1. Decide, reading only.
+local author = string.match(SCOPE, '^agent:([^:]+)')
+if not author then
+  author = ARGV[14] or ''
+  if author ~= '' then
+    if #author > 64 or not string.match(author, '^[%w_.%-]+$') then
+      return redis.error_reply('BAD_AUTHOR ' .. string.sub(author, 1, 80))
+    end
+    local proof = redis.pcall('EXISTS', BASE .. ':s:agent:' .. author .. ':')
+    if type(proof) == 'table' and proof.err then
+      return redis.error_reply('NOT_AUTHOR ' .. author)
+    end
+  end
+end
 local size = #ARGV[2] + #ARGV[4]
 if size > cfg.max_entry_bytes then
   return redis.error_reply('ENTRY_TOO_LARGE ' .. size .. ' ' .. cfg.max_entry_bytes)
@@ -96,7 +118,7 @@ if update_target then
   add_tags(target, tags)
   redis.call('HSET', tkey, 'value', ARGV[2], 'tags', ARGV[3], 'metadata', ARGV[4],
     'importance', ARGV[6], 'updated_at', now, 'expires_at', expires_at,
-    'version', version, 'op_id', id, 'source', ARGV[9])
+    'version', version, 'op_id', id, 'source', ARGV[9], 'author', author)
   if ARGV[10] ~= '' then
     redis.call('HSET', tkey, 'embedding', ARGV[10], 'embedder', ARGV[11])
   else
@@ -127,7 +149,8 @@ local strength = tonumber(ARGV[7])
 redis.call('HSET', ekey, 'id', id, 'scope', scope, 'value', ARGV[2], 'tags', ARGV[3],
   'metadata', ARGV[4], 'key', key, 'importance', ARGV[6], 'strength', strength,
   'strength_at', now, 'reinforcements', 0, 'reinforced_by', '[]', 'created_at', now,
-  'updated_at', now, 'expires_at', expires_at, 'version', 1, 'source', ARGV[9], 'op_id', id)
+  'updated_at', now, 'expires_at', expires_at, 'version', 1, 'source', ARGV[9], 'op_id', id,
+  'author', author)
 if ARGV[10] ~= '' then redis.call('HSET', ekey, 'embedding', ARGV[10], 'embedder', ARGV[11]) end
 redis.call('ZADD', KEYS[2], now, id)
 add_tags(id, tags)
@@ -158,4 +181,4 @@ if supersede then
   redis.call('HSET', okey, 'last_event_id', oev)
 end
 return {'created', id, 'created_at', now, 'version', 1, 'expires_at', expires_at,
-  'event_id', ev, 'strength_at', now}
+  'event_id', ev, 'strength_at', now, 'author', author}

@@ -19,7 +19,8 @@ from fastapi.responses import FileResponse
 from fastapi.staticfiles import StaticFiles
 from pydantic import BaseModel, ConfigDict, Field
 
-from memory import MemoryLevel, MemoryQuery
+from memory import MemoryLevel
+from memory.wire import RecallRequest
 
 from ..dash import beliefs as beliefs_mod
 from ..dash import entry as entry_mod
@@ -28,13 +29,14 @@ from ..dash import recall as recall_mod
 from ..dash import scopes as scopes_mod
 from ..errors import GatewayError
 from .deps import CallerDep
+from .responses import BODY_ERRORS
 
 __all__ = ["STATIC", "mount", "router"]
 
 #: The page, its stylesheet and its scripts (package data).
 STATIC = Path(__file__).resolve().parent.parent / "dashboard"
 
-router = APIRouter(prefix="/v1/dashboard", tags=["dashboard"])
+router = APIRouter(prefix="/v1/dashboard", tags=["dashboard"], responses=BODY_ERRORS)
 
 
 class RedriveRequest(BaseModel):
@@ -85,7 +87,7 @@ async def beliefs(caller: CallerDep) -> dict[str, Any]:
 
 
 @router.post("/recall")
-async def recall(caller: CallerDep, request: Request, q: MemoryQuery) -> dict[str, Any]:
+async def recall(caller: CallerDep, request: Request, q: RecallRequest) -> dict[str, Any]:
     """Recall with every score component and the hard filters' exclusion counts."""
     return await recall_mod.explore(request.app, caller, q)
 

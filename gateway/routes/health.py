@@ -7,11 +7,12 @@ from __future__ import annotations
 import contextlib
 
 from fastapi import APIRouter, Request
-from fastapi.responses import JSONResponse, Response
+from fastapi.responses import JSONResponse, PlainTextResponse, Response
 from prometheus_client import CONTENT_TYPE_LATEST
 
 from blackboard import AccessDenied, Blackboard
 from blackboard.acl import AclAdmin
+from memory.wire import ErrorBody
 
 router = APIRouter(tags=["health"])
 
@@ -21,7 +22,8 @@ async def healthz() -> dict[str, str]:
     return {"status": "ok"}
 
 
-@router.get("/readyz")
+@router.get("/readyz", responses={503: {"model": ErrorBody, "description":
+                                          "Redis unreachable or the scripts not loaded."}})
 async def readyz(request: Request) -> Response:
     svc = request.app.state.service
     if svc is None:
@@ -38,7 +40,9 @@ async def readyz(request: Request) -> Response:
     return JSONResponse({"status": "ok"})
 
 
-@router.get("/metrics")
+@router.get("/metrics", response_class=PlainTextResponse, responses={
+    200: {"content": {"text/plain": {"schema": {"type": "string"}}},
+          "description": "Prometheus text exposition."}})
 async def metrics(request: Request) -> Response:
     return Response(request.app.state.metrics.render(), media_type=CONTENT_TYPE_LATEST)
 

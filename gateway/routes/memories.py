@@ -3,23 +3,28 @@ conversation messages. Every call runs on the caller's own Redis connection."""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Annotated, Any
 
-from fastapi import APIRouter, Query, Response
+from fastapi import APIRouter, Path, Query, Response
 from pydantic import BaseModel
 
 from blackboard import Entry, WriteRequest
-from blackboard.request import encode_write
-from memory import MemoryLevel, MemoryQuery
+from blackboard.batch_write import write_batch
+from memory import MemoryLevel
 from memory.wire import (
+    ENTRY_ID_SCHEMA,
+    LEVEL_SCHEMA,
+    NAME_SCHEMA,
+    SCOPE_SCHEMA,
+    TAG_SCHEMA,
     BatchOut,
     BatchStore,
     EntryOut,
-    ErrorBody,
     Hit,
     MapOut,
     MessagesIn,
     MessagesOut,
+    RecallRequest,
     RecallResponse,
     StatsOut,
     StoreRequest,
@@ -31,13 +36,22 @@ from ..caller import Caller
 from ..operator import operator_map, operator_stats
 from ..refusals import InvalidParameter
 from .deps import CallerDep
+from .responses import BODY_ERRORS, READ_ERRORS
 
 router = APIRouter(prefix="/v1", tags=["memory"])
 
 #: Documented in the OpenAPI schema: every failure has the one error body.
-_ERRORS: dict[int | str, dict[str, Any]] = {
-    s: {"model": ErrorBody} for s in (401, 403, 404, 409, 413, 422, 429, 503, 507)
-}
+_ERRORS = BODY_ERRORS
+_READ = READ_ERRORS
+
+
+#: Parameters, with what the schema says of them (the library still validates them).
+EntryIdPath = Annotated[str, Path(json_schema_extra=ENTRY_ID_SCHEMA)]
+ScopeQuery = Annotated[str | None, Query(json_schema_extra=SCOPE_SCHEMA)]
+LevelQuery = Annotated[str | None, Query(json_schema_extra=LEVEL_SCHEMA)]
+TeamQuery = Annotated[str | None, Query(json_schema_extra=NAME_SCHEMA)]
+SessionPath = Annotated[str, Path(json_schema_extra={
+    "pattern": TAG_SCHEMA["pattern"].replace("{1,128}", "{1,120}")})]
 
 
 def _level(v: str | None) -> MemoryLevel | None:
@@ -65,19 +79,20 @@ async def store(body: StoreRequest, caller: CallerDep) -> EntryOut:
 @router.post("/memories/batch", status_code=201, response_model=BatchOut, responses=_ERRORS)
 async def store_batch(body: BatchStore, caller: CallerDep) -> BatchOut:
     """Every item is checked (access, tags, size...) before any is sent, so a refused
-    batch writes nothing; items are written per scope in one pipeline, in order."""
+    batch writes nothing; the whole batch is then one transaction: a gateway killed
+    mid-batch leaves none of it (blackboard.batch_write)."""
     mem = caller.memory
     groups: dict[str, list[tuple[int, WriteRequest]]] = {}
     for i, it in enumerate(body.items):
         sid = mem.access.check_write(mem.scope_for(_level(it.level), it.team))
         req = WriteRequest(it.value, tags=it.tags, metadata=it.metadata, key=it.key,
-                           ttl=it.ttl_s, importance=it.importance)
-        encode_write(req, sid, caller.bb.settings.max_entry_bytes)  # raises before writing
+                           ttl=it.ttl_s, importance=it.importance, author=mem.agent_id)
         groups.setdefault(sid, []).append((i, req))
+    written = await write_batch(
+        caller.bb, [(sid, [r for _, r in reqs]) for sid, reqs in groups.items()])
     out: list[Entry | None] = [None] * len(body.items)
-    for sid, reqs in groups.items():
-        written = await caller.bb.scope(sid).write_many([r for _, r in reqs])
-        for (i, _), e in zip(reqs, written, strict=True):
+    for reqs, entries in zip(groups.values(), written, strict=True):
+        for (i, _), e in zip(reqs, entries, strict=True):
             out[i] = e
     return BatchOut(entries=[EntryOut.of(e) for e in out if e is not None])
 
@@ -89,14 +104,14 @@ async def _find(caller: Caller, entry_id: str, scope: str | None) -> Entry:
     return await caller.bb.scope(sid).get(entry_id)
 
 
-@router.get("/memories/{entry_id}", response_model=EntryOut, responses=_ERRORS)
-async def get(entry_id: str, caller: CallerDep, scope: str | None = None) -> EntryOut:
+@router.get("/memories/{entry_id}", response_model=EntryOut, responses=_READ)
+async def get(entry_id: EntryIdPath, caller: CallerDep, scope: ScopeQuery = None) -> EntryOut:
     """One entry: by ``scope`` (any readable one), else searched in the writable scopes."""
     return EntryOut.of(await _find(caller, entry_id, scope))
 
 
 @router.patch("/memories/{entry_id}", response_model=EntryOut, responses=_ERRORS)
-async def update(entry_id: str, body: UpdateRequest, caller: CallerDep) -> EntryOut:
+async def update(entry_id: EntryIdPath, body: UpdateRequest, caller: CallerDep) -> EntryOut:
     sid = await caller.memory.locate(entry_id, body.scope)
     given = body.model_fields_set - {"scope", "expected_version"}
     changes: dict[str, Any] = {k: getattr(body, k) for k in given}
@@ -107,27 +122,27 @@ async def update(entry_id: str, body: UpdateRequest, caller: CallerDep) -> Entry
     return EntryOut.of(e)
 
 
-@router.delete("/memories/{entry_id}", status_code=204, responses=_ERRORS)
-async def forget(entry_id: str, caller: CallerDep, scope: str | None = None) -> Response:
+@router.delete("/memories/{entry_id}", status_code=204, responses=_READ)
+async def forget(entry_id: EntryIdPath, caller: CallerDep, scope: ScopeQuery = None) -> Response:
     await caller.memory.forget(entry_id, scope=scope)
     return Response(status_code=204)
 
 
 @router.post("/recall", response_model=RecallResponse, responses=_ERRORS)
-async def recall(body: MemoryQuery, caller: CallerDep) -> RecallResponse:
+async def recall(body: RecallRequest, caller: CallerDep) -> RecallResponse:
     """Hybrid recall with the full query model; each hit carries every score component."""
     hits = await caller.memory.recall(body, explain=body.explain)
     scopes = caller.memory.recall_scopes(body.scopes, body.levels) if body.explain else None
     return RecallResponse(hits=[Hit.of(h) for h in hits], scopes=scopes)
 
 
-@router.get("/tags", response_model=TagsOut, responses=_ERRORS)
-async def tags(caller: CallerDep, level: str | None = None,
-               team: str | None = None) -> TagsOut:
+@router.get("/tags", response_model=TagsOut, responses=_READ)
+async def tags(caller: CallerDep, level: LevelQuery = None,
+               team: TeamQuery = None) -> TagsOut:
     return TagsOut(tags=await caller.memory.list_tags(_level(level), team=team))
 
 
-@router.get("/map", response_model=MapOut, responses=_ERRORS)
+@router.get("/map", response_model=MapOut, responses=_READ)
 async def memory_map(caller: CallerDep) -> MapOut:
     """The caller's scopes and edges; an operator's: every registered scope."""
     if caller.operator:
@@ -135,7 +150,7 @@ async def memory_map(caller: CallerDep) -> MapOut:
     return MapOut(**(await caller.memory.memory_map()).to_dict())
 
 
-@router.get("/stats", response_model=StatsOut, responses=_ERRORS)
+@router.get("/stats", response_model=StatsOut, responses=_READ)
 async def stats(caller: CallerDep) -> StatsOut:
     if caller.operator:
         return StatsOut(scopes=await operator_stats(caller))
@@ -157,13 +172,13 @@ async def _level_entries(caller: Caller, level: MemoryLevel, limit: int) -> Entr
     return EntriesOut(entries=[EntryOut.of(e) for e in live[:limit]])
 
 
-@router.get("/facts", response_model=EntriesOut, responses=_ERRORS)
+@router.get("/facts", response_model=EntriesOut, responses=_READ)
 async def facts(caller: CallerDep, limit: int = Query(100, ge=1, le=1000)) -> EntriesOut:
     """Learned semantic facts (beliefs) with their evidence."""
     return await _level_entries(caller, MemoryLevel.SEMANTIC, limit)
 
 
-@router.get("/procedures", response_model=EntriesOut, responses=_ERRORS)
+@router.get("/procedures", response_model=EntriesOut, responses=_READ)
 async def procedures(caller: CallerDep, limit: int = Query(100, ge=1, le=1000)) -> EntriesOut:
     """Learned procedures with their steps, support and success rate."""
     return await _level_entries(caller, MemoryLevel.PROCEDURAL, limit)
@@ -171,7 +186,7 @@ async def procedures(caller: CallerDep, limit: int = Query(100, ge=1, le=1000)) 
 
 @router.post("/sessions/{session}/messages", status_code=201, response_model=MessagesOut,
              responses=_ERRORS)
-async def add_messages(session: str, body: MessagesIn, caller: CallerDep) -> MessagesOut:
+async def add_messages(session: SessionPath, body: MessagesIn, caller: CallerDep) -> MessagesOut:
     got = await caller.memory.add_messages(session, [m.to_message() for m in body.messages],
                                            _level(body.level), team=body.team)
     return MessagesOut(entries=[EntryOut.of(e) for e in got])

@@ -32,8 +32,9 @@ from ..errors import status_of
 from ..operator import all_scopes
 from ..refusals import InvalidParameter, TooManyRequests
 from .deps import CallerDep
+from .responses import READ_ERRORS
 
-router = APIRouter(prefix="/v1", tags=["events"])
+router = APIRouter(prefix="/v1", tags=["events"], responses=READ_ERRORS)
 
 #: Events queued for one slow client before its readers wait (back-pressure, bounded).
 QUEUE = 1000

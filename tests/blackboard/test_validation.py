@@ -432,3 +432,12 @@ def test_every_named_scope_is_still_valid() -> None:
         assert parse_scope(name).scope_id == name
     with pytest.raises(InvalidScope):
         agent_scopes("tag")
+
+
+def test_a_huge_ttl_is_refused_not_overflowed() -> None:
+    # found by the OpenAPI fuzz run: 1e308 s * 1000 is infinity, which ceil refused (a 500)
+    from blackboard import InvalidArgument
+    from blackboard.validation import check_ttl
+
+    with pytest.raises(InvalidArgument, match="ten years"):
+        check_ttl(1e308)

@@ -61,7 +61,8 @@ def test_canonical_keys() -> None:
 async def test_new_belief_confidence_and_context() -> None:
     es = [
         make_entry("n1", "Alice lives in Paris.", at=0, agent="a1"),
-        make_entry("n2", "Alice lives in Paris.", at=1, agent="a2"),
+        # agents are authors: a2 wrote in its own scope (a metadata name is only a claim)
+        make_entry("n2", "Alice lives in Paris.", at=1, scope="agent:a2:stm"),
         make_entry("n3", "Alice went to the market.", at=2),
     ]
     [d] = await get_transformer("semantic")(es, ctx())
@@ -78,6 +79,11 @@ async def test_new_belief_confidence_and_context() -> None:
     assert c["count_score"] == pytest.approx(1 - math.exp(-2 / 3), abs=1e-6)
     assert c["diversity"] == pytest.approx(2 / 3, abs=1e-6)
     assert c["contradiction_weight"] == 0 and c["balance"] == 1
+    # the same two entries both written by a1, one claiming a2: one agent, not two
+    forged = [es[0], make_entry("n2", "Alice lives in Paris.", at=1, agent="a2"), es[2]]
+    [d] = await get_transformer("semantic")(forged, ctx())
+    assert d.value["confidence_components"]["agents"] == 1
+    assert {e["agent"] for e in d.value["evidence"]} == {"a1"}
     expected = 0.5 * (1 - math.exp(-2 / 3)) + 0.25 * (2 / 3) + 0.25 * c["recency"]
     assert v["confidence"] == pytest.approx(expected, abs=1e-6)
     assert v["status"] == "active" and d.sources == ("n1", "n2", "n3")

@@ -97,7 +97,9 @@ async def test_episodes_cut_at_task_change_and_gap() -> None:
     out = await get_transformer("episodic")(_episodes_batch(), ctx)
     assert [d.sources for d in out] == [("x1", "x2", "x3"), ("x4",), ("x5", "x6")]
     first, second, third = (d.value for d in out)
-    assert first["task"] == "t1" and first["actors"] == ["a1", "bob"]
+    # actors are authors (the scope's owner); the tag naming bob is kept as a claim
+    assert first["task"] == "t1" and first["actors"] == ["a1"]
+    assert out[0].metadata["claimed_actors"] == ["bob"]
     assert first["steps"] == ["open the ticket", "fix the null check", "deploy the fix"]
     assert first["outcome"] == "success"
     assert (first["start_ms"], first["end_ms"]) == (T0, T0 + 10 * MIN)

@@ -57,6 +57,9 @@ function renderEntry(el, d) {
     h('p.summary', null, h('a', {href: `#/entry/${encodeURIComponent(e.scope)}`}, e.scope),
       ` · v${e.version} · created ${fmtTime(e.created_at)} · updated ${fmtTime(e.updated_at)}`,
       e.expires_at ? ` · expires ${fmtTime(e.expires_at)}` : '',
+      e.author ? h('span#entry-author', null, ` · written by ${e.author}`) : '',
+      (e.claimed_agents || []).length
+        ? h('span.muted#entry-claims', null, ` (its data claims ${e.claimed_agents.join(', ')})`) : '',
       e.superseded_by ? h('span', null, ' · superseded by ', entryLink(e.scope, e.superseded_by)) : ''),
     h('section', null, h('h2', null, 'Value'), h('pre#entry-value', null,
       typeof e.value === 'string' ? e.value : JSON.stringify(e.value, null, 2))),
