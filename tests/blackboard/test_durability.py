@@ -192,6 +192,10 @@ async def test_acknowledged_writes_survive_a_master_failover(
                     await asyncio.sleep(0.05)
                 i += 1
 
+        # a batch is one MULTI/EXEC, and its wait follows EXEC on the same connection
+        # (inside MULTI a WAIT answers at once): acknowledged by the slot's replica
+        batch = await bb.scope(scopes[1]).write_many([f"batch {i}" for i in range(20)])
+        acked += [(scopes[1], e.id) for e in batch]
         task = asyncio.create_task(writer())
         await asyncio.sleep(1.5)
         n_before = len(acked)
