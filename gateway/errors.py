@@ -34,7 +34,7 @@ from blackboard import (
     ServerUnavailable,
     VersionConflict,
 )
-from blackboard.errors import LoginRefused, OutOfMemory
+from blackboard.errors import LoginRefused, OutOfMemory, QuotaExceeded
 from memory.wire import ErrorBody
 
 from .logs import mark_logged
@@ -106,6 +106,11 @@ def status_of(exc: BaseException) -> tuple[int, ErrorBody, dict[str, str]]:
                               detail=_one_line(f"Redis unavailable: {exc}")), {}
     if _unnamed_redis_error(exc):
         return _internal(exc)
+    if isinstance(exc, QuotaExceeded):
+        # 413: this entry alone is over the quota, it could never fit; 507: the quota is
+        # full (free room, or ask the operator for more). Nothing was written either way.
+        return (413 if exc.never_fits else 507), ErrorBody(
+            error="QuotaExceeded", detail=_one_line(str(exc)), field="value"), {}
     for typ, status, field in _LIBRARY:
         if isinstance(exc, typ):
             return status, ErrorBody(error=type(exc).__name__, detail=_one_line(str(exc)),
