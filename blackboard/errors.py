@@ -197,10 +197,11 @@ class QuotaExceeded(BlackboardError):
     def __init__(self, quota: str, limit: int, use: int, need: int, scope: str = "",
                  alone: int = 0) -> None:
         where = f" of scope {scope!r}" if scope else ""
+        alone = alone or need
         super().__init__(f"quota {quota}{where} exceeded: limit {limit}, in use {use}, "
-                         f"this write adds {need}; nothing was written")
-        self.quota, self.limit, self.use, self.need = quota, limit, use, need
-        self.alone = alone or need
+                         f"this write adds {need} (the entry alone {alone}); nothing was "
+                         "written")
+        self.quota, self.limit, self.use, self.need, self.alone = quota, limit, use, need, alone
 
     @property
     def never_fits(self) -> bool:

@@ -162,3 +162,18 @@ async def test_invented_keys_reported_and_removed(bb: Blackboard) -> None:
     assert await bb.client.exists(*junk) == 0
     assert await s.count() == 1
     assert (await bb.check()).ok
+
+
+def test_rest_status_413_when_the_entry_never_fits_else_507() -> None:
+    from gateway.errors import status_of
+    from memory.remote_decode import raise_for
+
+    for alone, status in ((100, 507), (5000, 413)):
+        exc = QuotaExceeded("agent_bytes", 1000, 950, 100, "agent:a1:working", alone=alone)
+        got, body, _ = status_of(exc)
+        assert (got, body.error, body.field) == (status, "QuotaExceeded", "value")
+        assert "agent_bytes" in body.detail and "limit 1000" in body.detail
+        with pytest.raises(QuotaExceeded) as back:  # the remote client reads it back
+            raise_for(got, body.model_dump_json().encode(), {})
+        assert (back.value.quota, back.value.limit, back.value.use, back.value.need,
+                back.value.alone) == ("agent_bytes", 1000, 950, 100, alone)
