@@ -4,7 +4,8 @@ The library's exceptions keep their names as ``error`` (the remote client maps t
 to the same types); Redis's own refusals (``NOPERM``: a confined user reaching for a key
 it may not touch; the library hands them over as ``AccessDenied(by_server=True)``) become
 ``AccessDenied`` 403, a refused login 401, an unreachable server 503, Redis over its
-``maxmemory`` (``OutOfMemory``: nothing was written) 507 Insufficient Storage; any other error
+``maxmemory`` (``OutOfMemory``: nothing was written) 507 Insufficient Storage, a full quota
+(``QuotaExceeded``) 507 and an entry over a quota on its own 413; any other error
 Redis answered that the library did not turn into one of its own is a 500, logged.
 """
 
