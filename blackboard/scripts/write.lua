@@ -103,8 +103,12 @@ else
   local gone = victims
   if expired_target then gone = {expired_target, unpack(victims)} end
   for _, v in ipairs(gone) do
-    d_entries = d_entries - 1
-    d_bytes = d_bytes - entry_bytes(KEYS[1] .. 'e:' .. v)
+    local vkey = KEYS[1] .. 'e:' .. v
+    local f = redis.call('HMGET', vkey, 'version', 'retired')
+    if f[1] and not f[2] then  -- what remove_entry will count off (dangling ids: nothing)
+      d_entries = d_entries - 1
+      d_bytes = d_bytes - entry_bytes(vkey)
+    end
   end
 end
 local old_json = false

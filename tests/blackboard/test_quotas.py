@@ -44,7 +44,8 @@ async def _assert_true(bb: Blackboard, scope: str = SCOPE) -> None:
     assert await _counters(bb, scope) == (b, n, b)
 
 
-async def test_counters_stay_true_through_every_path(bb: Blackboard) -> None:
+async def test_counters_stay_true_through_every_path(board: Blackboard) -> None:
+    bb = board  # one Redis, and the cluster (the derived keys share the scope's slot)
     s = bb.scope(SCOPE)
     await s.set_policy(ScopePolicy(max_entries=3))
     a = await s.write({"text": "a" * 100}, tags={"t"}, key="k1")
@@ -132,7 +133,8 @@ async def test_owner_quota_counts_every_scope_of_the_owner(bb: Blackboard) -> No
         await bb.scope("team:t1:working").write("x" * 20)
 
 
-async def test_a_tampered_counter_refuses_whole_and_check_rebuilds(bb: Blackboard) -> None:
+async def test_a_tampered_counter_refuses_whole_and_check_rebuilds(board: Blackboard) -> None:
+    bb = board
     s = bb.scope(SCOPE)
     await s.write("a")
     await bb.client.hset(s.keys.usage, "bytes", "lots")
@@ -146,7 +148,8 @@ async def test_a_tampered_counter_refuses_whole_and_check_rebuilds(bb: Blackboar
     assert (await bb.check()).ok
 
 
-async def test_invented_keys_reported_and_removed(bb: Blackboard) -> None:
+async def test_invented_keys_reported_and_removed(board: Blackboard) -> None:
+    bb = board
     s = bb.scope(SCOPE)
     await s.write("legit", tags={"t"})
     base = K.PartitionKeys(s.keys.partition).base
