@@ -122,7 +122,15 @@ async def check_invented(client: Any, pairs: Iterable[tuple[str, int]], partitio
     per_owner: dict[str, list[int]] = defaultdict(lambda: [0, 0])
     for p in range(partitions):
         base = f"{K.PartitionKeys(p).base}:s:"
-        async for raw in client.scan_iter(match=base + "*", count=1000):
+        stray = [raw async for raw in client.scan_iter(match=base + "*", count=1000)
+                 if not _in_layout(as_str(raw, "replace")[len(base):], scopes[p])]
+        if stray:
+            # A scope created while we scanned: its first write added it to the partition's
+            # scopes set in the same script that made its keys, so reading the set again
+            # after the scan knows every scope whose keys the scan saw.
+            scopes[p] |= {as_str(m, "replace")
+                          for m in await client.smembers(K.PartitionKeys(p).scopes)}
+        for raw in stray:
             key = as_str(raw, "replace")
             rest = key[len(base):]
             if _in_layout(rest, scopes[p]):

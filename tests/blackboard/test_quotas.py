@@ -180,3 +180,14 @@ def test_rest_status_413_when_the_entry_never_fits_else_507() -> None:
             raise_for(got, body.model_dump_json().encode(), {})
         assert (back.value.quota, back.value.limit, back.value.use, back.value.need,
                 back.value.alone) == ("agent_bytes", 1000, 950, 100, alone)
+
+
+async def test_a_scope_created_during_the_scan_is_not_deleted(bb: Blackboard) -> None:
+    from blackboard.quota_check import check_invented
+
+    s = bb.scope(SCOPE)
+    await s.write("made after check read the scopes set", tags={"t"})
+    seen: list[str] = []
+    await check_invented(bb.client, [], bb.partitions,  # as if the scope was new
+                         lambda *d: seen.append(d[2]), repair=True)
+    assert seen == [] and await s.count() == 1
