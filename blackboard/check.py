@@ -30,7 +30,15 @@ from .codec import as_str
 from .errors import AccessDenied, InvalidArgument, ServerError
 from .ids import is_entry_id
 from .keys import PartitionKeys, ScopeKeys
-from .quota_check import Tally, check_invented, check_owned, check_scope_usage, new_tally
+from .quota_check import (
+    Tally,
+    check_invented,
+    check_owned,
+    check_scope_usage,
+    new_tally,
+    owned_before,
+    read_counters,
+)
 from .validation import validate_scope
 
 __all__ = ["CheckReport", "Drift", "check_scopes"]
@@ -198,6 +206,7 @@ class _ScopeCheck:
         sk, c = self.sk, self.c
         if not await self.check_types():
             return  # the other indexes are checked once the repair made them readable
+        usage_before = await read_counters(c, sk.usage, ("bytes",))
         every = await self.entries()
         ents = {i: h for i, h in every.items() if "retired" not in h}
         await self.check_events(ents, {i: h for i, h in every.items() if "retired" in h})
@@ -220,7 +229,8 @@ class _ScopeCheck:
         await self.check_tags(ents)
         await self.check_keys(ents)
         await self.check_partition(ents, want_exp, want_ev, cfg)
-        await check_scope_usage(c, sk, ents, _drift_to(self.report), self.repair, self.tally)
+        await check_scope_usage(c, sk, ents, _drift_to(self.report), self.repair, self.tally,
+                                usage_before)
 
     async def sync_zset(self, name: str, key: str, have: dict[str, float],
                         want: dict[str, float], *, exact: bool) -> None:
@@ -377,11 +387,12 @@ async def check_scopes(
         pairs = [(validate_scope(s), K.partition_of(s, partitions)) for s in scopes]
     prefixes = [ScopeKeys(s, p).prefix for s, p in pairs]
     tally = new_tally()
+    owned = await owned_before(client, partitions) if scopes is None else {}
     for sid, p in pairs:
         report.scopes += 1
         await _ScopeCheck(client, ScopeKeys(sid, p), report, repair, prefixes, tally).run()
     if scopes is None:  # the owners' totals and stray keys need every scope
-        await check_owned(client, partitions, tally, _drift_to(report), repair)
+        await check_owned(client, owned, tally, _drift_to(report), repair)
         stray = await check_invented(client, pairs, partitions, _drift_to(report), repair)
         for who, (n, size) in sorted(stray.items()):
             report.notes.append(f"{who} holds {n} key(s), {size} bytes, outside the key "

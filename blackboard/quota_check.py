@@ -40,9 +40,41 @@ async def _int(client: Any, key: str, field: str) -> int | None:
         return None
 
 
+async def read_counters(client: Any, key: str, fields: tuple[str, ...]) -> list[int | None]:
+    """A counter hash's fields (None: unreadable), read before the entries are counted."""
+    return [await _int(client, key, f) for f in fields]
+
+
+async def _settle(client: Any, key: str, before: list[int | None], want: list[int],
+                  fields: tuple[str, ...], drift: Callable[[str], None], repair: bool) -> None:
+    """Compare counters read ``before`` the entries were counted, and again now, with
+    ``want``. Counters that moved meanwhile (writes ran during the check) are noted, not
+    repaired: ``want`` may miss those writes. Otherwise the repair adds the difference
+    (HINCRBY composes with writes landing after the read; an unreadable counter is
+    rewritten). An ABA pair of writes (+n then -n) during the count can escape this."""
+    have = await read_counters(client, key, fields)
+    if have == want:
+        return
+    if have != before:
+        drift(f"counters {before} moved to {have} during the check (writes running); "
+              "not repaired: run it again")
+        return
+    drift(f"counters {have}, the entries hold {want}")
+    if not repair:
+        return
+    if None in have:
+        await client.delete(key)
+        await client.hset(key, mapping=dict(zip(fields, want, strict=True)))
+        return
+    for f, h, w in zip(fields, have, want, strict=True):
+        if h is not None and w != h:
+            await client.hincrby(key, f, w - h)
+
+
 async def check_scope_usage(client: Any, sk: K.ScopeKeys, live: Iterable[str], drift: DriftFn,
-                            repair: bool, tally: Tally) -> None:
-    """The scope's byte counter against its live entries; adds them to the owner's tally."""
+                            repair: bool, tally: Tally, before: list[int | None]) -> None:
+    """The scope's byte counter (``before``: read before its entries were listed) against
+    its live entries; adds them to the owner's tally."""
     ids = list(live)
     pipe = client.pipeline(transaction=False)
     for i in ids:
@@ -54,38 +86,35 @@ async def check_scope_usage(client: Any, sk: K.ScopeKeys, live: Iterable[str], d
         t = tally[(owner, sk.partition)]
         t[0] += len(ids)
         t[1] += want
-    have = await _int(client, sk.usage, "bytes")
-    if have == want:
-        return
-    drift(sk.scope_id, "usage", "bytes", f"counter {have}, the live entries hold {want} bytes")
-    if repair:
-        await client.delete(sk.usage)
-        await client.hset(sk.usage, "bytes", want)
+    await _settle(client, sk.usage, before, [want], ("bytes",),
+                  lambda problem: drift(sk.scope_id, "usage", "bytes", problem), repair)
 
 
-async def check_owned(client: Any, partitions: int, tally: Tally, drift: DriftFn,
-                      repair: bool) -> None:
-    """Every owner's per-partition counters against the sum over its scopes (tally); also
-    counters of owners that hold nothing any more."""
-    found = set(tally)
+OWNED_FIELDS = ("entries", "bytes")
+
+
+async def owned_before(client: Any, partitions: int) -> dict[tuple[str, int], list[int | None]]:
+    """Every owner's counters per partition, read before the scopes are counted."""
+    out: dict[tuple[str, int], list[int | None]] = {}
     for p in range(partitions):
         base = f"{K.PartitionKeys(p).base}:s:"
         async for raw in client.scan_iter(match=base + "*:owned", count=1000):
             m = _OWNED.match(as_str(raw, "replace")[len(base):])
             if m:
-                found.add((m.group(1), p))
-    for owner, p in sorted(found):
-        key = K.PartitionKeys(p).owned(owner)
-        want = tally.get((owner, p), [0, 0])
-        have = [await _int(client, key, "entries"), await _int(client, key, "bytes")]
-        if have == want:
-            continue
-        drift(owner, "owned", f"p{p}",
-              f"counters {have[0]} entries / {have[1]} bytes, its scopes hold "
-              f"{want[0]} / {want[1]}")
-        if repair:
-            await client.delete(key)
-            await client.hset(key, mapping={"entries": want[0], "bytes": want[1]})
+                key = K.PartitionKeys(p).owned(m.group(1))
+                out[(m.group(1), p)] = await read_counters(client, key, OWNED_FIELDS)
+    return out
+
+
+async def check_owned(client: Any, before: dict[tuple[str, int], list[int | None]],
+                      tally: Tally, drift: DriftFn, repair: bool) -> None:
+    """Every owner's per-partition counters against the sum over its scopes (tally); also
+    counters of owners that hold nothing any more."""
+    for owner, p in sorted(set(tally) | set(before)):
+        def note(problem: str, o: str = owner, q: int = p) -> None:
+            drift(o, "owned", f"p{q}", problem)
+        await _settle(client, K.PartitionKeys(p).owned(owner), before.get((owner, p), [0, 0]),
+                      tally.get((owner, p), [0, 0]), OWNED_FIELDS, note, repair)
 
 
 def _in_layout(rest: str, scopes: set[str]) -> bool:
