@@ -332,8 +332,8 @@ class _ScopeCheck:
 
 
 def _drift_to(report: CheckReport) -> Any:
-    def add(scope: str, index: str, member: str, problem: str) -> None:
-        report.drift.append(Drift(scope, index, member, problem))
+    def add(scope: str, index: str, member: str, problem: str, harmless: bool = False) -> None:
+        report.drift.append(Drift(scope, index, member, problem, harmless))
     return add
 
 

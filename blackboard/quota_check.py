@@ -22,7 +22,7 @@ _OWNED = re.compile(r"^((?:agent|team):[^:]+):owned$")
 
 #: (owner, partition) -> [live entries, counted bytes]
 Tally = dict[tuple[str, int], list[int]]
-DriftFn = Callable[[str, str, str, str], None]  # scope, index, member, problem
+DriftFn = Callable[..., None]  # (scope, index, member, problem, harmless=False)
 
 
 def new_tally() -> Tally:
@@ -46,7 +46,7 @@ async def read_counters(client: Any, key: str, fields: tuple[str, ...]) -> list[
 
 
 async def _settle(client: Any, key: str, before: list[int | None], want: list[int],
-                  fields: tuple[str, ...], drift: Callable[[str], None], repair: bool) -> None:
+                  fields: tuple[str, ...], drift: Callable[..., None], repair: bool) -> None:
     """Compare counters read ``before`` the entries were counted, and again now, with
     ``want``. Counters that moved meanwhile (writes ran during the check) are noted, not
     repaired: ``want`` may miss those writes. Otherwise the repair adds the difference
@@ -57,7 +57,7 @@ async def _settle(client: Any, key: str, before: list[int | None], want: list[in
         return
     if have != before:
         drift(f"counters {before} moved to {have} during the check (writes running); "
-              "not repaired: run it again")
+              "not repaired: run it again", harmless=True)
         return
     drift(f"counters {have}, the entries hold {want}")
     if not repair:
@@ -87,7 +87,9 @@ async def check_scope_usage(client: Any, sk: K.ScopeKeys, live: Iterable[str], d
         t[0] += len(ids)
         t[1] += want
     await _settle(client, sk.usage, before, [want], ("bytes",),
-                  lambda problem: drift(sk.scope_id, "usage", "bytes", problem), repair)
+                  lambda problem, harmless=False: drift(sk.scope_id, "usage", "bytes", problem,
+                                                        harmless),
+                  repair)
 
 
 OWNED_FIELDS = ("entries", "bytes")
@@ -111,8 +113,8 @@ async def check_owned(client: Any, before: dict[tuple[str, int], list[int | None
     """Every owner's per-partition counters against the sum over its scopes (tally); also
     counters of owners that hold nothing any more."""
     for owner, p in sorted(set(tally) | set(before)):
-        def note(problem: str, o: str = owner, q: int = p) -> None:
-            drift(o, "owned", f"p{q}", problem)
+        def note(problem: str, harmless: bool = False, o: str = owner, q: int = p) -> None:
+            drift(o, "owned", f"p{q}", problem, harmless)
         await _settle(client, K.PartitionKeys(p).owned(owner), before.get((owner, p), [0, 0]),
                       tally.get((owner, p), [0, 0]), OWNED_FIELDS, note, repair)
 
