@@ -30,6 +30,15 @@ from .codec import as_str
 from .errors import AccessDenied, InvalidArgument, ServerError
 from .ids import is_entry_id
 from .keys import PartitionKeys, ScopeKeys
+from .quota_check import (
+    Tally,
+    check_invented,
+    check_owned,
+    check_scope_usage,
+    new_tally,
+    owned_before,
+    read_counters,
+)
 from .validation import validate_scope
 
 __all__ = ["CheckReport", "Drift", "check_scopes"]
@@ -43,7 +52,8 @@ class Drift:
     """One difference between an index and the entries.
 
     ``index``: ix, tag_set, tags, keys, exp, evict, scopes, ttl, prune, type, feed, event,
-    retired. ``member``: the
+    retired; usage, owned (quota counters), invented (a key outside the layout; ``scope``
+    is then its owner). ``member``: the
     entry id, tag, logical key or scope id concerned. ``harmless``: a schedule that is
     early or stale only costs the sweep a visit (the scripts tolerate it).
     """
@@ -107,8 +117,9 @@ def _evict_score(cfg: dict[str, str], s: float, s_at: float, k: int) -> float:
 
 class _ScopeCheck:
     def __init__(self, client: Any, sk: ScopeKeys, report: CheckReport, repair: bool,
-                 nested: Iterable[str] = ()) -> None:
+                 nested: Iterable[str] = (), tally: Tally | None = None) -> None:
         self.c, self.sk, self.report, self.repair = client, sk, report, repair
+        self.tally = tally if tally is not None else new_tally()
         # Prefixes of other scopes of this partition that start with this scope's prefix
         # (``a:tag`` under ``a``): their keys also match our SCAN patterns.
         self.nested = tuple(n for n in nested if n != sk.prefix and n.startswith(sk.prefix))
@@ -195,6 +206,7 @@ class _ScopeCheck:
         sk, c = self.sk, self.c
         if not await self.check_types():
             return  # the other indexes are checked once the repair made them readable
+        usage_before = await read_counters(c, sk.usage, ("bytes",))
         every = await self.entries()
         ents = {i: h for i, h in every.items() if "retired" not in h}
         await self.check_events(ents, {i: h for i, h in every.items() if "retired" in h})
@@ -217,6 +229,8 @@ class _ScopeCheck:
         await self.check_tags(ents)
         await self.check_keys(ents)
         await self.check_partition(ents, want_exp, want_ev, cfg)
+        await check_scope_usage(c, sk, ents, _drift_to(self.report), self.repair, self.tally,
+                                usage_before)
 
     async def sync_zset(self, name: str, key: str, have: dict[str, float],
                         want: dict[str, float], *, exact: bool) -> None:
@@ -317,6 +331,12 @@ class _ScopeCheck:
             await self.c.zadd(key, {sid: due})
 
 
+def _drift_to(report: CheckReport) -> Any:
+    def add(scope: str, index: str, member: str, problem: str, harmless: bool = False) -> None:
+        report.drift.append(Drift(scope, index, member, problem, harmless))
+    return add
+
+
 async def _scope_ids(
     client: Any, partitions: int, report: CheckReport, repair: bool
 ) -> list[tuple[str, int]]:
@@ -366,7 +386,15 @@ async def check_scopes(
     else:
         pairs = [(validate_scope(s), K.partition_of(s, partitions)) for s in scopes]
     prefixes = [ScopeKeys(s, p).prefix for s, p in pairs]
+    tally = new_tally()
+    owned = await owned_before(client, partitions) if scopes is None else {}
     for sid, p in pairs:
         report.scopes += 1
-        await _ScopeCheck(client, ScopeKeys(sid, p), report, repair, prefixes).run()
+        await _ScopeCheck(client, ScopeKeys(sid, p), report, repair, prefixes, tally).run()
+    if scopes is None:  # the owners' totals and stray keys need every scope
+        await check_owned(client, owned, tally, _drift_to(report), repair)
+        stray = await check_invented(client, pairs, partitions, _drift_to(report), repair)
+        for who, (n, size) in sorted(stray.items()):
+            report.notes.append(f"{who} holds {n} key(s), {size} bytes, outside the key "
+                                f"layout{' (deleted)' if repair else ''}")
     return report

@@ -173,6 +173,8 @@ class ScopePolicy:
     decay_tick: float = 3600.0
     evict_threshold: float = 0.1
     feed_maxlen: int = 10_000
+    #: Quota on the bytes of the scope's live entries (docs/security.md "Quotas"); 0 = none.
+    max_bytes: int = 64 << 20
 
     def __post_init__(self) -> None:
         from .errors import InvalidArgument
@@ -193,6 +195,8 @@ class ScopePolicy:
             raise InvalidArgument("evict_threshold must be in [0, 1)")
         if self.feed_maxlen < 1:
             raise InvalidArgument("feed_maxlen must be >= 1")
+        if self.max_bytes < 0:
+            raise InvalidArgument("max_bytes must be >= 0 (0 = no byte quota)")
 
     def to_redis(self) -> dict[str, str]:
         return {
@@ -204,6 +208,7 @@ class ScopePolicy:
             "decay_tick_ms": str(int(self.decay_tick * 1000)),
             "evict_threshold": repr(self.evict_threshold),
             "feed_maxlen": str(self.feed_maxlen),
+            "max_bytes": str(self.max_bytes),
         }
 
     @classmethod
@@ -221,6 +226,7 @@ class ScopePolicy:
             decay_tick=int(g.get("decay_tick_ms", 3_600_000)) / 1000,
             evict_threshold=float(g.get("evict_threshold", 0.1)),
             feed_maxlen=int(g.get("feed_maxlen", 10_000)),
+            max_bytes=int(g.get("max_bytes", 64 << 20)),
         )
 
 

@@ -30,7 +30,7 @@ The whole tree (``pkg.module:`` marks classes defined above this package)::
     ├── ServerUnavailable (ConnectionError)   Redis: connection, timeout, LOADING, READONLY
     │   └── LoginRefused             Redis: a refused AUTH
     ├── OutOfMemory                  Redis: OOM (maxmemory reached under noeviction)
-    ├── QuotaExceeded                reserved for the per-agent quotas (not raised yet)
+    ├── QuotaExceeded                a scope's or owner's quota (entries, bytes) is full
     ├── ScriptMissing                Redis: NOSCRIPT (the scripts reload it themselves)
     ├── ConcurrentChange             Redis: a WATCHed key changed (EXEC aborted)
     ├── ServerError                  Redis: any other error reply, in its own words
@@ -187,7 +187,25 @@ class OutOfMemory(BlackboardError):
 
 
 class QuotaExceeded(BlackboardError):
-    """Reserved for the per-agent quotas (DESIGN.md); nothing raises it yet."""
+    """A write would take a scope or its owner past a quota (docs/security.md "Quotas");
+    nothing was written. ``quota`` names it (``scope_bytes``, ``agent_entries``,
+    ``agent_bytes``, ``team_entries``, ``team_bytes``); ``limit``, ``use`` (before the
+    write), ``need`` (what the write adds) and ``alone`` (what the entry holds by itself).
+    ``never_fits``: the entry alone exceeds the limit (REST 413), else the quota is full
+    (REST 507)."""
+
+    def __init__(self, quota: str, limit: int, use: int, need: int, scope: str = "",
+                 alone: int = 0) -> None:
+        where = f" of scope {scope!r}" if scope else ""
+        alone = alone or need
+        super().__init__(f"quota {quota}{where} exceeded: limit {limit}, in use {use}, "
+                         f"this write adds {need} (the entry alone {alone}); nothing was "
+                         "written")
+        self.quota, self.limit, self.use, self.need, self.alone = quota, limit, use, need, alone
+
+    @property
+    def never_fits(self) -> bool:
+        return self.alone > self.limit
 
 
 class ScriptMissing(BlackboardError):

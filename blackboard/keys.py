@@ -140,6 +140,12 @@ class PartitionKeys:
         """Durable ingestion buffer of a dataflow edge for one target scope."""
         return f"{self.base}:pending:{edge}:{target}"
 
+    def owned(self, owner: str) -> str:
+        """Hash {entries, bytes}: the quota counters of the live entries of every scope of
+        ``owner`` (``agent:<a>`` / ``team:<t>``) in this partition; under the owner's key
+        prefix, as the scripts that move it run as the agent."""
+        return f"{self.base}:s:{owner}:owned"
+
     def cfg(self, scope_id: str) -> str:
         """Hash with the enforced limits of a scope (read by the write script)."""
         return f"{self.base}:cfg:{scope_id}"
@@ -244,6 +250,12 @@ class ScopeKeys:
     @property
     def cfg(self) -> str:
         return self.part.cfg(self.scope_id)
+
+    @property
+    def usage(self) -> str:
+        """Hash {bytes}: the quota counter of the scope's live entries (docs/security.md
+        "Quotas"; the entry count is ``ZCARD ix``)."""
+        return f"{self.prefix}usage"
 
     def script_keys(self) -> list[str]:
         """The declared KEYS of every per-scope mutation script, in header order.

@@ -34,6 +34,7 @@ from .errors import (
     InvalidArgument,
     NotFound,
     OutOfMemory,
+    QuotaExceeded,
     ScopeDamaged,
     ScopeFull,
     ScriptMissing,
@@ -120,7 +121,7 @@ SCRIPTS = _Scripts()
 
 _ERR = re.compile(
     r"(ENTRY_TOO_LARGE|SCOPE_FULL|VERSION_CONFLICT|NOT_FOUND|BAD_SCOPE|WRONG_TYPE|FEED_EXHAUSTED"
-    r"|NOT_AUTHOR|BAD_AUTHOR)"
+    r"|NOT_AUTHOR|BAD_AUTHOR|QUOTA_EXCEEDED)"
     r"\s*(.*)"
 )
 
@@ -159,6 +160,9 @@ def raise_for_script_error(exc: BaseException, entry_id: str = "", scope: str = 
         raise InvalidArgument(f"author must be an agent id: {m.group(2)!r:.80}") from None
     if code == "ENTRY_TOO_LARGE":
         raise EntryTooLarge(int(rest[0]), int(rest[1])) from None
+    if code == "QUOTA_EXCEEDED":
+        raise QuotaExceeded(rest[0], int(rest[1]), int(rest[2]), int(rest[3]), scope,
+                            alone=int(rest[4])) from None
     if code == "SCOPE_FULL":
         raise ScopeFull(f"scope {scope!r} holds its maximum of {rest[0]} entries") from None
     if code == "VERSION_CONFLICT":

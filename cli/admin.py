@@ -207,6 +207,9 @@ def check(
 
 
 def register(app: typer.Typer) -> None:
-    """Mount ``acl`` and ``check`` on the ``blackboard`` command."""
+    """Mount ``acl``, ``quota`` and ``check`` on the ``blackboard`` command."""
+    from .quota import quota_app
+
     app.add_typer(acl_app, name="acl")
+    app.add_typer(quota_app, name="quota")
     app.command("check")(check)

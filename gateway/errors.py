@@ -4,7 +4,8 @@ The library's exceptions keep their names as ``error`` (the remote client maps t
 to the same types); Redis's own refusals (``NOPERM``: a confined user reaching for a key
 it may not touch; the library hands them over as ``AccessDenied(by_server=True)``) become
 ``AccessDenied`` 403, a refused login 401, an unreachable server 503, Redis over its
-``maxmemory`` (``OutOfMemory``: nothing was written) 507 Insufficient Storage; any other error
+``maxmemory`` (``OutOfMemory``: nothing was written) 507 Insufficient Storage, a full quota
+(``QuotaExceeded``) 507 and an entry over a quota on its own 413; any other error
 Redis answered that the library did not turn into one of its own is a 500, logged.
 """
 
@@ -34,7 +35,7 @@ from blackboard import (
     ServerUnavailable,
     VersionConflict,
 )
-from blackboard.errors import LoginRefused, OutOfMemory
+from blackboard.errors import LoginRefused, OutOfMemory, QuotaExceeded
 from memory.wire import ErrorBody
 
 from .logs import mark_logged
@@ -106,6 +107,11 @@ def status_of(exc: BaseException) -> tuple[int, ErrorBody, dict[str, str]]:
                               detail=_one_line(f"Redis unavailable: {exc}")), {}
     if _unnamed_redis_error(exc):
         return _internal(exc)
+    if isinstance(exc, QuotaExceeded):
+        # 413: this entry alone is over the quota, it could never fit; 507: the quota is
+        # full (free room, or ask the operator for more). Nothing was written either way.
+        return (413 if exc.never_fits else 507), ErrorBody(
+            error="QuotaExceeded", detail=_one_line(str(exc)), field="value"), {}
     for typ, status, field in _LIBRARY:
         if isinstance(exc, typ):
             return status, ErrorBody(error=type(exc).__name__, detail=_one_line(str(exc)),

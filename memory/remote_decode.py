@@ -20,6 +20,7 @@ from blackboard import (
     ServerUnavailable,
     VersionConflict,
 )
+from blackboard.errors import QuotaExceeded
 
 from .config import LevelConfig, ScopeConfig
 from .levels import MemoryLevel
@@ -67,6 +68,8 @@ def _library_types() -> dict[str, type[BlackboardError]]:
 
 _VERSION = re.compile(r"entry (\S+) is at version (\d+), not the expected (\d+)")
 _SIZE = re.compile(r"(\d+) bytes.*?limit of (\d+)")
+_QUOTA = re.compile(r"quota (\S+) .*?limit (-?\d+), in use (-?\d+), this write adds (-?\d+) "
+                    r"\(the entry alone (-?\d+)\)")
 
 
 def _build(typ: type[BlackboardError], detail: str) -> BlackboardError:
@@ -84,6 +87,13 @@ def _build(typ: type[BlackboardError], detail: str) -> BlackboardError:
         m = _SIZE.search(detail)
         big.size, big.limit = (int(m.group(1)), int(m.group(2))) if m else (0, 0)
         exc = big
+    elif issubclass(typ, QuotaExceeded):
+        q = Exception.__new__(typ)
+        m = _QUOTA.search(detail)
+        q.quota = m.group(1) if m else ""
+        q.limit, q.use, q.need, q.alone = (
+            [int(m.group(i)) for i in range(2, 6)] if m else [0, 0, 0, 0])
+        exc = q
     else:
         try:
             exc = typ(detail)

@@ -22,6 +22,10 @@
 --   PSCOPES  'bb:{pN}:scopes'        partition scope set (SADD only)
 --   PTTL     'bb:{pN}:ttl'           partition ttl schedule (ZADD/ZREM)
 --   PPRUNE   'bb:{pN}:prune'         partition prune schedule (ZADD/ZREM)
+--   USAGE    PREFIX .. 'usage'       the scope's quota counter: hash {bytes} (HGET/HINCRBY)
+--   OWNED    'bb:{pN}:s:<owner>:owned'  the owner's (agent:<a> / team:<t>) counters in this
+--            partition: hash {entries, bytes} (HMGET/HINCRBY); false for scopes no agent owns
+--   OCFG     'bb:{pN}:cfg:<owner>'   the owner's quotas in this partition (HMGET only)
 -- SCOPE is the scope id parsed from KEYS[1]; scripts refuse an ARGV scope id that differs
 -- ('BAD_SCOPE'), so an event can never name a scope other than the one written.
 
@@ -34,6 +38,17 @@ local CFG = BASE .. ':cfg:' .. SCOPE
 local PSCOPES = BASE .. ':scopes'
 local PTTL = BASE .. ':ttl'
 local PPRUNE = BASE .. ':prune'
+-- Quotas (docs/security.md "Quotas"): live entries and their bytes (value, metadata, tags,
+-- source as stored), per scope and per owner and partition. Every script that adds,
+-- changes or removes a live entry moves the counters in the same script; `check --repair`
+-- rebuilds them from the entries.
+local USAGE = PREFIX .. 'usage'
+local OWNER = string.match(SCOPE, '^(agent:[^:]+)') or string.match(SCOPE, '^(team:[^:]+)')
+local OWNED = OWNER and (BASE .. ':s:' .. OWNER .. ':owned') or false
+local OCFG = OWNER and (BASE .. ':cfg:' .. OWNER) or false
+local DEFAULT_SCOPE_BYTES = 67108864      -- 64 MiB per scope
+local DEFAULT_OWNER_ENTRIES = 1000000     -- per owner and partition
+local DEFAULT_OWNER_BYTES = 536870912     -- 512 MiB per owner and partition
 
 local function check_scope(scope)
   if scope ~= SCOPE then
@@ -49,7 +64,7 @@ end
 
 local function load_cfg(cfgkey)
   local v = redis.call('HMGET', cfgkey, 'max_entries', 'on_full', 'max_entry_bytes', 'ttl_ms',
-    'decay_rate', 'decay_tick_ms', 'evict_threshold', 'feed_maxlen')
+    'decay_rate', 'decay_tick_ms', 'evict_threshold', 'feed_maxlen', 'max_bytes')
   return {
     max_entries = tonumber(v[1]) or 0,
     on_full = v[2] or 'evict',
@@ -59,6 +74,7 @@ local function load_cfg(cfgkey)
     decay_tick_ms = tonumber(v[6]) or 3600000,
     evict_threshold = tonumber(v[7]) or 0.1,
     feed_maxlen = tonumber(v[8]) or 10000,
+    max_bytes = tonumber(v[9]) or DEFAULT_SCOPE_BYTES,
   }
 end
 
@@ -120,6 +136,66 @@ local function want_type(key, typ)
 end
 
 
+-- A quota counter HINCRBY can move: absent, or an integer well inside 2^53 (a confined
+-- agent may HSET its own counters to anything; HINCRBY would then fail mid-script).
+local function want_counter(key, field)
+  local v = redis.call('HGET', key, field)
+  if v and (not string.match(v, '^-?%d+$') or #v > 15) then
+    error({err = 'WRONG_TYPE ' .. key .. ' has an unreadable ' .. field .. ' counter'})
+  end
+end
+
+local function want_counters()
+  want_type(USAGE, 'hash')
+  want_counter(USAGE, 'bytes')
+  if OWNED then
+    want_type(OWNED, 'hash')
+    want_counter(OWNED, 'entries')
+    want_counter(OWNED, 'bytes')
+  end
+end
+
+-- Bytes an entry counts against the quotas, as stored.
+local function entry_bytes(ekey)
+  local n = 0
+  for _, f in ipairs({'value', 'metadata', 'tags', 'source'}) do
+    n = n + redis.call('HSTRLEN', ekey, f)
+  end
+  return n
+end
+
+-- Refuse, before any write, a change that adds d_entries live entries and d_bytes bytes
+-- (the entry then holding `size` bytes) when it would take the scope or its owner past a
+-- quota. 'QUOTA_EXCEEDED <quota> <limit> <in use> <this change> <entry alone>'; the entry
+-- alone over the limit means it could never fit. A limit of 0 is no limit.
+local function want_quota(cfg, d_entries, d_bytes, size)
+  local function over(quota, limit, use, need, alone)
+    if limit > 0 and need > 0 and use + need > limit then
+      error({err = 'QUOTA_EXCEEDED ' .. quota .. ' ' .. limit .. ' ' .. use .. ' ' .. need ..
+        ' ' .. alone})
+    end
+  end
+  local use = tonumber(redis.call('HGET', USAGE, 'bytes') or '0')
+  over('scope_bytes', cfg.max_bytes, use, d_bytes, size)
+  if OWNED then
+    local kind = string.match(OWNER, '^(%a+):')
+    local q = redis.call('HMGET', OCFG, 'quota_entries', 'quota_bytes')
+    local u = redis.call('HMGET', OWNED, 'entries', 'bytes')
+    over(kind .. '_entries', tonumber(q[1]) or DEFAULT_OWNER_ENTRIES, tonumber(u[1] or '0'),
+      d_entries, 1)
+    over(kind .. '_bytes', tonumber(q[2]) or DEFAULT_OWNER_BYTES, tonumber(u[2] or '0'), d_bytes,
+      size)
+  end
+end
+
+local function count_usage(d_entries, d_bytes)
+  if d_bytes ~= 0 then redis.call('HINCRBY', USAGE, 'bytes', d_bytes) end
+  if OWNED then
+    if d_entries ~= 0 then redis.call('HINCRBY', OWNED, 'entries', d_entries) end
+    if d_bytes ~= 0 then redis.call('HINCRBY', OWNED, 'bytes', d_bytes) end
+  end
+end
+
 -- The scope's own index keys, and room for new ids on its feed (XADD '*' fails once the
 -- last id's milliseconds are at the maximum; only raw XADDs with explicit ids get there).
 local function want_scope_types()
@@ -140,6 +216,7 @@ local function want_scope_types()
       end
     end
   end
+  want_counters()
 end
 
 local function want_tag_types(tags)
@@ -201,6 +278,7 @@ local function remove_entry(cfg, id, typ, now, scope)
     if typ == 'deleted' then redis.call('DEL', ekey) end
     return false
   end
+  count_usage(-1, -entry_bytes(ekey))
   remove_tags(id, cjson.decode(f[1]))
   if f[2] and f[2] ~= '' and redis.call('HGET', KEYS[4], f[2]) == id then
     redis.call('HDEL', KEYS[4], f[2])

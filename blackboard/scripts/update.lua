@@ -3,7 +3,7 @@
 --
 -- KEYS (as _lib.lua): [1] scope prefix, [2] ix, [3] tags, [4] keys, [5] exp, [6] evict,
 --   [7] feed; derived from [1] (see _lib.lua): INBOX, RETIRED, FLOWMARK, CFG, PSCOPES, PTTL, PPRUNE,
---   prefix..'e:'..id, prefix..'tag:'..tag.
+--   USAGE, OWNED, OCFG, prefix..'e:'..id, prefix..'tag:'..tag.
 -- ARGV: [1] entry id, [2] expected version ('' = any), [3] scope id, then pairs
 --   field, value with field one of: value, tags (JSON list), metadata, importance,
 --   ttl_ms ('0' = no expiry), source, embedding, embedder, op_id.
@@ -11,7 +11,8 @@
 -- Returns: {'updated', id, field, value, ...} the whole stored hash after the update,
 --   or {'unchanged', id, ...} when op_id equals the stored op_id (a retried update).
 -- Errors: 'NOT_FOUND <id>' (also for a retired entry), 'VERSION_CONFLICT <expected> <actual>',
---   'ENTRY_TOO_LARGE <size> <limit>', 'WRONG_TYPE ...', 'FEED_EXHAUSTED ...' (checked before any write).
+--   'ENTRY_TOO_LARGE <size> <limit>', 'QUOTA_EXCEEDED <quota> <limit> <use> <need> <alone>' (bytes the
+--   update adds), 'WRONG_TYPE ...', 'FEED_EXHAUSTED ...' (checked before any write).
 
 local id, scope = ARGV[1], ARGV[3]
 do local bad = check_scope(scope); if bad then return bad end end
@@ -39,6 +40,16 @@ end
 want_scope_types()
 want_entry_types(id)
 if ch.tags then want_tag_types(cjson.decode(ch.tags)) end
+if #(ch.embedding or '') > cfg.max_entry_bytes then
+  return redis.error_reply('ENTRY_TOO_LARGE ' .. #ch.embedding .. ' ' .. cfg.max_entry_bytes)
+end
+local new_bytes = 0
+for _, f in ipairs({'value', 'metadata', 'tags', 'source'}) do
+  if ch[f] then new_bytes = new_bytes + #ch[f]
+  else new_bytes = new_bytes + redis.call('HSTRLEN', ekey, f) end
+end
+local d_bytes = new_bytes - entry_bytes(ekey)
+want_quota(cfg, 0, d_bytes, new_bytes)
 
 local version = tonumber(cur[1]) + 1
 local tags_json = cur[3]
@@ -69,6 +80,7 @@ if ch.ttl_ms then
   redis.call('HSET', ekey, 'expires_at', exp_at)
 end
 redis.call('HSET', ekey, 'version', version, 'updated_at', now)
+count_usage(0, d_bytes)
 local ev = emit(cfg, 'updated', id, version, tags_json, now, scope)
 redis.call('HSET', ekey, 'last_event_id', ev)
 return flat_entry('updated', id)

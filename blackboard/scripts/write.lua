@@ -3,7 +3,7 @@
 --
 -- KEYS (as _lib.lua): [1] scope prefix, [2] ix, [3] tags, [4] keys, [5] exp, [6] evict,
 --   [7] feed; derived from [1] (see _lib.lua): INBOX, RETIRED, FLOWMARK, CFG, PSCOPES,
---   PTTL, PPRUNE, prefix..'e:'..id (entry, and evicted entries),
+--   PTTL, PPRUNE, USAGE, OWNED, OCFG, prefix..'e:'..id (entry, and evicted entries),
 --   prefix..'tag:'..tag (tag sets of the new and of evicted entries).
 -- ARGV: [1] entry id, [2] value (JSON), [3] tags (JSON list), [4] metadata (JSON object),
 --   [5] logical key or '', [6] importance, [7] initial strength,
@@ -24,7 +24,9 @@
 --   server set: created_at, version, expires_at, event_id, strength_at, author), or
 --   'exists' / 'updated' (the whole stored hash). 'exists' is a retried write: nothing changed.
 -- Errors: 'NOT_AUTHOR <writer>' (this user may not write as that agent), 'BAD_AUTHOR <writer>'
---   (not an agent id), 'ENTRY_TOO_LARGE <size> <limit>', 'SCOPE_FULL <max_entries>', 'WRONG_TYPE <key> ...'
+--   (not an agent id), 'ENTRY_TOO_LARGE <size> <limit>' (also an embedding over the limit),
+--   'SCOPE_FULL <max_entries>', 'QUOTA_EXCEEDED <quota> <limit> <use> <need> <alone>' (see
+--   want_quota in _lib.lua; counted after what this write evicts), 'WRONG_TYPE <key> ...'
 --   (a key of the scope was given another type by raw commands), 'FEED_EXHAUSTED <feed>'.
 -- Reads and checks first (the type of every key it will touch, room on the feed), then
 -- writes: a failing call writes nothing. Evicted entries the dataflow still needs are
@@ -57,6 +59,11 @@ local size = #ARGV[2] + #ARGV[4]
 if size > cfg.max_entry_bytes then
   return redis.error_reply('ENTRY_TOO_LARGE ' .. size .. ' ' .. cfg.max_entry_bytes)
 end
+if #ARGV[10] > cfg.max_entry_bytes then
+  return redis.error_reply('ENTRY_TOO_LARGE ' .. #ARGV[10] .. ' ' .. cfg.max_entry_bytes)
+end
+-- Bytes the new content counts against the quotas (entry_bytes in _lib.lua, as stored).
+local new_bytes = #ARGV[2] + #ARGV[4] + #ARGV[3] + #ARGV[9]
 want_scope_types()
 local ttl = cfg.ttl_ms
 if ARGV[8] ~= '' then ttl = tonumber(ARGV[8]) end
@@ -83,7 +90,7 @@ if key ~= '' then
     elseif tonumber(t[2]) > 0 and tonumber(t[2]) <= now then
       expired_target = target
     elseif ARGV[13] == 'supersede' then
-      supersede = {target, tonumber(t[3]), cjson.decode(t[4])}
+      supersede = {target, tonumber(t[3]), cjson.decode(t[4]), t[4]}
       want_type(KEYS[1] .. 'tag:superseded', 'set')
     else
       update_target = {target, tkey, tonumber(t[3]) + 1, cjson.decode(t[4])}
@@ -110,6 +117,35 @@ if not update_target and cfg.max_entries > 0 then
   end
 end
 
+-- Quotas: what the write adds, net of what it replaces or evicts.
+local d_entries, d_bytes = 1, new_bytes
+if update_target then
+  d_entries, d_bytes = 0, new_bytes - entry_bytes(update_target[2])
+else
+  local gone = victims
+  if expired_target then gone = {expired_target, unpack(victims)} end
+  for _, v in ipairs(gone) do
+    local vkey = KEYS[1] .. 'e:' .. v
+    local f = redis.call('HMGET', vkey, 'version', 'retired')
+    if f[1] and not f[2] then  -- what remove_entry will count off (dangling ids: nothing)
+      d_entries = d_entries - 1
+      d_bytes = d_bytes - entry_bytes(vkey)
+    end
+  end
+end
+local old_json = false
+if supersede then
+  -- The old entry stays live, tagged 'superseded': its tags grow.
+  local old_tags = supersede[3]
+  local has = false
+  for _, t in ipairs(old_tags) do if t == 'superseded' then has = true end end
+  if not has then old_tags[#old_tags + 1] = 'superseded' end
+  table.sort(old_tags)
+  old_json = cjson.encode(old_tags)
+  d_bytes = d_bytes + #old_json - #supersede[4]
+end
+want_quota(cfg, d_entries, d_bytes, new_bytes)
+
 -- 2. Write: nothing below can fail.
 if update_target then
   local target, tkey, version, old_tags = update_target[1], update_target[2], update_target[3],
@@ -130,6 +166,7 @@ if update_target then
   elseif redis.call('ZREM', KEYS[5], target) == 1 then
     reschedule_ttl(scope)
   end
+  count_usage(0, d_bytes)
   local ev = emit(cfg, 'updated', target, version, ARGV[3], now, scope)
   redis.call('HSET', tkey, 'last_event_id', ev)
   return flat_entry('updated', target)
@@ -152,6 +189,7 @@ redis.call('HSET', ekey, 'id', id, 'scope', scope, 'value', ARGV[2], 'tags', ARG
   'updated_at', now, 'expires_at', expires_at, 'version', 1, 'source', ARGV[9], 'op_id', id,
   'author', author)
 if ARGV[10] ~= '' then redis.call('HSET', ekey, 'embedding', ARGV[10], 'embedder', ARGV[11]) end
+count_usage(1, new_bytes)
 redis.call('ZADD', KEYS[2], now, id)
 add_tags(id, tags)
 if key ~= '' then redis.call('HSET', KEYS[4], key, id) end
@@ -167,13 +205,9 @@ local ev = emit(cfg, 'written', id, 1, ARGV[3], now, scope)
 redis.call('HSET', ekey, 'event_id', ev, 'last_event_id', ev)
 if supersede then
   -- The old belief stays as it was written; only its status changes.
-  local old, old_version, old_tags = supersede[1], supersede[2] + 1, supersede[3]
+  local old, old_version = supersede[1], supersede[2] + 1
   local okey = KEYS[1] .. 'e:' .. old
-  local has = false
-  for _, t in ipairs(old_tags) do if t == 'superseded' then has = true end end
-  if not has then old_tags[#old_tags + 1] = 'superseded' end
-  table.sort(old_tags)
-  local old_json = cjson.encode(old_tags)
+  count_usage(0, #old_json - #supersede[4])
   add_tags(old, {'superseded'})
   redis.call('HSET', okey, 'tags', old_json, 'superseded_by', id, 'version', old_version,
     'updated_at', now)
