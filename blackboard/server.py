@@ -120,6 +120,14 @@ def _ping(port: int, timeout: float = 0.2) -> bool:
         return False
 
 
+#: The largest single argument the server accepts (Redis's default is 512 MB). The
+#: library never sends one over its entry limit (``max_entry_bytes``, 1 MiB by default) plus a
+#: few kB; a confined agent's raw commands, which the ACL cannot size, could: each 10 MB value
+#: held Redis (so every other caller) for tens of ms. Raise it with ``extra_args`` if you raise
+#: ``max_entry_bytes`` past ~3 MiB (docs/security.md, Quotas).
+MAX_BULK = "4mb"
+
+
 class RedisServer:
     """A private redis-server process on 127.0.0.1.
 
@@ -187,6 +195,7 @@ class RedisServer:
             "--aclfile", str(self.acl_path),
             "--save", "",
             "--maxmemory-policy", "noeviction",
+            "--proto-max-bulk-len", MAX_BULK,
             "--daemonize", "no",
             "--protected-mode", "yes",
             "--logfile", self.log_file or "",
