@@ -10,6 +10,7 @@ Each prints one line with its figures (``pytest -s``)."""
 from __future__ import annotations
 
 import asyncio
+import re
 import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
@@ -204,6 +205,12 @@ async def _single_redis_fault(tmp_path: Path, name: str,
             shown = "never" if took is None else f"{took:.2f}s"
             print(f"{name}: /readyz 200 {shown} after the fault cleared")
             assert took is not None, f"/readyz not 200 within 5 s of the fault clearing: {body}"
+            # the gateway's /metrics shows each partition's reader progressing
+            ages = {int(m[1]): float(m[2]) for m in re.finditer(
+                r'^blackboard_progress_age_seconds\{partition="(\d+)",role="summarize"\} (\S+)$',
+                await asyncio.to_thread(gw.metrics), re.M)}
+            print(f"{name}: /metrics progress ages {ages}")
+            assert set(ages) == set(range(PARTITIONS)) and max(ages.values()) <= FRESH_S, ages
             assert procs.stop_all() == []
         finally:
             gw.stop()
