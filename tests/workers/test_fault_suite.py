@@ -51,6 +51,9 @@ AGENTS = tuple(f"f{i}" for i in range(PARTITIONS))
 #: After the fault, every partition's reader made progress within this (a read that
 #: returns, even empty, is progress; QUICK blocks 200 ms).
 FRESH_S = 5.0
+#: How long the failover test keeps the cluster down (CLUSTERDOWN) before the replica
+#: takes over.
+CLUSTER_DOWN_S = 3.0
 #: The issue's bounds: consolidated after the fault clears; /readyz 200 after it clears.
 CLEAR_WITHIN_S = 60.0
 READY_WITHIN_S = 5.0
@@ -102,7 +105,8 @@ async def _under_load(bb: Blackboard, procs: Procs, fault: Callable[[], Awaitabl
     worker = procs.start("summarize", {**WORKER_ENV, **(extra_env or {})})
 
     async def running() -> bool:
-        return [len(w.partitions) for w in await list_workers(bb)] == [PARTITIONS]
+        return {p for w in await list_workers(bb) if w.role == "summarize"
+                for p in w.partitions} == set(range(PARTITIONS))
 
     assert await wait_for(running, 60, every=0.2), procs.log_text()[-3000:]
     acked: list[str] = []
@@ -134,7 +138,8 @@ async def _under_load(bb: Blackboard, procs: Procs, fault: Callable[[], Awaitabl
     workers = await list_workers(bb)
     counters = [w.counters for w in workers]
     now = bb.now_ms()
-    ages = {p: (now - t) / 1000 for w in workers for p, t in w.progress.items()}
+    ages = {p: (now - t) / 1000 for w in workers if w.role == "summarize"
+            for p, t in w.progress.items()}
     assert set(ages) == set(range(PARTITIONS)), ages
     return Outcome(
         len(acked), refused[0], lost_i + lost_s, twice_i + twice_s,
@@ -164,6 +169,14 @@ def _check(name: str, o: Outcome, bb_dlq: object, logs: str) -> None:
     assert o.dlq == 0, bb_dlq
     assert o.took_s <= CLEAR_WITHIN_S, o
     assert o.oldest_progress_s <= FRESH_S, o  # no partition's reader silently stalled
+
+
+def _cluster_ok(port: int) -> bool:
+    r = redis.Redis(port=port)
+    try:
+        return "cluster_state:ok" in r.execute_command("CLUSTER", "INFO").decode()
+    finally:
+        r.close()
 
 
 def _ready_within(url: str, limit_s: float) -> tuple[float | None, str]:
@@ -247,23 +260,42 @@ async def test_client_kill_under_a_write_load(tmp_path: Path) -> None:
 async def test_master_failover_under_a_write_load(
     replicated_cluster: ReplicatedCluster, tmp_path: Path,
 ) -> None:
-    """A master (not the seed the clients start from) is killed mid-load; its replica takes
-    over. The writer asks for ``durability="replicated"`` so an acknowledged write is on the
-    replica that inherits it (else Redis itself may lose it in the failover)."""
+    """A master (not the seed the clients start from) is killed mid-load; the cluster is
+    down 3 s more, then its replica takes over. The writer asks for
+    ``durability="replicated"`` so an acknowledged write is on the replica that inherits it
+    (else Redis itself may lose it in the failover)."""
     c = replicated_cluster
     victim = c.masters[2]
     procs = Procs(c.url, tmp_path)
     try:
-        async def failover() -> None:
-            victim.kill()
-            heir = c.heir_of(victim)
-            await asyncio.to_thread(until, lambda: is_master(heir.port),
-                                    "the replica to take over", 60.0)
+        heir = c.heir_of(victim)
+        down_s: list[float] = []
+
+        def failover() -> None:
+            # The replica waits while the cluster is down (CLUSTERDOWN for a few seconds,
+            # as with a production cluster-node-timeout): redis-py's cluster client resets
+            # its connections on every CLUSTERDOWN, those in use included.
+            h = redis.Redis(port=heir.port)
+            try:
+                h.config_set("cluster-replica-no-failover", "yes")
+                victim.kill()
+                t0 = time.monotonic()
+                until(lambda: not _cluster_ok(c.masters[0].port), "the cluster to go down")
+                time.sleep(CLUSTER_DOWN_S)
+                h.execute_command("CLUSTER", "FAILOVER", "FORCE")
+                until(lambda: is_master(heir.port) and _cluster_ok(c.masters[0].port),
+                      "the replica to take over", 60.0)
+                down_s.append(time.monotonic() - t0)
+            finally:
+                h.close()
 
         async with Blackboard.connect(c.url, partitions=PARTITIONS,
                                       durability="replicated") as bb:
-            o = await _under_load(bb, procs, failover)
+            o = await _under_load(bb, procs, lambda: asyncio.to_thread(failover))
             _check("failover", o, await dlq_sample(bb), procs.log_text())
+        resets = procs.count_in_logs("closed while in use")
+        print(f"failover: the cluster was down {down_s[0]:.1f}s; connections reset under "
+              f"use, met as lost ones: {resets}")
         assert procs.stop_all() == []
     finally:
         procs.close()
