@@ -10,6 +10,8 @@ from typing import Any
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from .progress_ages import ProgressAges
+
 __all__ = ["Metrics", "MetricsMiddleware"]
 
 
@@ -22,6 +24,7 @@ class Metrics:
                  pools: Callable[[], float] | None = None) -> None:
         # A registry per app: several apps in one process (tests) do not collide.
         self.registry = CollectorRegistry()
+        self.progress = ProgressAges(self.registry)
         self.embeddings_pending = Gauge(
             "gateway_recall_embeddings_pending",
             "Entries in this process's recall indexes still waiting for a vector",

@@ -1,4 +1,5 @@
-"""Fixtures: a real redis-server per test session (and a 3-master cluster on demand)."""
+"""Fixtures: a real redis-server per test session (and a 3-master cluster, or one of 3
+masters + 3 replicas, on demand)."""
 
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ from redis_snapshot import Snapshot, snapshot_of
 from blackboard import Blackboard
 from blackboard.server import RedisClusterServer, RedisServer
 from tests.consolidation.cons_support import ChatServer
+from tests.support_replicated import ReplicatedCluster
 from tests.support_secure import Secure, reset_secure, secure_mode
 
 # Marks every test pure/redis/process/browser from its fixtures, and keeps the marks true.
@@ -64,6 +66,16 @@ async def bb(clean_redis: redis.Redis, redis_url: str) -> AsyncIterator[Blackboa
 def cluster() -> Iterator[RedisClusterServer]:
     with RedisClusterServer(3) as c:
         yield c
+
+
+@pytest.fixture
+def replicated_cluster() -> Iterator[ReplicatedCluster]:
+    """A fresh 3 masters + 3 replicas cluster per test (a failover test kills a node)."""
+    c = ReplicatedCluster().start()
+    try:
+        yield c
+    finally:
+        c.stop()
 
 
 @pytest.fixture()

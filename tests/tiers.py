@@ -39,7 +39,8 @@ ROOTS: dict[str, frozenset[str]] = {
         "board", "attack_base", "any_base", "target_url",  # pick bb/cbb... at run time
     }),
     "process": frozenset({"worker_procs", "gateway_process", "start_gateway"}),
-    "cluster": frozenset({"cluster", "secure_cluster", "attack_cluster_base"}),
+    "cluster": frozenset({"cluster", "secure_cluster", "attack_cluster_base",
+                         "replicated_cluster"}),
     "browser": frozenset({"browser"}),  # tests/gateway/test_dashboard.py: Chromium
 }
 TIERS = frozenset(ROOTS)

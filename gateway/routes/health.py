@@ -1,6 +1,6 @@
 """``/healthz`` (the process answers), ``/readyz`` (Redis reachable, scripts loaded: what
 is missing after a Redis restart or SCRIPT FLUSH is loaded first), ``/metrics``
-(Prometheus text)."""
+(Prometheus text; the workers' progress ages read at most every few seconds)."""
 
 from __future__ import annotations
 
@@ -44,6 +44,7 @@ async def readyz(request: Request) -> Response:
     200: {"content": {"text/plain": {"schema": {"type": "string"}}},
           "description": "Prometheus text exposition."}})
 async def metrics(request: Request) -> Response:
+    await request.app.state.metrics.progress.refresh(request.app.state.service)
     return Response(request.app.state.metrics.render(), media_type=CONTENT_TYPE_LATEST)
 
 

@@ -6,9 +6,6 @@ acknowledged under "replicated" is readable after the failover."""
 from __future__ import annotations
 
 import asyncio
-import contextlib
-import time
-from collections.abc import Iterator
 
 import pytest
 import redis
@@ -18,6 +15,7 @@ from blackboard.durability import Wait
 from blackboard.errors import NotReplicated
 from blackboard.server import RedisServer
 from blackboard.settings import ClientSettings
+from tests.support_replicated import ReplicatedCluster, is_master, until
 
 S = "agent:a1:working"
 
@@ -85,81 +83,6 @@ async def test_wait_aof_waits_for_the_local_fsync(clean_redis: redis.Redis) -> N
             assert (await bb.scope(S).get("e2")).value == "kept"
 
 
-# -- a 3 masters + 3 replicas cluster on loopback ports ---------------------------------
-
-
-class ReplicatedCluster:
-    def __init__(self) -> None:
-        self.masters = [RedisServer(cluster=True) for _ in range(3)]
-        self.replicas = [RedisServer(cluster=True) for _ in range(3)]
-
-    @property
-    def nodes(self) -> list[RedisServer]:
-        return self.masters + self.replicas
-
-    def start(self) -> ReplicatedCluster:
-        for n in self.nodes:
-            n.start()
-        cs = [redis.Redis(port=n.port) for n in self.nodes]
-        try:
-            per = 16384 // 3
-            for i, c in enumerate(cs[:3]):
-                hi = 16383 if i == 2 else (i + 1) * per - 1
-                c.execute_command("CLUSTER", "ADDSLOTS", *range(i * per, hi + 1))
-            for c in cs[1:]:
-                c.execute_command("CLUSTER", "MEET", "127.0.0.1", self.nodes[0].port)
-            self._until(lambda: all(_known(c) == 6 for c in cs), "the nodes to meet")
-            for m, r in zip(cs[:3], cs[3:], strict=True):
-                mid = m.execute_command("CLUSTER", "MYID")
-                self._until(lambda r=r, mid=mid: _replicate(r, mid), "a replica to attach")
-            self._until(lambda: all(_ok(c) for c in cs) and all(
-                r.info("replication").get("master_link_status") == "up" for r in cs[3:]),
-                "the cluster with its replicas in sync")
-        finally:
-            for c in cs:
-                c.close()
-        return self
-
-    @staticmethod
-    def _until(cond, what: str, timeout: float = 30.0) -> None:  # type: ignore[no-untyped-def]
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            with contextlib.suppress(redis.RedisError):
-                if cond():
-                    return
-            time.sleep(0.1)
-        raise AssertionError(f"timed out waiting for {what}")
-
-    def stop(self) -> None:
-        for n in self.nodes:
-            n.stop()
-
-
-def _known(c: redis.Redis) -> int:
-    info = c.execute_command("CLUSTER", "INFO")
-    text = info.decode() if isinstance(info, bytes) else str(info)
-    return int(text.split("cluster_known_nodes:")[1].split()[0])
-
-
-def _ok(c: redis.Redis) -> bool:
-    info = c.execute_command("CLUSTER", "INFO")
-    return "cluster_state:ok" in (info.decode() if isinstance(info, bytes) else str(info))
-
-
-def _replicate(r: redis.Redis, master_id: bytes | str) -> bool:
-    r.execute_command("CLUSTER", "REPLICATE", master_id)
-    return True
-
-
-@pytest.fixture
-def replicated_cluster() -> Iterator[ReplicatedCluster]:
-    c = ReplicatedCluster().start()
-    try:
-        yield c
-    finally:
-        c.stop()
-
-
 @pytest.mark.cluster
 async def test_acknowledged_writes_survive_a_master_failover(
     replicated_cluster: ReplicatedCluster,
@@ -201,8 +124,8 @@ async def test_acknowledged_writes_survive_a_master_failover(
         n_before = len(acked)
         victim.kill()
         # its replica takes over (cluster-node-timeout 2 s), then the writes go on a while
-        heir = replicated_cluster.replicas[replicated_cluster.masters.index(victim)]
-        await asyncio.to_thread(ReplicatedCluster._until, lambda: _is_master(heir.port),
+        heir = replicated_cluster.heir_of(victim)
+        await asyncio.to_thread(until, lambda: is_master(heir.port),
                                 "the replica to take over", 60.0)
         await asyncio.sleep(2)
         stop.set()
@@ -220,14 +143,6 @@ async def test_acknowledged_writes_survive_a_master_failover(
             raise AssertionError("the cluster did not answer after the failover")
     assert missing == [], f"{len(missing)} acknowledged writes lost of {len(acked)}"
     print(f"acked {len(acked)} ({n_before} before the kill), refused {refused}")
-
-
-def _is_master(port: int) -> bool:
-    r = redis.Redis(port=port)
-    try:
-        return r.info("replication")["role"] == "master"
-    finally:
-        r.close()
 
 
 def _port_of(bb: Blackboard, scope: str) -> int:
