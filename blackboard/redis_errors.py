@@ -84,6 +84,9 @@ _BY_TYPE: tuple[tuple[type[BaseException] | tuple[type[BaseException], ...],
     (rexc.DataError, InvalidArgument),  # raised before anything was sent
 )
 
+#: How Redis words an EXECABORT: this, then the refused command's own error reply.
+_EXEC_ABORT = "Transaction discarded because of: "
+
 _translating = contextvars.ContextVar("blackboard_translating_redis_errors", default=True)
 
 
@@ -94,6 +97,12 @@ def translate(exc: BaseException) -> BlackboardError:
     an ACL refusal is an :class:`AccessDenied` with ``by_server`` set.
     """
     text = str(exc)
+    if isinstance(exc, rexc.ExecAbortError) and _EXEC_ABORT in text:
+        # MULTI/EXEC refused whole at EXEC for a command refused while queued: the reason
+        # is that command's error reply, translated as if it had come alone
+        why = translate(rexc.ResponseError(text.split(_EXEC_ABORT, 1)[1]))
+        if type(why) is not ServerError:
+            return why
     typ: type[BlackboardError] = ServerError
     for kinds, target in _BY_TYPE:
         if isinstance(exc, kinds):
@@ -104,6 +113,10 @@ def translate(exc: BaseException) -> BlackboardError:
             typ = AccessDenied
         elif text.startswith("WRONGTYPE"):
             typ = ScopeDamaged
+        elif text.startswith("OOM "):
+            typ = OutOfMemory
+        elif text.startswith("NOSCRIPT"):
+            typ = ScriptMissing
         elif isinstance(exc, rexc.RedisClusterException):
             typ = ServerUnavailable  # no node serves the slot, or the pipeline cannot span it
     if typ is AccessDenied:

@@ -15,10 +15,11 @@ from __future__ import annotations
 import atexit
 import contextlib
 import logging
-import os
 import queue
 import sys
 from logging.handlers import QueueHandler, QueueListener
+
+from blackboard.log_lines import OneLine, debug_enabled
 
 __all__ = ["OneLine", "debug_enabled", "install", "mark_logged"]
 
@@ -26,30 +27,6 @@ __all__ = ["OneLine", "debug_enabled", "install", "mark_logged"]
 _UVICORN_ASGI = "Exception in ASGI application"
 _LOGGED = "_blackboard_logged"
 _listener: QueueListener | None = None
-
-
-def debug_enabled() -> bool:
-    return os.environ.get("BLACKBOARD_DEBUG", "").lower() in ("1", "true", "yes", "on")
-
-
-class OneLine(logging.Formatter):
-    """``<time> <LEVEL> <logger>: <message> (<ExcType>: <text>)`` on one line; with
-    ``debug`` the traceback follows on its own lines."""
-
-    def __init__(self, debug: bool = False) -> None:
-        super().__init__()
-        self.debug = debug
-
-    def format(self, record: logging.LogRecord) -> str:
-        line = f"{self.formatTime(record)} {record.levelname} {record.name}: " \
-               f"{record.getMessage()}"
-        exc = record.exc_info[1] if record.exc_info else None
-        if exc is not None:
-            line += f" ({type(exc).__name__}: {exc})"
-        line = " ".join(line.split())[:2000]
-        if exc is not None and self.debug and record.exc_info:
-            return line + "\n" + self.formatException(record.exc_info)
-        return line
 
 
 class _Deferred(QueueHandler):

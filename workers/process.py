@@ -22,6 +22,7 @@ from typing import Any
 
 from blackboard import Blackboard
 from blackboard.errors import OutOfMemory
+from blackboard.log_lines import install_one_line
 from memory.registry import Registry
 
 from .leases import LeaseTable, TableClock
@@ -158,5 +159,6 @@ def run_worker(
     """Run ``role`` (or ``all``) in this process until SIGTERM/SIGINT; exit code 0."""
     if role != "all":
         role_spec(role)  # ValueError naming the roles, before anything starts
+    install_one_line()  # an outage met again and again is one line each, not a traceback
     asyncio.run(_serve(url, role, settings or WorkerSettings.from_env(), ready))
     return 0

@@ -278,14 +278,18 @@ local function remove_entry(cfg, id, typ, now, scope)
     if typ == 'deleted' then redis.call('DEL', ekey) end
     return false
   end
-  count_usage(-1, -entry_bytes(ekey))
+  local bytes = entry_bytes(ekey)
+  -- The first write frees (ZREM): over maxmemory Redis refuses a flagless script's first
+  -- command that may grow memory (HINCRBY), never a later one, and removing must work
+  -- there (expiry, pruning and deletes are how memory is freed).
+  redis.call('ZREM', KEYS[2], id)
   remove_tags(id, cjson.decode(f[1]))
   if f[2] and f[2] ~= '' and redis.call('HGET', KEYS[4], f[2]) == id then
     redis.call('HDEL', KEYS[4], f[2])
   end
-  redis.call('ZREM', KEYS[2], id)
   redis.call('ZREM', KEYS[5], id)
   redis.call('ZREM', KEYS[6], id)
+  count_usage(-1, -bytes)
   if typ == 'deleted' or reapable(BASE, ekey) then
     redis.call('DEL', ekey)
   else
