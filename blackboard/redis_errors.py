@@ -67,7 +67,7 @@ ERROR_REPLIES = (ServerError, AccessDenied, OutOfMemory, ScopeDamaged, ScriptMis
 
 # A command refused inside a script is a plain error reply ("ACL failure in script" on
 # 7.0, "NOPERM" on newer servers), not a NoPermissionError.
-_ACL_FAIL = re.compile(r"ACL failure in script|^NOPERM|no permissions to")
+_ACL_FAIL = re.compile(r"ACL failure in script|^NOPERM|no permissions to", re.IGNORECASE)
 
 # Most specific first: the first isinstance match wins (AuthenticationError and
 # BusyLoadingError are ConnectionErrors, NoPermissionError and the rest ResponseErrors).
