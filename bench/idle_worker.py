@@ -117,13 +117,14 @@ def _local_ports(pid: int) -> set[int]:
 
 def _backlog(r: redis.Redis) -> int:
     """Events not yet handled: in an inbox, pending or not yet read by a group, in a batch
-    being transformed."""
+    being transformed; entries still waiting for a vector (the index role's queue)."""
     from blackboard.keys import CONFIG, PartitionKeys
 
     n = 0
     for p in range(int(r.hget(CONFIG, "partitions") or 0)):
         k = PartitionKeys(p)
         n += r.llen(k.inbox) + r.hlen(k.inflight)  # not the buffers: triggers hold some
+        n += r.zcard(k.unembedded)
         if not r.exists(k.bus):
             continue
         for g in r.xinfo_groups(k.bus):
