@@ -211,7 +211,7 @@ def measure(
         r.close()
     with open(log_path, errors="replace") as f:
         text = f.read()
-    top = dict(sorted(((k, v) for k, v in delta.items() if v > 0), key=lambda kv: -kv[1])[:12])
+    top = dict(sorted(((k, v) for k, v in delta.items() if v > 0), key=lambda kv: -kv[1])[:30])
     return IdleFigures(
         seconds=round(span, 1),
         commands_per_s=round(total / span, 2),
