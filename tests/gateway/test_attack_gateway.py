@@ -53,11 +53,16 @@ def test_edited_token_ids_share_the_users_bucket(gateway: GatewayProc, start_gat
             t.tries += 1
         t.harmed = max(0, ok - int(allowed))
         t.refused = t.tries - t.harmed
-        # alice's credential with carol's id: charged to alice (empty), never to carol
+        # alice's credential with carol's id: charged to alice (emptied above), never to
+        # carol. What alice's bucket refills meanwhile (5/s) may be served: on a loaded
+        # machine requests are slow enough to let a token in; more than that is harm.
         steal = encode_token(replace(claims, id=parse_token(carol).id))
+        t1, served = time.monotonic(), 0
         for _ in range(15):
             r = c.get("/v1/tags", headers={"Authorization": f"Bearer {steal}"})
-            t.count(r.status_code == 429, f"stolen id served: {r.status_code}")
+            served += r.status_code == 200
+            refill = int(5 * (time.monotonic() - t1)) + 1
+            t.count(served <= refill, f"stolen id served {served} (alice's refill {refill})")
         r = c.get("/v1/tags", headers={"Authorization": f"Bearer {carol}"})
         t.count(r.status_code == 200, f"carol's own request after the theft: {r.status_code}")
     t.line()
