@@ -134,3 +134,20 @@ def spawn_gateway(redis: Secure, env_extra: dict[str, str] | None = None,
         time.sleep(0.1)
     gw.stop()
     raise RuntimeError(f"gateway did not answer /healthz in 60 s:\n{gw.output()}")
+
+
+def ready_within(url: str, limit_s: float) -> tuple[float | None, str]:
+    """Seconds until the gateway's /readyz answered 200 (None: not within ``limit_s``),
+    and the last body (or the last error) it gave."""
+    t0 = time.monotonic()
+    body = ""
+    while time.monotonic() - t0 < limit_s:
+        try:
+            r = httpx.get(url + "/readyz", timeout=1)
+            body = r.text
+            if r.status_code == 200:
+                return time.monotonic() - t0, body
+        except httpx.HTTPError as exc:
+            body = repr(exc)
+        time.sleep(0.1)
+    return None, body

@@ -4,7 +4,6 @@ them still gets the names of what is missing."""
 
 from __future__ import annotations
 
-import time
 from pathlib import Path
 
 import httpx
@@ -12,26 +11,11 @@ import pytest
 import redis
 
 from blackboard.server import RedisServer
-from tests.gateway.gateway_support import spawn_gateway
+from tests.gateway.gateway_support import ready_within, spawn_gateway
 from tests.support_secure import Secure, secure_mode
 
 pytestmark = pytest.mark.process  # its own redis-server and gateway
 
-
-def _poll_ready(url: str, limit_s: float) -> tuple[float | None, str]:
-    """Seconds until /readyz answered 200 (None: not within ``limit_s``), the last body."""
-    t0 = time.monotonic()
-    body = ""
-    while time.monotonic() - t0 < limit_s:
-        try:
-            r = httpx.get(url + "/readyz", timeout=2)
-            body = r.text
-            if r.status_code == 200:
-                return time.monotonic() - t0, body
-        except httpx.HTTPError as exc:
-            body = repr(exc)
-        time.sleep(0.1)
-    return None, body
 
 
 def test_readyz_is_200_within_5s_of_a_redis_restart(tmp_path: Path) -> None:
@@ -40,7 +24,7 @@ def test_readyz_is_200_within_5s_of_a_redis_restart(tmp_path: Path) -> None:
     try:
         secure = secure_mode(srv.url, (srv.port,))
         gw = spawn_gateway(secure)
-        took, body = _poll_ready(gw.url, 10)
+        took, body = ready_within(gw.url, 10)
         assert took is not None, body
         port = srv.port
         srv.stop()  # SIGTERM: the AOF and the users survive, the script cache does not
@@ -48,7 +32,7 @@ def test_readyz_is_200_within_5s_of_a_redis_restart(tmp_path: Path) -> None:
         r = redis.Redis(port=port, username="default", password=secure.password)
         assert not any(r.script_exists("0" * 40))  # an empty script cache
         r.close()
-        took, body = _poll_ready(gw.url, 5)
+        took, body = ready_within(gw.url, 5)
         assert took is not None, f"/readyz not 200 within 5 s of Redis being back: {body}"
     finally:
         if gw is not None:

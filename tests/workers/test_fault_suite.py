@@ -16,7 +16,6 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-import httpx
 import pytest
 import redis
 from support_lifecycle import (
@@ -37,7 +36,7 @@ from blackboard import Blackboard, BlackboardError
 from blackboard.keys import partition_of
 from blackboard.server import RedisServer
 from memory.hierarchy import install_default_hierarchy
-from tests.gateway.gateway_support import spawn_gateway
+from tests.gateway.gateway_support import ready_within, spawn_gateway
 from tests.support_replicated import ReplicatedCluster, is_master, until
 from tests.support_secure import secure_mode
 from workers.heartbeat import list_workers
@@ -179,20 +178,6 @@ def _cluster_ok(port: int) -> bool:
         r.close()
 
 
-def _ready_within(url: str, limit_s: float) -> tuple[float | None, str]:
-    t0 = time.monotonic()
-    body = ""
-    while time.monotonic() - t0 < limit_s:
-        try:
-            r = httpx.get(url + "/readyz", timeout=1)
-            body = r.text
-            if r.status_code == 200:
-                return time.monotonic() - t0, body
-        except httpx.HTTPError as exc:
-            body = repr(exc)
-        time.sleep(0.1)
-    return None, body
-
 
 async def _single_redis_fault(tmp_path: Path, name: str,
                               fault: Callable[[redis.Redis], None]) -> None:
@@ -204,12 +189,12 @@ async def _single_redis_fault(tmp_path: Path, name: str,
         procs = Procs(secure.admin_url, tmp_path)
         gw = await asyncio.to_thread(spawn_gateway, secure)
         try:
-            assert (await asyncio.to_thread(_ready_within, gw.url, 30))[0] is not None, gw.output()
+            assert (await asyncio.to_thread(ready_within, gw.url, 30))[0] is not None, gw.output()
             ready: list[tuple[float | None, str]] = []
 
             async def run_fault() -> None:
                 await asyncio.to_thread(fault, admin)
-                ready.append(await asyncio.to_thread(_ready_within, gw.url, READY_WITHIN_S))
+                ready.append(await asyncio.to_thread(ready_within, gw.url, READY_WITHIN_S))
 
             async with Blackboard.connect(secure.admin_url, partitions=PARTITIONS) as bb:
                 o = await _under_load(bb, procs, run_fault)
