@@ -96,7 +96,12 @@ class Inbox:
 class Relays:
     """The relay loops of one process, one per partition some consumer here reads."""
 
-    def __init__(self, bb: Blackboard, *, batch: int = 1000, block_s: float = 10.0) -> None:
+    def __init__(self, bb: Blackboard, *, batch: int = 1000, block_s: float | None = None) -> None:
+        # By default as long as the client allows a blocking read (28 s under the default
+        # 30 s socket timeout): an idle process blocks on every partition's inbox, and
+        # each wake-up is a command (issue 23: an idle worker <= 20 commands/s).
+        if block_s is None:
+            block_s = bb.settings.max_block_ms / 1000
         self.bb, self.batch, self.block_s = bb, batch, block_s
         self.counters = RelayCounters()
         self._users: dict[int, int] = {}
