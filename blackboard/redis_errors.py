@@ -215,6 +215,13 @@ class TranslatingRedis(aredis.Redis):
 class TranslatingClusterPipeline(ClusterPipeline):
     """A cluster pipeline raising (and answering with) the library's errors."""
 
+    async def initialize(self) -> TranslatingClusterPipeline:
+        # Opening one (``async with``, ``await``) initializes a cluster client that reset
+        # itself (on CLUSTERDOWN, a lost node...): its CLUSTER SLOTS and COMMAND go to the
+        # nodes it knew, which may be down, outside the client's retries.
+        await _translated(super().initialize())
+        return self
+
     def execute_command(self, *args: Any, **kwargs: Any) -> Any:
         out = super().execute_command(*args, **kwargs)
         return _translated(out) if iscoroutine(out) else out

@@ -4,8 +4,9 @@ fault suite's failover), and the helpers to watch a failover from outside."""
 from __future__ import annotations
 
 import contextlib
+import signal
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 
 import redis
 
@@ -13,14 +14,20 @@ from blackboard.server import RedisServer
 
 __all__ = ["ReplicatedCluster", "is_master", "until"]
 
+#: A replica's first sync starts at once (Redis waits 5 s by default for more replicas to
+#: share a diskless transfer: 4 of the 7 s this fixture took to start).
+_NODE_ARGS = ("--repl-diskless-sync-delay", "0")
+
 
 class ReplicatedCluster:
     """``masters[i]`` serves a third of the slots; ``replicas[i]`` replicates it (and takes
-    over when it dies: cluster-node-timeout 2 s, see :class:`RedisServer`)."""
+    over when it dies: cluster-node-timeout 2 s, see :class:`RedisServer`). ``password``:
+    the default user's once a test put the cluster in secure mode (the helpers log in)."""
 
     def __init__(self) -> None:
-        self.masters = [RedisServer(cluster=True) for _ in range(3)]
-        self.replicas = [RedisServer(cluster=True) for _ in range(3)]
+        self.masters = [RedisServer(cluster=True, extra_args=_NODE_ARGS) for _ in range(3)]
+        self.replicas = [RedisServer(cluster=True, extra_args=_NODE_ARGS) for _ in range(3)]
+        self.password: str | None = None
 
     @property
     def nodes(self) -> list[RedisServer]:
@@ -56,6 +63,43 @@ class ReplicatedCluster:
     def heir_of(self, master: RedisServer) -> RedisServer:
         return self.replicas[self.masters.index(master)]
 
+    def client(self, node: RedisServer) -> redis.Redis:
+        """A plain client of one node (logged in as default in secure mode)."""
+        if self.password is None:
+            return redis.Redis(port=node.port)
+        return redis.Redis(port=node.port, username="default", password=self.password)
+
+    def ok(self) -> bool:
+        """The view of every running master: cluster_state:ok."""
+        return all(_ask(self.client(m), _ok) for m in self.masters
+                   if m.proc is not None and m.proc.poll() is None)
+
+    def is_master(self, node: RedisServer) -> bool:
+        return bool(_ask(self.client(node),
+                         lambda c: c.info("replication")["role"] == "master"))
+
+    @contextlib.contextmanager
+    def held_back(self, replica: RedisServer) -> Iterator[None]:
+        """``replica`` takes over from its master only when told (CLUSTER FAILOVER)."""
+        c = self.client(replica)
+        try:
+            c.config_set("cluster-replica-no-failover", "yes")
+            yield
+            c.config_set("cluster-replica-no-failover", "no")
+        finally:
+            c.close()
+
+    def restart(self, node: RedisServer, down_s: float) -> None:
+        """SIGTERM ``node`` (Redis flushes its AOF), keep it down ``down_s`` with the
+        cluster seeing it fail, then start it again on its port, data and nodes.conf
+        (``RedisServer.stop`` would remove a temporary data directory)."""
+        assert node.proc is not None
+        node.proc.send_signal(signal.SIGTERM)
+        node.proc.wait(10)
+        until(lambda: not self.ok(), "the cluster to see the node down")
+        time.sleep(down_s)
+        node.start()
+
     def stop(self) -> None:
         for n in self.nodes:
             n.stop()
@@ -78,6 +122,13 @@ def is_master(port: int) -> bool:
         return r.info("replication")["role"] == "master"
     finally:
         r.close()
+
+
+def _ask(c: redis.Redis, question: Callable[[redis.Redis], bool]) -> bool:
+    try:
+        return question(c)
+    finally:
+        c.close()
 
 
 def _known(c: redis.Redis) -> int:
