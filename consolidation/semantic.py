@@ -13,6 +13,9 @@ confidence and its components, and a status. Rules:
   is the one with the most supporting weight; the existing belief (``ctx.existing[key]``)
   competes with its stored ``support_weight`` decayed from its ``weighted_at_ms``.
   Ties go to the most recent evidence.
+* Each evidence link carries a frozen copy of the entry it cites (:mod:`.evidence`: the
+  link never dangles once maintenance drops the entry) and, for a fact, the object it
+  asserts (so a team can weigh it: :mod:`.team_beliefs`).
 * Evidence stance is relative to the existing belief when there is one, else to the
   drafted claim. The draft never rewrites the existing entry: it ``supersedes`` it, with
   ``revision`` = ``reinforced`` (same claim), ``contested`` (same claim, some
@@ -39,6 +42,7 @@ from pydantic import BaseModel, Field
 from blackboard import Entry
 
 from .draft import Draft
+from .evidence import with_snapshots
 from .facts import (
     DEFAULT_FUNCTIONAL,
     Fact,
@@ -242,6 +246,9 @@ def _fact_evidence(fs: list[Fact], reference: Claim, functional: bool) -> list[d
             "agent": f.agent,
             "at": f.at,
             "claim": statement(f.subject, f.predicate, f.object, f.negated),
+            # the asserted object, so a team can weigh the link against its own claim
+            "object": f.object,
+            "negated": f.negated,
         }
         for f in sorted(fs, key=lambda f: (f.at, f.source, f.object_key, f.negated))
     ]
@@ -412,7 +419,9 @@ class SemanticTransformer:
         claim = _winning_claim(fs, prior, functional)
         subject, obj = _display_forms(fs, claim, existing)
         reference = prior.claim if prior is not None else claim
-        evidence = _fact_evidence(fs, reference, functional) + _context_evidence(fs, es)
+        evidence = with_snapshots(
+            _fact_evidence(fs, reference, functional) + _context_evidence(fs, es), by_id
+        )
         tally = _tally(fs, claim, prior, functional, ctx.now_ms)
         recency = 0.5 ** (max(0, ctx.now_ms - tally.last_ms) / half_life)
         confidence, components = _confidence(tally, recency, p.count_scale)
