@@ -22,6 +22,7 @@ from .procedural import procedural
 from .semantic import semantic
 from .summarize import summarize
 from .team import team
+from .team_beliefs import team_beliefs
 from .transformer import identity, transformer_names
 
 __all__ = ["ConsolidationCatalog", "catalog", "default_edges"]
@@ -29,8 +30,9 @@ __all__ = ["ConsolidationCatalog", "catalog", "default_edges"]
 
 def default_edges(agent_id: str, teams: Iterable[str] = ()) -> list[MemorySubscription]:
     """The default dataflow: sensory -> working -> stm (steps kept, and summaries) ->
-    {episodic, semantic, procedural} from the steps, and the agent's stm summaries -> each
-    team's root scope. Triggers: counts with a time bound.
+    {episodic, semantic, procedural} from the steps, the agent's stm summaries -> each
+    team's root scope, and the agent's beliefs -> each team's semantic scope. Triggers:
+    counts with a time bound.
 
     Per-agent edges are patterns (``agent:*:working -> agent:{1}:stm``) shared by every
     agent, so workers match each event against a handful of edges, not one set per agent;
@@ -59,6 +61,13 @@ def default_edges(agent_id: str, teams: Iterable[str] = ()) -> list[MemorySubscr
             agent_scope(agent_id, MemoryLevel.STM), team_scope(t), team.name,
             filter=TagMatch.of(all_of={"summary"}),
             trigger=Trigger.any_of(Trigger.count(20), Trigger.timer(600)),
+        ))
+        # Agents reconcile: every member's beliefs (their raw evidence) -> one team belief
+        # per canonical key (consolidation.team_beliefs), a minute after a belief changes.
+        edges.append(MemorySubscription(
+            agent_scope(agent_id, MemoryLevel.SEMANTIC), team_scope(t, MemoryLevel.SEMANTIC),
+            team_beliefs.name, filter=TagMatch.of(all_of={"fact"}),
+            trigger=Trigger.any_of(Trigger.count(20), Trigger.age(60)),
         ))
     return edges
 

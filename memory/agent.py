@@ -18,6 +18,7 @@ from blackboard import (
     deterministic_id,
 )
 from retrieval.query import MemoryQuery, as_query
+from retrieval.reconcile import team_beliefs_first
 from retrieval.scoring import ScoredEntry
 from retrieval.structured import StructuredRetriever
 
@@ -220,6 +221,8 @@ class AgentMemory:
         q = as_query(query, limit, explain)
         scopes = self.recall_scopes(q.scopes, q.levels)
         hits = await self._retriever_for(q).recall(q, scopes)
+        if q.order != "newest":  # a team's reconciled belief before a member's own
+            hits = team_beliefs_first(hits)
         return hits[: q.max_results]
 
     def _retriever_for(self, q: MemoryQuery) -> Retriever:
