@@ -11,13 +11,15 @@ is a different fact from the level (:class:`memory.MemoryLevel`) it happens to f
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
+from typing import Any
 
 from memory.levels import MemoryLevel
 from memory.naming import agent_scope, team_scope
 from memory.subscriptions import MemorySubscription, TagMatch, Trigger
 
 from .episodic import episodic
+from .feedback import read_claim
 from .procedural import procedural
 from .semantic import semantic
 from .summarize import summarize
@@ -81,6 +83,10 @@ class ConsolidationCatalog:
 
     def default_edges(self, agent_id: str, teams: Iterable[str] = ()) -> list[MemorySubscription]:
         return default_edges(agent_id, teams)
+
+    def read_claim(self, belief: Mapping[str, Any], claim: str) -> dict[str, Any] | None:
+        """The triple a correction asserts (:func:`consolidation.feedback.read_claim`)."""
+        return read_claim(belief, claim)
 
 
 #: The object the entry point names.
