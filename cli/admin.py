@@ -4,7 +4,8 @@ protect-default|check`` and ``blackboard check``.
 ``acl`` commands change Redis users and need an admin connection (``--redis-url`` with a
 user holding ``@admin``, e.g. ``default``); ``check`` runs as the service user.
 Exit codes: 0 done, 1 a :class:`BlackboardError` (message on stderr), 2 bad usage,
-3 ``check`` found drift (and did not repair it) or ``acl check`` found a weakness,
+3 ``check`` found drift (and did not repair it) or a broken evidence link, or ``acl check``
+found a weakness,
 4 permission: the connection may not do it, or ``acl grant`` refused because the default
 user is open (run ``acl protect-default`` first).
 """

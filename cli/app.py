@@ -257,6 +257,7 @@ def demo(
 
 def _mount() -> None:
     from .admin import register as register_admin
+    from .belief import register as register_belief
     from .gateway import register as register_gateway
     from .mcp import register as register_mcp
     from .recall import register as register_recall
@@ -267,6 +268,7 @@ def _mount() -> None:
     register_tail(app)
     register_stats(app)
     register_admin(app)
+    register_belief(app)  # belief confirm|correct
     register_gateway(app)  # gateway, token
     register_mcp(app)
 
