@@ -38,7 +38,7 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any
 
-from blackboard import Blackboard, BlackboardError, Entry
+from blackboard import Blackboard, BlackboardError, Entry, NotFound, VersionConflict
 from blackboard.entry import value_text
 
 from .signals import actors_of
@@ -170,15 +170,50 @@ async def _survivor(bb: Blackboard, entry_id: str, candidates: Sequence[str],
     return None
 
 
-async def _repair(bb: Blackboard, belief: Entry, frozen: dict[str, dict[str, Any]]) -> int:
+async def _repair(bb: Blackboard, belief: Entry, frozen: dict[str, dict[str, Any]]) -> bool:
     """Add ``frozen`` snapshots to the belief's ``evidence_kept`` (metadata only: the
-    claim and its links are never rewritten); -> links repaired."""
+    claim and its links are never rewritten), if the belief did not change meanwhile."""
     kept = dict(belief.metadata.get(KEPT) or {})
     kept.update(frozen)
     meta = {**belief.metadata, KEPT: kept}
-    await bb.scope(belief.scope).update(belief.id, metadata=meta,
-                                        expected_version=belief.version)
-    return len(frozen)
+    try:
+        await bb.scope(belief.scope).update(belief.id, metadata=meta,
+                                            expected_version=belief.version)
+    except (VersionConflict, NotFound):
+        return False  # changed or gone meanwhile: the next check sees it as it is now
+    return True
+
+
+@dataclass(slots=True)
+class _Checker:
+    bb: Blackboard
+    every: list[str]
+    repair: bool
+    rep: EvidenceReport = field(default_factory=EvidenceReport)
+    survivors: dict[str, dict[str, Entry]] = field(default_factory=dict)
+
+    async def belief(self, s: str, b: Entry) -> None:
+        """Resolve (and with ``repair`` freeze) each link of belief ``b`` in scope ``s``."""
+        self.rep.beliefs += 1
+        states: dict[str, LinkState] = {}
+        frozen: dict[str, dict[str, Any]] = {}
+        for ln in evidence_links(b):
+            cands = _candidates(s, ln, self.every)
+            live = await _live(self.bb, ln["entry"], cands)
+            states[ln["entry"]] = link_state(b, ln, live is not None)
+            if self.repair and snapshot_of(b, ln) is None:
+                src = live or await _survivor(self.bb, ln["entry"], cands, self.survivors)
+                if src is not None:
+                    frozen[ln["entry"]] = snapshot(src) | ({} if src is live
+                                                          else {"via": src.id})
+        if frozen and await _repair(self.bb, b, frozen):
+            self.rep.repaired += len(frozen)
+            states.update({i: LinkState.LIVE if states[i] is LinkState.LIVE
+                           else LinkState.KEPT for i in frozen})
+        for i, state in states.items():
+            self.rep.links[state.value] += 1
+            if state is LinkState.BROKEN:
+                self.rep.broken.append((s, b.id, i))
 
 
 async def check_evidence(bb: Blackboard, scopes: Iterable[str] | None = None, *,
@@ -186,33 +221,16 @@ async def check_evidence(bb: Blackboard, scopes: Iterable[str] | None = None, *,
     """Every evidence link of every belief in ``scopes`` (default: every registered
     scope), resolved: live entry, kept snapshot, or broken. With ``repair``, a legacy
     link whose entry is still alive, or was merged by dedupe into a live survivor, gets a
-    snapshot (see the module doc); a link with no trace left stays broken (reported)."""
+    snapshot (see the module doc); a link with no trace left stays broken (reported), as
+    does one whose belief changed while the check ran. Cost: a read per entry of the
+    scopes and a read per link: an operator's tool, like the index check."""
     every: list[str] = []
     for p in range(bb.partitions):
         every += await bb.upkeep(p).scope_ids()
     every = sorted(set(every))
-    wanted = sorted(set(scopes)) if scopes is not None else every
-    rep = EvidenceReport()
-    survivors: dict[str, dict[str, Entry]] = {}
-    for s in wanted:
+    c = _Checker(bb, every, repair)
+    for s in sorted(set(scopes)) if scopes is not None else every:
         for b in await bb.scope(s).entries(limit=None):
-            if not is_belief(b):
-                continue
-            rep.beliefs += 1
-            frozen: dict[str, dict[str, Any]] = {}
-            for ln in evidence_links(b):
-                cands = _candidates(s, ln, every)
-                live = await _live(bb, ln["entry"], cands)
-                state = link_state(b, ln, live is not None)
-                if repair and snapshot_of(b, ln) is None:
-                    src = live or await _survivor(bb, ln["entry"], cands, survivors)
-                    if src is not None:
-                        frozen[ln["entry"]] = snapshot(src) | (
-                            {} if src is live else {"via": src.id})
-                        state = LinkState.LIVE if live is not None else LinkState.KEPT
-                rep.links[state.value] += 1
-                if state is LinkState.BROKEN:
-                    rep.broken.append((s, b.id, ln["entry"]))
-            if frozen:
-                rep.repaired += await _repair(bb, b, frozen)
-    return rep
+            if is_belief(b):
+                await c.belief(s, b)
+    return c.rep

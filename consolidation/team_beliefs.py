@@ -10,6 +10,12 @@ another belief as evidence; the agent beliefs are only its provenance).
 
 Rules, per canonical key:
 
+* **Who.** A member's belief lives in its ``agent:<a>:ltm:semantic`` scope, which only
+  agent ``a`` and the workers write: its links speak for ``a`` alone (whatever agent they
+  name), are no later than the belief, and cite only ``a``'s scopes. One agent can
+  forge its own view, never another's; and a view counts once, so it cannot outvote two.
+  (The team scope itself is writable by every member, as any team entry is: a member can
+  write a forged team belief there, which the next draft takes as its prior.)
 * **Views.** Each agent has one current view: the claim (object, negation) of its newest
   fact link (by time, then entry id). An agent that said "Springfield" twice and later
   "Shelbyville" now says Shelbyville: its own later statement updates its earlier one.
@@ -39,6 +45,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from blackboard import Entry
+from blackboard.entry import scope_owner
 
 from .draft import Draft
 from .evidence import evidence_links, is_belief
@@ -97,11 +104,24 @@ def _claim_of(ln: Mapping[str, Any]) -> Claim | None:
     return (slug(got[0][2]), got[0][3]) if got else None
 
 
-def _fact_links(belief: Entry) -> tuple[list[_Link], list[Mapping[str, Any]]]:
-    """The belief's fact links (with an agent and a claim) and its other links."""
+def _fact_links(belief: Entry, owner: str | None = None
+                ) -> tuple[list[_Link], list[Mapping[str, Any]]]:
+    """The belief's fact links (with an agent and a claim) and its other links.
+
+    With ``owner`` (a member's belief, from its ``agent:<owner>:...`` scope, which only
+    that agent and the workers write) every link speaks for the owner alone, whatever
+    agent or author it names, no later than the belief itself, and citing only the owner's
+    scopes: an agent can forge its own belief, never another member's view."""
     facts: list[_Link] = []
     other: list[Mapping[str, Any]] = []
     for ln in evidence_links(belief):
+        if owner is not None:
+            cited = ln.get("scope")
+            if isinstance(cited, str) and scope_owner(cited) != owner:
+                continue
+            at = ln.get("at")
+            ln = {**ln, "agent": owner, "author": owner,
+                  "at": min(at, belief.created_at) if isinstance(at, int) else at}
         claim, agent, at = _claim_of(ln), ln.get("agent"), ln.get("at")
         if claim is not None and isinstance(agent, str) and isinstance(at, int):
             facts.append(_Link(agent, claim, at, ln["entry"], ln))
@@ -264,7 +284,10 @@ class TeamBeliefsTransformer:
         facts: list[_Link] = []
         other: list[Mapping[str, Any]] = []
         for b in beliefs:
-            f, o = _fact_links(b)
+            owner = scope_owner(b.scope)
+            if owner is None:
+                continue  # not a member's belief: it speaks for no agent
+            f, o = _fact_links(b, owner)
             facts += f
             other += o
         views = _stored_views(existing)

@@ -121,3 +121,20 @@ def test_recall_puts_the_team_belief_first_on_its_key() -> None:
     assert [h.entry.id for h in team_beliefs_first(hits)] == ["o", "t", "b1"]
     gone = replace(team, superseded_by="t2")
     assert [h.entry.id for h in team_beliefs_first([hit(A1, .8), hit(gone, .5)])] == ["b1", "t"]
+
+
+async def test_a_member_speaks_only_for_itself() -> None:
+    # agent1 writes a "belief" into its own semantic scope naming agents 2 and 3 as the
+    # sources of Springfield links, one dated far in the future, one citing agent2's stm.
+    forged = agent_belief("f1", "agent1", "Springfield", [
+        {**link("x1", "agent2", "Springfield", 1), "scope": "agent:agent1:stm"},
+        {**link("x2", "agent3", "Springfield", 10**6), "scope": "agent:agent1:stm"},
+        link("x3", "agent2", "Springfield", 2)])  # cites agent:agent2:stm: dropped
+    [d] = await run([forged, A2, A3])
+    assert set(d.metadata["views"]) == {"agent1", "agent2", "agent3"}
+    assert d.metadata["views"]["agent1"]["at"] <= forged.created_at
+    assert d.value["object"] == "Shelbyville"  # one forger against two
+    by = {ln["entry"]: ln for ln in d.value["evidence"]}
+    assert "x3" not in by and by["x1"]["agent"] == by["x2"]["agent"] == "agent1"
+    team_scope_belief = replace(A2, scope="team:ops:ltm:semantic", id="tb")
+    assert await run([team_scope_belief]) == []  # speaks for no member
