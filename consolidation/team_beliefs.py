@@ -263,6 +263,9 @@ class TeamBeliefsTransformer:
 
     name = "team_beliefs"
     version = "1"
+    #: One edge per member drafts into the team's scope from the same prior: their
+    #: firings take turns (workers.target_turn), or one could drop another's view.
+    one_target_at_a_time = True
 
     async def __call__(self, batch: Sequence[Entry], ctx: TransformContext) -> list[Draft]:
         p = parse_params(TeamBeliefParams, ctx.params, self.name)
