@@ -17,8 +17,10 @@ The whole tree (``pkg.module:`` marks classes defined above this package)::
     │   ├── InvalidMetadata
     │   ├── EntryTooLarge
     │   ├── retrieval.lens: UnknownLens
-    │   └── memory.errors: InvalidEdge
-    │       └── memory.errors: EdgeCycle
+    │   ├── memory.errors: InvalidEdge
+    │   │   └── memory.errors: EdgeCycle
+    │   ├── memory.errors: NotABelief
+    │   └── memory.errors: InvalidClaim
     ├── ScopeFull
     ├── VersionConflict
     │   └── memory.errors: EdgeVersionConflict

@@ -81,6 +81,12 @@ def job_run_lease(job: str) -> str:
     return f"{ROOT}:lease:job:{job}"
 
 
+def target_lease(target: str) -> str:
+    """Lease under which one worker at a time drafts into a target scope whose drafts
+    several edges derive from one prior (team beliefs): ``bb:lease:target:<target>``."""
+    return f"{ROOT}:lease:target:{target}"
+
+
 def job_lease(job: str, partition: int) -> str:
     """Lease under which a periodic job runs on one partition: ``bb:lease:job:<job>:<p>``."""
     return f"{ROOT}:lease:job:{job}:{partition}"

@@ -4,7 +4,8 @@ protect-default|check`` and ``blackboard check``.
 ``acl`` commands change Redis users and need an admin connection (``--redis-url`` with a
 user holding ``@admin``, e.g. ``default``); ``check`` runs as the service user.
 Exit codes: 0 done, 1 a :class:`BlackboardError` (message on stderr), 2 bad usage,
-3 ``check`` found drift (and did not repair it) or ``acl check`` found a weakness,
+3 ``check`` found drift (and did not repair it) or a broken evidence link, or ``acl check``
+found a weakness,
 4 permission: the connection may not do it, or ``acl grant`` refused because the default
 user is open (run ``acl protect-default`` first).
 """
@@ -27,6 +28,8 @@ from blackboard.acl_check import (
     protect_default,
     require_default_closed,
 )
+from blackboard.check import CheckReport
+from consolidation.evidence import EvidenceReport, check_evidence
 
 from .errors import EXIT_DRIFT, EXIT_PERMISSION
 from .options import Json, RedisUrl
@@ -190,11 +193,28 @@ def check(
     redis_url: RedisUrl = None,
     json_out: Json = False,
 ) -> None:
-    """Verify every index against the entries; exit 3 when drift remains."""
-    report = _with_bb(redis_url, lambda bb: bb.check(repair=repair, scopes=scope))
+    """Verify every index against the entries, and every belief's evidence links (each
+    must resolve to a live entry or to the snapshot kept with the belief); exit 3 when
+    drift or a broken link remains. ``--repair`` rebuilds indexes and freezes a snapshot
+    for legacy links whose entry (or its dedupe survivor) is still there."""
+
+    async def both(bb: Blackboard) -> tuple[CheckReport, EvidenceReport]:
+        return (await bb.check(repair=repair, scopes=scope),
+                await check_evidence(bb, scope, repair=repair))
+
+    report, evidence = _with_bb(redis_url, both)
     if json_out:
-        print_json(report.to_json())
+        print_json({**report.to_json(), "ok": report.ok and not evidence.broken,
+                    "evidence": evidence.to_json()})
     else:
+        for s, b, i in evidence.broken:
+            console.print(f"[red]broken evidence[/] {s} belief {b!r} cites {i!r}: the entry "
+                          "is gone and no snapshot was kept")
+        if evidence.beliefs:
+            console.print(f"{evidence.beliefs} beliefs, evidence links: " + ", ".join(
+                f"{n} {k}" for k, n in evidence.links.items())
+                + (f" ({evidence.repaired} repaired)" if evidence.repaired else ""),
+                highlight=False)
         for d in report.drift:
             mark = "[dim]note[/]" if d.harmless else "[red]drift[/]"
             console.print(f"{mark} {d.scope} {d.index} {d.member!r}: {d.problem}")
@@ -202,7 +222,7 @@ def check(
             console.print(f"[dim]note[/] server: {n}", highlight=False, soft_wrap=True)
         console.print(f"{report.scopes} scopes, {report.entries} entries, "
                       f"{len(report.drift)} findings{' (repaired)' if repair else ''}")
-    if not report.ok and not repair:
+    if (not report.ok and not repair) or evidence.broken:
         raise typer.Exit(3)
 
 

@@ -1,6 +1,7 @@
 """The ``blackboard`` command. This module defines ``server``, ``sweep``, ``trim``,
 ``worker``, ``map`` and ``demo``; :func:`_mount` adds the commands of the package's other
-modules (``recall``, ``tail``, ``stats``, ``check``, ``acl ...``, ``quota ...``) and of the gateway
+modules (``recall``, ``tail``, ``stats``, ``check``, ``acl ...``, ``quota ...``,
+``belief ...``) and of the gateway
 (``gateway``, ``token ...``: :mod:`cli.gateway`; ``mcp``: :mod:`cli.mcp`).
 ``blackboard --help`` lists them all.
 
@@ -257,6 +258,7 @@ def demo(
 
 def _mount() -> None:
     from .admin import register as register_admin
+    from .belief import register as register_belief
     from .gateway import register as register_gateway
     from .mcp import register as register_mcp
     from .recall import register as register_recall
@@ -267,6 +269,7 @@ def _mount() -> None:
     register_tail(app)
     register_stats(app)
     register_admin(app)
+    register_belief(app)  # belief confirm|correct
     register_gateway(app)  # gateway, token
     register_mcp(app)
 

@@ -21,6 +21,7 @@ from .procedural import ProceduralParams, procedural
 from .semantic import SemanticParams, semantic
 from .summarize import SummarizeParams, summarize
 from .team import TeamParams, team
+from .team_beliefs import TeamBeliefParams, team_beliefs
 from .transformer import (
     Similarity,
     TransformContext,
@@ -42,6 +43,7 @@ __all__ = [
     "SemanticParams",
     "Similarity",
     "SummarizeParams",
+    "TeamBeliefParams",
     "TeamParams",
     "TransformContext",
     "Transformer",
@@ -54,6 +56,7 @@ __all__ = [
     "semantic",
     "summarize",
     "team",
+    "team_beliefs",
     "transformer_names",
     "transformer_roles",
 ]

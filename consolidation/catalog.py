@@ -11,17 +11,20 @@ is a different fact from the level (:class:`memory.MemoryLevel`) it happens to f
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
+from typing import Any
 
 from memory.levels import MemoryLevel
 from memory.naming import agent_scope, team_scope
 from memory.subscriptions import MemorySubscription, TagMatch, Trigger
 
 from .episodic import episodic
+from .feedback import read_claim
 from .procedural import procedural
 from .semantic import semantic
 from .summarize import summarize
 from .team import team
+from .team_beliefs import team_beliefs
 from .transformer import identity, transformer_names
 
 __all__ = ["ConsolidationCatalog", "catalog", "default_edges"]
@@ -29,8 +32,9 @@ __all__ = ["ConsolidationCatalog", "catalog", "default_edges"]
 
 def default_edges(agent_id: str, teams: Iterable[str] = ()) -> list[MemorySubscription]:
     """The default dataflow: sensory -> working -> stm (steps kept, and summaries) ->
-    {episodic, semantic, procedural} from the steps, and the agent's stm summaries -> each
-    team's root scope. Triggers: counts with a time bound.
+    {episodic, semantic, procedural} from the steps, the agent's stm summaries -> each
+    team's root scope, and the agent's beliefs -> each team's semantic scope. Triggers:
+    counts with a time bound.
 
     Per-agent edges are patterns (``agent:*:working -> agent:{1}:stm``) shared by every
     agent, so workers match each event against a handful of edges, not one set per agent;
@@ -60,6 +64,13 @@ def default_edges(agent_id: str, teams: Iterable[str] = ()) -> list[MemorySubscr
             filter=TagMatch.of(all_of={"summary"}),
             trigger=Trigger.any_of(Trigger.count(20), Trigger.timer(600)),
         ))
+        # Agents reconcile: every member's beliefs (their raw evidence) -> one team belief
+        # per canonical key (consolidation.team_beliefs), a minute after a belief changes.
+        edges.append(MemorySubscription(
+            agent_scope(agent_id, MemoryLevel.SEMANTIC), team_scope(t, MemoryLevel.SEMANTIC),
+            team_beliefs.name, filter=TagMatch.of(all_of={"fact"}),
+            trigger=Trigger.any_of(Trigger.count(20), Trigger.age(60)),
+        ))
     return edges
 
 
@@ -72,6 +83,10 @@ class ConsolidationCatalog:
 
     def default_edges(self, agent_id: str, teams: Iterable[str] = ()) -> list[MemorySubscription]:
         return default_edges(agent_id, teams)
+
+    def read_claim(self, belief: Mapping[str, Any], claim: str) -> dict[str, Any] | None:
+        """The triple a correction asserts (:func:`consolidation.feedback.read_claim`)."""
+        return read_claim(belief, claim)
 
 
 #: The object the entry point names.

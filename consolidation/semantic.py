@@ -13,6 +13,11 @@ confidence and its components, and a status. Rules:
   is the one with the most supporting weight; the existing belief (``ctx.existing[key]``)
   competes with its stored ``support_weight`` decayed from its ``weighted_at_ms``.
   Ties go to the most recent evidence.
+* A confirmation or correction of a belief (:mod:`.feedback`) is a fact like any other,
+  weighing ``FEEDBACK_WEIGHT`` times an observed one.
+* Each evidence link carries a frozen copy of the entry it cites (:mod:`.evidence`: the
+  link never dangles once maintenance drops the entry) and, for a fact, the object it
+  asserts (so a team can weigh it: :mod:`.team_beliefs`).
 * Evidence stance is relative to the existing belief when there is one, else to the
   drafted claim. The draft never rewrites the existing entry: it ``supersedes`` it, with
   ``revision`` = ``reinforced`` (same claim), ``contested`` (same claim, some
@@ -39,6 +44,7 @@ from pydantic import BaseModel, Field
 from blackboard import Entry
 
 from .draft import Draft
+from .evidence import with_snapshots
 from .facts import (
     DEFAULT_FUNCTIONAL,
     Fact,
@@ -47,6 +53,7 @@ from .facts import (
     extract_facts,
     statement,
 )
+from .feedback import feedback_kind, weigh_feedback
 from .llm.errors import InvalidLLMOutput
 from .params import parse_params
 from .prompt import render_batch
@@ -242,6 +249,9 @@ def _fact_evidence(fs: list[Fact], reference: Claim, functional: bool) -> list[d
             "agent": f.agent,
             "at": f.at,
             "claim": statement(f.subject, f.predicate, f.object, f.negated),
+            # the asserted object, so a team can weigh the link against its own claim
+            "object": f.object,
+            "negated": f.negated,
         }
         for f in sorted(fs, key=lambda f: (f.at, f.source, f.object_key, f.negated))
     ]
@@ -363,9 +373,10 @@ class SemanticTransformer:
             facts = [f for f in facts if _is_explicit(es, f)] + await self._llm_facts(es, ctx)
             model = ctx.llm.model
         groups: dict[str, list[Fact]] = {}
-        for f in _weighed(facts, ctx.now_ms, p.half_life_days * _DAY_MS):
-            groups.setdefault(canonical_key(f, p.functional), []).append(f)
         by_id = {e.id: e for e in es}
+        weighed = weigh_feedback(_weighed(facts, ctx.now_ms, p.half_life_days * _DAY_MS), by_id)
+        for f in weighed:
+            groups.setdefault(canonical_key(f, p.functional), []).append(f)
         return [
             self._belief(key, fs, es, by_id, ctx, p, model) for key, fs in sorted(groups.items())
         ]
@@ -412,10 +423,15 @@ class SemanticTransformer:
         claim = _winning_claim(fs, prior, functional)
         subject, obj = _display_forms(fs, claim, existing)
         reference = prior.claim if prior is not None else claim
-        evidence = _fact_evidence(fs, reference, functional) + _context_evidence(fs, es)
+        evidence = with_snapshots(
+            _fact_evidence(fs, reference, functional) + _context_evidence(fs, es), by_id
+        )
         tally = _tally(fs, claim, prior, functional, ctx.now_ms)
         recency = 0.5 ** (max(0, ctx.now_ms - tally.last_ms) / half_life)
         confidence, components = _confidence(tally, recency, p.count_scale)
+        components["operator_confirmed"] = sum(  # confirmations backing the claim
+            1 for f in fs if feedback_kind(by_id.get(f.source)) == "confirm"
+            and stance_of(f, claim, functional) is Stance.SUPPORT)
         status = BeliefStatus.STALE if recency < p.stale_below else BeliefStatus.ACTIVE
         revision = _revision(prior, claim, tally.contested)
         supersedes = existing.id if existing is not None else None

@@ -82,10 +82,11 @@ def create_app(settings: GatewaySettings | None = None, *,
     install_handlers(app)
     _count_refusals(app)
 
-    from .routes import health, memories, streams
+    from .routes import beliefs, health, memories, streams
 
     app.include_router(health.router)
     app.include_router(memories.router)
+    app.include_router(beliefs.router)
     app.include_router(streams.router)
     for mount in mounts:
         ctx = mount(app)

@@ -36,6 +36,7 @@ from blackboard import (
     VersionConflict,
 )
 from blackboard.errors import LoginRefused, OutOfMemory, QuotaExceeded
+from memory.errors import InvalidClaim, NotABelief
 from memory.wire import ErrorBody
 
 from .logs import mark_logged
@@ -55,6 +56,8 @@ _LIBRARY: tuple[tuple[type[BaseException], int, str | None], ...] = (
     (InvalidValue, 422, "value"),
     (InvalidMetadata, 422, "metadata"),
     (InvalidScope, 422, "scope"),
+    (NotABelief, 422, "belief_id"),
+    (InvalidClaim, 422, "claim"),
     (InvalidArgument, 422, None),
     (AccessDenied, 403, None),
     (NotFound, 404, None),

@@ -33,6 +33,7 @@ from retrieval.lens import known_lenses
 
 from .caller import Caller, bearer
 from .errors import error_response, refused_by_redis, status_of
+from .mcp_beliefs import add_belief_tools
 from .operator import operator_map
 from .routes.deps import authorized
 
@@ -49,7 +50,8 @@ _LEVELS: list[JsonValue] = [m.value for m in MemoryLevel]
 INSTRUCTIONS = (
     "Long-lived memory shared with other agents, on Redis. `remember` stores a note, fact "
     "or event; `recall` finds memories by meaning and filters (best first); `forget` "
-    "deletes one by id; `list_tags` and `memory_map` show what is there. You can reach "
+    "deletes one by id; `list_tags` and `memory_map` show what is there; `confirm` and "
+    "`correct` give feedback on a belief (a semantic fact). You can reach "
     "only your own memory, your teams' and the read-only collective one: anything else "
     "is refused."
 )
@@ -283,6 +285,7 @@ def build_mcp(caller_of: CallerOf) -> MCPServer:
             m = await caller.memory.memory_map()
         return MapOut.model_validate(m.to_dict())
 
+    add_belief_tools(mcp, caller_of, _refusals)  # confirm, correct
     return mcp
 
 

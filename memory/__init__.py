@@ -16,7 +16,14 @@ from retrieval.scoring import ScoredEntry
 from .agent import AgentMemory
 from .config import LevelConfig, ScopeConfig, default_config
 from .conversation import ConversationConfig, Message
-from .errors import EdgeCycle, EdgeVersionConflict, InvalidEdge, SemanticRecallUnavailable
+from .errors import (
+    EdgeCycle,
+    EdgeVersionConflict,
+    InvalidClaim,
+    InvalidEdge,
+    NotABelief,
+    SemanticRecallUnavailable,
+)
 from .hierarchy import Hierarchy, default_edges, install_default_hierarchy
 from .levels import MemoryLevel
 from .memory_map import MemoryMap
@@ -35,6 +42,7 @@ __all__ = [
     "EdgeCycle",
     "EdgeVersionConflict",
     "Hierarchy",
+    "InvalidClaim",
     "InvalidEdge",
     "LevelConfig",
     "MemoryLevel",
@@ -42,6 +50,7 @@ __all__ = [
     "MemoryQuery",
     "MemorySubscription",
     "Message",
+    "NotABelief",
     "Registry",
     "ScopeConfig",
     "ScopeName",

@@ -18,9 +18,11 @@ from blackboard import (
     deterministic_id,
 )
 from retrieval.query import MemoryQuery, as_query
+from retrieval.reconcile import team_beliefs_first
 from retrieval.scoring import ScoredEntry
 from retrieval.structured import StructuredRetriever
 
+from . import feedback
 from .access import AccessPolicy
 from .conversation import ConversationConfig, Message, Sessions, message_requests
 from .errors import SemanticRecallUnavailable
@@ -220,6 +222,8 @@ class AgentMemory:
         q = as_query(query, limit, explain)
         scopes = self.recall_scopes(q.scopes, q.levels)
         hits = await self._retriever_for(q).recall(q, scopes)
+        if q.order != "newest":  # a team's reconciled belief before a member's own
+            hits = team_beliefs_first(hits)
         return hits[: q.max_results]
 
     def _retriever_for(self, q: MemoryQuery) -> Retriever:
@@ -284,6 +288,17 @@ class AgentMemory:
         sid = await self.locate(entry_id, scope)
         return await self.bb.scope(sid).reinforce(entry_id, by=self.agent_id, boost=boost,
                                                   max_strength=max_strength)
+
+    async def confirm(self, belief_id: str, *, scope: str | None = None) -> Entry:
+        """Confirm a belief this agent may read (operator-confirmed evidence for its
+        claim; see :mod:`memory.feedback`); -> the feedback entry written."""
+        return await feedback.confirm(self, belief_id, scope)
+
+    async def correct(self, belief_id: str, claim: str, *, scope: str | None = None) -> Entry:
+        """Correct a belief with ``claim`` (the new value, or a sentence of the belief's
+        subject and predicate): contradicting evidence that supersedes the belief when it
+        wins (:mod:`memory.feedback`); -> the feedback entry written."""
+        return await feedback.correct(self, belief_id, claim, scope)
 
     async def transfer(self, entry_id: str, to_level: MemoryLevel | str, *,
                        team: str | None = None) -> Entry:

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from blackboard import BlackboardError, InvalidArgument, VersionConflict
 
-__all__ = ["EdgeCycle", "EdgeVersionConflict", "InvalidEdge", "SemanticRecallUnavailable"]
+__all__ = ["EdgeCycle", "EdgeVersionConflict", "InvalidClaim", "InvalidEdge", "NotABelief",
+           "SemanticRecallUnavailable"]
 
 
 class SemanticRecallUnavailable(BlackboardError, NotImplementedError):
@@ -29,3 +30,13 @@ class EdgeVersionConflict(VersionConflict):
         super().__init__(edge_id, expected, actual)
         self.args = (f"edge {edge_id} is at version {actual}, not the expected {expected}",)
         self.edge_id = edge_id
+
+
+class NotABelief(InvalidArgument):
+    """``confirm`` / ``correct`` named an entry that is not a belief (or an id that names
+    no entry at all by its form): over HTTP a 422 naming ``belief_id``."""
+
+
+class InvalidClaim(InvalidArgument):
+    """A correction's claim is empty, too long, or about another subject or predicate
+    than the belief it corrects: over HTTP a 422 naming ``claim``."""

@@ -61,6 +61,8 @@ async def install_default_hierarchy(
                 scopes.append(await reg.ensure_scope(sid))
         for t in teams:
             scopes.append(await reg.ensure_scope(team_scope(t)))
+            # where the team's reconciled beliefs go (the agent -> team belief edges)
+            scopes.append(await reg.ensure_scope(team_scope(t, MemoryLevel.SEMANTIC)))
         edges = [await reg.install_edge(e) for e in default_edges(agent_id, teams)]
         return Hierarchy(tuple(scopes), tuple(edges))
     finally:

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 from collections.abc import Collection, Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
+from urllib.parse import quote
 
 try:
     import httpx
@@ -192,6 +193,21 @@ class RemoteMemory:
         await self._call("DELETE", f"/v1/memories/{entry_id}", params=params)
         return True
 
+    # -- beliefs: feedback ----------------------------------------------------------------
+
+    async def confirm(self, belief_id: str, *, scope: str | None = None) -> Entry:
+        """As :meth:`AgentMemory.confirm`: confirm a belief; -> the feedback entry."""
+        got = await self._call("POST", f"/v1/beliefs/{_seg(belief_id)}/confirm",
+                               json={"scope": scope})
+        return EntryOut.model_validate(got["evidence"]).to_entry()
+
+    async def correct(self, belief_id: str, claim: str, *, scope: str | None = None) -> Entry:
+        """As :meth:`AgentMemory.correct`: correct a belief with ``claim``; -> the
+        feedback entry."""
+        got = await self._call("POST", f"/v1/beliefs/{_seg(belief_id)}/correct",
+                               json={"claim": claim, "scope": scope})
+        return EntryOut.model_validate(got["evidence"]).to_entry()
+
     # -- recall and introspection ---------------------------------------------------------
 
     async def recall(self, query: str | MemoryQuery, *, limit: int | None = None,
@@ -240,3 +256,8 @@ class RemoteMemory:
                                since=since)
         self._handles.append(h)
         return h
+
+
+def _seg(v: str) -> str:
+    """``v`` as one path segment: a '/', '?' or '#' in an id cannot reach another route."""
+    return quote(str(v), safe="")

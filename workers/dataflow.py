@@ -29,6 +29,7 @@ from memory.subscriptions import MemorySubscription
 
 from .edgeset import EdgeSet
 from .oom import OomNotice
+from .target_turn import TURN_RETRY_S, target_turn
 
 __all__ = ["BufferItem", "DataflowRunner", "max_batch"]
 
@@ -239,11 +240,24 @@ class DataflowRunner:
         # A batch left in flight by a crash is replayed at once, whatever the trigger says.
         if not inflight and not edge.trigger.fires(size, max(0.0, now - oldest), since):
             return False
-        await self._fire(part, key, edge, target, max_batch(edge))
+        if not await self._fire(part, key, edge, target, max_batch(edge)):
+            return False  # the target was busy: tried again shortly, the timer unchanged
         self._last_fire[key] = self.bb.now_ms() / 1000
         return size > max_batch(edge)
 
     async def _fire(
+        self, part: PendingBuffer, key: str, edge: MemorySubscription, target: str, limit: int
+    ) -> bool:
+        """Fire one batch; False when the target was another firing's turn (see
+        :mod:`workers.target_turn`): the batch stays buffered, tried again shortly."""
+        async with target_turn(self.bb, edge, target) as mine:
+            if not mine:
+                self._retry_at[key] = self.bb.now_ms() / 1000 + TURN_RETRY_S
+                return False
+            await self._fire_batch(part, key, edge, target, limit)
+            return True
+
+    async def _fire_batch(
         self, part: PendingBuffer, key: str, edge: MemorySubscription, target: str, limit: int
     ) -> None:
         # pending_head.lua makes the batch boundary durable before the transformer runs: a

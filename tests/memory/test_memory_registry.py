@@ -92,11 +92,12 @@ async def test_install_default_hierarchy_idempotent(bb: Blackboard) -> None:
     assert {c.scope_id for c in h.scopes} == {
         "agent:a1:sensory", "agent:a1:working", "agent:a1:stm", "agent:a1:ltm:episodic",
         "agent:a1:ltm:semantic", "agent:a1:ltm:procedural", "team:t1", "team:t2",
+        "team:t1:ltm:semantic", "team:t2:ltm:semantic",  # the teams' reconciled beliefs
     }
     transformers = sorted(e.transformer for e in h.edges)
     # identity twice: sensory -> working, and working -> stm (steps kept beside summaries)
     assert transformers == ["episodic", "identity", "identity", "procedural", "semantic",
-                            "summarize", "team", "team"]
+                            "summarize", "team", "team", "team_beliefs", "team_beliefs"]
     h2 = await install_default_hierarchy(bb, "a1", teams=["t1", "t2"])
     assert h2.edges == h.edges
     async with AgentMemory(bb, "a2", teams=["t1"]) as m2:
@@ -104,7 +105,8 @@ async def test_install_default_hierarchy_idempotent(bb: Blackboard) -> None:
             overrides={MemoryLevel.WORKING: {"max_entries": 3}})
         reg = m2.registry
         edges = await reg.list_edges()
-        assert len(edges) == 6 + 3  # shared pattern edges + a1->t1, a1->t2, a2->t1
+        # shared pattern edges + a1->t1, a1->t2, a2->t1 (stm summaries, and beliefs)
+        assert len(edges) == 6 + 3 * 2
         assert (await reg.get_scope("agent:a2:working")).limits.max_entries == 3  # type: ignore[union-attr]
         assert (await reg.get_scope("agent:a1:working")).limits.max_entries == 200  # type: ignore[union-attr]
         stm_edges = [e for e in edges if e.match("agent:a2:stm")]
@@ -173,12 +175,12 @@ async def test_install_never_resets_an_operators_trigger(
         got = await reg.get_edge(summ.id)
         assert got is not None and got.trigger == operator and got.version == 2
         assert next(e for e in h1.edges if e.id == summ.id).trigger == operator
-        # The shared pattern edges were installed once: only the three new team edges
-        # (a2 -> t1, a3 -> t2) were created, each bumping every partition once; a1's
-        # re-install changed nothing and bumped nothing.
+        # The shared pattern edges were installed once: only the new team edges (a2 -> t1,
+        # a3 -> t2; each pair's summaries and beliefs edges) were created, each bumping
+        # every partition once; a1's re-install changed nothing and bumped nothing.
         after = _versions(clean_redis, bb.partitions)
-        assert [a - b for a, b in zip(after, before, strict=True)] == [2] * bb.partitions
-        assert len(await reg.list_edges()) == 6 + 3
+        assert [a - b for a, b in zip(after, before, strict=True)] == [4] * bb.partitions
+        assert len(await reg.list_edges()) == 6 + 3 * 2
         assert {e.version for e in await reg.list_edges() if e.id != summ.id} == {1}
     finally:
         await reg.aclose()
