@@ -20,12 +20,13 @@ from dataclasses import asdict
 from typing import Any
 
 from blackboard import Blackboard, ConsumeCounters
-from blackboard.errors import OutOfMemory
+from blackboard.errors import OutOfMemory, ServerUnavailable
 from memory.registry import Registry
 
 from .heartbeat import Heartbeat
 from .leases import LeaseSet, LeaseSnapshot, LeaseTable, TableClock
 from .oom import OomNotice
+from .outage import OutageNotice
 from .progress import ProgressWatch
 from .roles import Role, role_spec, roles_running
 from .settings import WorkerSettings
@@ -70,6 +71,8 @@ class Worker:
         self.stopping = asyncio.Event()
         self._tasks: list[asyncio.Task[None]] = []
         self._oom = OomNotice(f"worker {self.id}", self.settings.oom_say_every_s)
+        self._outage = OutageNotice(f"worker {self.id} heartbeats and leases",
+                                    self.settings.oom_say_every_s)
         #: What the role does (:class:`workers.roles.Role`), built on this worker.
         self.plugin: Role = spec.factory(self)
 
@@ -197,6 +200,10 @@ class Worker:
                 try:
                     await self._tick_leases(tick.result())
                     self._last_tick = time.monotonic()
+                    self._outage.recovered()
+                except ServerUnavailable as exc:
+                    self._outage.failed(exc)
+                    self._lost_ticks()
                 except OutOfMemory:
                     self._oom.say("heartbeats and leases wait; the worker resumes by itself "
                                   "once memory is freed")
