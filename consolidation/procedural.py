@@ -68,8 +68,10 @@ class ProceduralParams:
             raise ValueError("need 1 <= min_length <= max_length")
 
 
-#: Runs a procedure keeps (the latest); older ones stay counted in its ``retired`` tally.
-MAX_RUNS = 256
+#: Runs a procedure keeps (the latest seen): enough to stitch the tasks in progress and to
+#: weigh the variants by recent work, small enough that each version (every batch writes
+#: one, the old kept superseded) stays a few KB. Older runs stay counted in ``retired``.
+MAX_RUNS = 64
 
 
 @dataclass(frozen=True, slots=True)

@@ -163,3 +163,19 @@ async def test_no_llm_call_without_learned_procedures() -> None:
     [d] = await get_transformer("procedural")(_task("t1", "k", ["a"], None, 0), ctx)
     assert d.value["status"] == "candidate" and d.value["steps"] == []
     assert namer.users == []
+
+
+async def test_old_runs_retire_into_the_tally() -> None:
+    from consolidation.procedural import MAX_RUNS
+
+    runs = {f"old{i:03d}": {"steps": ["build", "test", "deploy"], "outcome": "success"}
+            for i in range(MAX_RUNS)}
+    old = Entry(id="p-old", scope="s", value={"runs": runs}, key="procedure:deploy",
+                metadata={"procedure_version": 5})
+    ctx = TransformContext("e", "s", existing={"procedure:deploy": old}, now_ms=T0)
+    d = (await get_transformer("procedural")(_batch(), ctx))[0]
+    v = d.value
+    # three new tasks: the three seen longest ago retire, still counted
+    assert len(v["runs"]) == MAX_RUNS and "old000" not in v["runs"] and "t3" in v["runs"]
+    assert v["retired"] == {"support": 3, "successes": 3, "failures": 0}
+    assert (v["support"], v["successes"], v["failures"]) == (MAX_RUNS + 3, MAX_RUNS + 2, 1)
