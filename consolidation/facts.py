@@ -10,6 +10,11 @@ The LLM-free extractor is deliberately narrow and predictable. It reads
    no longer uses, does not live in, ...). The subject is at most 6 words, the object at
    most 8, questions are skipped, and a leading article (a/an/the) is dropped from both.
 
+3. before 2., the forms of :mod:`.fact_forms`: possessives (``Acme's CEO is Jane Doe``),
+   dated events (``Initech was founded in March 1999``, dates made ISO), and more verbs
+   (likes, switched to, moved to, is based in, became, costs, employs, ...: see
+   :data:`.fact_forms.EXTRA_VERBS`).
+
 It does not resolve pronouns, split conjunctions or understand tense; a sentence it cannot
 read is simply not a fact (it may still be *context* evidence, see :mod:`.semantic`).
 
@@ -30,6 +35,7 @@ from dataclasses import dataclass
 
 from blackboard import Entry
 
+from .fact_forms import EXTRA_VERBS, dated, possessive
 from .signals import actors_of
 from .text import entry_text, slug, split_sentences
 
@@ -107,21 +113,26 @@ for _canon, _pos, _neg in (
     for _f in _neg:
         _VERBS[_f] = (_canon, True)
 
+_VERBS.update(EXTRA_VERBS)
+
 _VERB_ALT = "|".join(re.escape(v) for v in sorted(_VERBS, key=lambda v: (-len(v), v)))
-_WORD = "[\\w'\u2019-]+"  # a word, apostrophes (straight or curly) included
+# a word, apostrophes (straight or curly) included; amounts too ($40, 12%, 3.5)
+_WORD = "[\\w'\u2019$\u20ac\u00a3%-]+(?:\\.\\d+)?"
 _PATTERN = re.compile(
     rf"^(?P<s>{_WORD}(?:\s+{_WORD}){{0,5}}?)\s+(?P<v>{_VERB_ALT})\s+"
     rf"(?P<o>{_WORD}(?:[\s,]+{_WORD}){{0,7}})\s*[.!]?$",
     re.IGNORECASE,
 )
 _ARTICLE = re.compile(r"^(?:the|a|an)\s+", re.IGNORECASE)
-_SURFACE = {"is": "is", "has": "has", "uses": "uses", "prefers": "prefers", "lives_in": "lives in"}
+_SURFACE = {"is": "is", "has": "has", "uses": "uses", "prefers": "prefers", "lives_in": "lives in",
+            "likes": "likes"}
 _NEG_SURFACE = {
     "is": "is not",
     "has": "does not have",
     "uses": "does not use",
     "prefers": "does not prefer",
     "lives_in": "does not live in",
+    "likes": "does not like",
 }
 
 
@@ -184,15 +195,22 @@ def facts_from_text(text: str) -> list[tuple[str, str, str, bool]]:
     for sent in split_sentences(text):
         if sent.rstrip().endswith("?"):
             continue
-        m = _PATTERN.match(sent.strip().replace("\u2019", "'"))
-        if m is None:
-            continue
-        subj, obj = _clean(m["s"]), _clean(m["o"])
-        if not slug(subj) or not slug(obj):
-            continue
-        pred, neg = _VERBS[m["v"].casefold()]
-        out.append((subj, pred, obj, neg))
+        s = sent.strip().replace("\u2019", "'")
+        fact = possessive(s) or dated(s) or _verb_fact(s)
+        if fact is not None:
+            out.append(fact)
     return out
+
+
+def _verb_fact(sentence: str) -> tuple[str, str, str, bool] | None:
+    m = _PATTERN.match(sentence)
+    if m is None:
+        return None
+    subj, obj = _clean(m["s"]), _clean(m["o"])
+    if not slug(subj) or not slug(obj):
+        return None
+    pred, neg = _VERBS[m["v"].casefold()]
+    return subj, pred, obj, neg
 
 
 def _explicit(entry: Entry) -> tuple[str, str, str, bool] | None:

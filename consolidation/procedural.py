@@ -1,16 +1,25 @@
-"""``procedural`` (stm -> ltm:procedural): recurring action sequences per task kind.
+"""``procedural`` (stm -> ltm:procedural): one procedure per skill (task kind).
 
 Entries tagged ``action_type:<name>`` are grouped by task (``task:<id>``; action entries
-without a task are ignored), ordered by time, and each task kind's tasks (``task_kind:<k>``,
-else ``default``) are mined for contiguous n-grams of action types. A pattern's *support*
-is the number of tasks containing it; patterns below ``min_support`` are dropped, and so
-is a pattern contained in a longer kept one with the same support (closed patterns). A
-task's outcome is the last success/failure signal among all its entries in the batch;
-``success_rate = successes / (successes + failures)`` (None when no outcome is known).
+without a task are ignored) and ordered by time: a task's *run* is its action types in
+order and its outcome (the last success/failure signal among all its entries). Runs are
+grouped by task kind (``task_kind:<k>``, else ``default``): a kind is one skill, and has
+one procedure, keyed ``procedure:<kind>``.
 
-A procedure already in the target scope (``ctx.existing[key]``) accumulates: its support
-and outcome counts are added, its ``procedure_version`` grows by one, and the draft
-supersedes it. A new procedure starts at version 1.
+The procedure keeps the runs it has seen (task -> steps, outcome; the latest
+:data:`MAX_RUNS`), so a task whose steps arrive in two batches is one run, stitched, not two
+fragments. Its *variants* are its distinct run sequences, except that a run contained as
+a contiguous sub-sequence in a sequence with at least as much support (a fragment, a
+shortened run) *folds* into it, pooling its task into that variant's support and success
+rate. ``steps`` is the variant with the most support (then the longest, then the first by
+name); the others are kept under ``variants``. ``support`` is
+the number of tasks, ``success_rate = successes / (successes + failures)`` over them
+(None when no outcome is known). Runs shorter than ``min_length`` that fold nowhere are
+not evidence of a procedure; sequences keep at most ``max_length`` actions. A procedure is
+``learned`` once it has ``min_support`` tasks; before that it is written as a
+``candidate`` (tag ``candidate``), which holds the runs the next batch continues. An
+existing one (``ctx.existing[key]``) is updated by any run of its kind: its
+``procedure_version`` grows by one and the draft supersedes it.
 """
 
 from __future__ import annotations
@@ -26,35 +35,43 @@ from blackboard import Entry
 from .draft import Draft
 from .params import parse_params
 from .signals import Outcome, action_type_of, chronological, final_outcome, task_kind_of, task_of
-from .text import slug
+from .text import slug, union_tags
 from .transformer import TransformContext, register_transformer
 
 __all__ = [
-    "Pattern",
+    "MAX_RUNS",
     "ProceduralParams",
     "ProceduralTransformer",
+    "Skill",
     "TaskRun",
-    "mine_patterns",
+    "Variant",
     "procedural",
     "procedure_key",
     "task_runs",
+    "variants",
 ]
 
 
 @dataclass(frozen=True, slots=True)
 class ProceduralParams:
-    """``min_support``: tasks a pattern must occur in; ``min_length``/``max_length``:
-    pattern lengths in actions."""
+    """``min_support``: tasks a new procedure needs; ``min_length``/``max_length``: the
+    lengths of a variant in actions (longer runs keep their first ``max_length``)."""
 
     min_support: int = 2
     min_length: int = 2
-    max_length: int = 6
+    max_length: int = 12
 
     def __post_init__(self) -> None:
         if self.min_support < 1:
             raise ValueError("min_support must be >= 1")
         if not 1 <= self.min_length <= self.max_length:
             raise ValueError("need 1 <= min_length <= max_length")
+
+
+#: Runs a procedure keeps (the latest seen): enough to stitch the tasks in progress and to
+#: weigh the variants by recent work, small enough that each version (every batch writes
+#: one, the old kept superseded) stays a few KB. Older runs stay counted in ``retired``.
+MAX_RUNS = 64
 
 
 @dataclass(frozen=True, slots=True)
@@ -66,21 +83,6 @@ class TaskRun:
     actions: tuple[str, ...]
     outcome: Outcome
     entries: tuple[str, ...]
-
-
-@dataclass(frozen=True, slots=True)
-class Pattern:
-    """A mined sequence: ``support`` tasks (ids in ``tasks``), outcome counts among them."""
-
-    kind: str
-    actions: tuple[str, ...]
-    tasks: tuple[str, ...]
-    successes: int
-    failures: int
-
-    @property
-    def support(self) -> int:
-        return len(self.tasks)
 
 
 def task_runs(batch: Sequence[Entry]) -> list[TaskRun]:
@@ -100,56 +102,69 @@ def task_runs(batch: Sequence[Entry]) -> list[TaskRun]:
     return runs
 
 
-def _ngrams(seq: tuple[str, ...], lo: int, hi: int) -> set[tuple[str, ...]]:
-    return {seq[i : i + n] for n in range(lo, hi + 1) for i in range(len(seq) - n + 1)}
-
-
 def _contains(big: tuple[str, ...], small: tuple[str, ...]) -> bool:
     n = len(small)
     return any(big[i : i + n] == small for i in range(len(big) - n + 1))
 
 
-def mine_patterns(
-    runs: Sequence[TaskRun],
-    params: ProceduralParams,
-    keep: frozenset[tuple[str, str]] = frozenset(),
-) -> list[Pattern]:
-    """Closed frequent contiguous patterns per kind, sorted by (kind, actions).
+@dataclass(frozen=True, slots=True)
+class Variant:
+    """One way of doing the skill: its steps and the tasks done that way (folded runs
+    included), with their outcome counts."""
 
-    ``keep`` holds ``(kind, "a,b,c")`` patterns to report whatever their support (already
-    known procedures that new evidence should update).
-    """
-    occurrences: dict[tuple[str, tuple[str, ...]], list[TaskRun]] = {}
-    for r in runs:
-        for g in _ngrams(r.actions, params.min_length, params.max_length):
-            occurrences.setdefault((r.kind, g), []).append(r)
-    frequent = {
-        k: rs
-        for k, rs in occurrences.items()
-        if len(rs) >= params.min_support or (k[0], ",".join(k[1])) in keep
-    }
+    steps: tuple[str, ...]
+    tasks: tuple[str, ...]
+    successes: int
+    failures: int
+
+    @property
+    def support(self) -> int:
+        return len(self.tasks)
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "steps": list(self.steps),
+            "support": self.support,
+            "successes": self.successes,
+            "failures": self.failures,
+            "success_rate": _rate(self.successes, self.failures),
+        }
+
+
+def _rate(successes: int, failures: int) -> float | None:
+    known = successes + failures
+    return round(successes / known, 6) if known else None
+
+
+def variants(runs: Mapping[str, tuple[tuple[str, ...], Outcome]], params: ProceduralParams
+             ) -> list[Variant]:
+    """The variants of one skill's ``runs`` (task -> (actions, outcome)), most supported
+    first (see the module doc for the folding)."""
+    by_seq: dict[tuple[str, ...], list[str]] = {}
+    for task, (actions, _) in sorted(runs.items()):
+        by_seq.setdefault(actions[: params.max_length], []).append(task)
+    # Most supported first, a container before its equally supported parts: whatever
+    # folds finds its home already placed. Runs too short to be a variant fold last.
+    order = sorted(by_seq, key=lambda s: (len(s) < params.min_length, -len(by_seq[s]),
+                                          -len(s), s))
+    pooled: dict[tuple[str, ...], list[str]] = {}
+    for s in order:
+        home = next((m for m in pooled if _contains(m, s)), None)
+        if home is not None:
+            pooled[home] += by_seq[s]
+        elif len(s) >= params.min_length:
+            pooled[s] = list(by_seq[s])
     out = []
-    for (kind, g), rs in sorted(frequent.items()):
-        closed = not any(
-            k2 == kind and len(g2) > len(g) and len(rs2) == len(rs) and _contains(g2, g)
-            for (k2, g2), rs2 in frequent.items()
-        )
-        if closed or (kind, ",".join(g)) in keep:
-            out.append(
-                Pattern(
-                    kind,
-                    g,
-                    tuple(sorted(r.task for r in rs)),
-                    sum(r.outcome is Outcome.SUCCESS for r in rs),
-                    sum(r.outcome is Outcome.FAILURE for r in rs),
-                )
-            )
-    return out
+    for s, tasks in pooled.items():
+        outs = [runs[t][1] for t in tasks]
+        out.append(Variant(s, tuple(sorted(tasks)), outs.count(Outcome.SUCCESS),
+                           outs.count(Outcome.FAILURE)))
+    return sorted(out, key=lambda v: (-v.support, -len(v.steps), v.steps))
 
 
-def procedure_key(kind: str, actions: Sequence[str]) -> str:
-    """``procedure:<kind slug>:<action>,<action>,...`` (actions verbatim, order kept)."""
-    return f"procedure:{slug(kind) or 'default'}:{','.join(actions)}"
+def procedure_key(kind: str) -> str:
+    """``procedure:<kind slug>``: one procedure per skill."""
+    return f"procedure:{slug(kind) or 'default'}"
 
 
 class ProcedureNote(BaseModel):
@@ -165,117 +180,157 @@ class ProcedureNotes(BaseModel):
 
 
 _SYSTEM = (
-    "You name recurring action sequences an AI agent performs. For each numbered sequence "
+    "You name the procedures an AI agent follows. For each numbered sequence "
     "give a short imperative name and a one-sentence description of when to use it. "
     "Do not change the sequences."
 )
 
 
-def known_procedures(existing: Mapping[str, Entry]) -> frozenset[tuple[str, str]]:
-    """``(kind, "a,b,c")`` of the procedures among ``existing`` keys (``mine_patterns``'s
-    ``keep``)."""
-    return frozenset(
-        (k.split(":")[1], k.split(":", 2)[2])
-        for k in existing
-        if k.startswith("procedure:") and k.count(":") >= 2
-    )
+def _prior_runs(old: Entry | None) -> dict[str, tuple[tuple[str, ...], Outcome]]:
+    """The runs an existing procedure kept, in the order it last saw them (malformed
+    ones skipped: they were written by code, but a value is data)."""
+    raw = old.value.get("runs") if old is not None and isinstance(old.value, dict) else None
+    out: dict[str, tuple[tuple[str, ...], Outcome]] = {}
+    for task, r in (raw or {}).items() if isinstance(raw, dict) else ():
+        try:
+            out[str(task)] = (tuple(str(a) for a in r["steps"]), Outcome(r["outcome"]))
+        except (KeyError, TypeError, ValueError):
+            continue
+    return out
+
+
+def _prior_retired(old: Entry | None) -> tuple[int, int, int]:
+    raw = old.value.get("retired") if old is not None and isinstance(old.value, dict) else None
+    if not isinstance(raw, dict):
+        return 0, 0, 0
+    try:
+        return int(raw["support"]), int(raw["successes"]), int(raw["failures"])
+    except (KeyError, TypeError, ValueError):
+        return 0, 0, 0
 
 
 @dataclass(frozen=True, slots=True)
-class _Tally:
-    """A procedure's counts: this batch's pattern plus what its existing entry holds."""
+class Skill:
+    """One task kind's procedure after this batch: its kept runs, variants, the tally of
+    runs it no longer keeps, the batch entries that are its new evidence, the entry it
+    supersedes."""
 
-    support: int
-    successes: int
-    failures: int
-    procedure_version: int
+    kind: str
+    runs: dict[str, tuple[tuple[str, ...], Outcome]]
+    retired: tuple[int, int, int]
+    variants: list[Variant]
+    sources: tuple[str, ...]
+    old: Entry | None
+    learned: bool
 
     @classmethod
-    def of(cls, pt: Pattern, old: Mapping[str, Any]) -> _Tally:
-        return cls(
-            pt.support + int(old.get("support", 0)),
-            pt.successes + int(old.get("successes", 0)),
-            pt.failures + int(old.get("failures", 0)),
-            int(old.get("procedure_version", 0)) + 1,
-        )
+    def learn(cls, kind: str, new: Sequence[TaskRun], old: Entry | None,
+              params: ProceduralParams) -> Skill:
+        """``old`` (None for a new skill) updated by the batch's runs ``new`` of ``kind``.
+        Not ``learned`` until a variant has ``min_support`` tasks: it is written all the
+        same, as a candidate, since it holds the runs a later batch continues."""
+        runs = _prior_runs(old)
+        sup, ok, bad = _prior_retired(old)
+        for r in new:
+            prev = runs.pop(r.task, None)  # re-inserted last: the latest seen is kept longest
+            steps = (prev[0] if prev else ()) + r.actions  # a task continued from a batch
+            keep = prev is not None and r.outcome is Outcome.UNKNOWN
+            runs[r.task] = (steps, prev[1] if keep and prev else r.outcome)
+        while len(runs) > MAX_RUNS:
+            task = next(iter(runs))
+            outcome = runs.pop(task)[1]
+            sup, ok, bad = (sup + 1, ok + (outcome is Outcome.SUCCESS),
+                            bad + (outcome is Outcome.FAILURE))
+        vs = variants(runs, params)
+        learned = bool(vs) and sum(v.support for v in vs) + sup >= params.min_support
+        sources = tuple(e for r in new for e in r.entries)
+        return cls(kind, runs, (sup, ok, bad), vs, sources, old, learned)
 
     @property
-    def success_rate(self) -> float | None:
-        known = self.successes + self.failures
-        return round(self.successes / known, 6) if known else None
+    def key(self) -> str:
+        return procedure_key(self.kind)
 
-    def fields(self) -> dict[str, Any]:
-        """The counts as a procedure's value and metadata both hold them."""
+    def tally(self) -> dict[str, Any]:
+        """Support and outcomes pooled over every variant (and retired runs), and the
+        version: as a procedure's value and metadata both hold them."""
+        sup, ok, bad = self.retired
+        sup += sum(v.support for v in self.variants)
+        ok += sum(v.successes for v in self.variants)
+        bad += sum(v.failures for v in self.variants)
+        old = self.old.metadata if self.old is not None else {}
         return {
-            "support": self.support,
-            "successes": self.successes,
-            "failures": self.failures,
-            "success_rate": self.success_rate,
-            "procedure_version": self.procedure_version,
+            "support": sup,
+            "successes": ok,
+            "failures": bad,
+            "success_rate": _rate(ok, bad),
+            "procedure_version": int(old.get("procedure_version", 0)) + 1,
         }
 
 
 class ProceduralTransformer:
     name = "procedural"
-    version = "1"
+    version = "2"
+    #: An updated step (a dedupe merge into it) is the step already taken, not a new one.
+    reads_updates = False
 
     async def __call__(self, batch: Sequence[Entry], ctx: TransformContext) -> list[Draft]:
         p = parse_params(ProceduralParams, ctx.params, self.name)
-        runs = task_runs(batch)
-        patterns = mine_patterns(runs, p, known_procedures(ctx.existing))
-        notes, model = await self._notes(patterns, ctx)
-        entries_of = {r.task: r.entries for r in runs}
-        return [
-            self._draft(pt, notes.get(i), [e for t in pt.tasks for e in entries_of[t]], ctx, model)
-            for i, pt in enumerate(patterns)
+        by_kind: dict[str, list[TaskRun]] = {}
+        for r in task_runs(batch):
+            by_kind.setdefault(r.kind, []).append(r)
+        skills = [
+            Skill.learn(kind, runs, ctx.existing.get(procedure_key(kind)), p)
+            for kind, runs in sorted(by_kind.items())
         ]
+        notes, model = await self._notes(skills, ctx)
+        return [self._draft(sk, notes.get(i), ctx, model) for i, sk in enumerate(skills)]
 
     async def _notes(
-        self, patterns: list[Pattern], ctx: TransformContext
+        self, skills: list[Skill], ctx: TransformContext
     ) -> tuple[dict[int, ProcedureNote], str | None]:
-        """The LLM's names for ``patterns`` by index, and its model (none without an LLM)."""
-        if ctx.llm is None or not patterns:
+        """The LLM's names for ``skills`` by index, and its model (none without an LLM)."""
+        if ctx.llm is None or not any(sk.learned for sk in skills):
             return {}, None
         listing = "\n".join(
-            f"[{i}] task kind {pt.kind}: {' -> '.join(pt.actions)}" for i, pt in enumerate(patterns)
+            f"[{i}] task kind {sk.kind}: {' -> '.join(sk.variants[0].steps)}"
+            for i, sk in enumerate(skills)
+            if sk.learned
         )
         res = await ctx.llm.complete_json(_SYSTEM, listing, ProcedureNotes)
-        notes = {n.index: n for n in res.procedures if 0 <= n.index < len(patterns)}
+        notes = {n.index: n for n in res.procedures if 0 <= n.index < len(skills)}
         return notes, ctx.llm.model
 
     def _draft(
-        self,
-        pt: Pattern,
-        note: ProcedureNote | None,
-        sources: list[str],
-        ctx: TransformContext,
-        model: str | None,
+        self, sk: Skill, note: ProcedureNote | None, ctx: TransformContext, model: str | None
     ) -> Draft:
-        """The draft of one mined procedure, superseding the existing one with its key."""
-        key = procedure_key(pt.kind, pt.actions)
-        old = ctx.existing.get(key)
-        tally = _Tally.of(pt, old.metadata if old is not None else {})
+        """The draft of one skill's procedure, superseding the existing one with its key."""
+        tally = sk.tally()
+        status = "learned" if sk.learned else "candidate"
         value = {
-            "task_kind": pt.kind,
-            "steps": list(pt.actions),
+            "task_kind": sk.kind,
+            "status": status,
+            "steps": list(sk.variants[0].steps) if sk.variants else [],
             "name": note.name if note else None,
             "description": note.description if note else None,
-            **tally.fields(),
-            "tasks": list(pt.tasks),
+            **tally,
+            "variants": [v.to_json() for v in sk.variants],
+            "tasks": sorted(t for v in sk.variants for t in v.tasks),
+            "runs": {t: {"steps": list(s), "outcome": o.value} for t, (s, o) in sk.runs.items()},
+            "retired": dict(zip(("support", "successes", "failures"), sk.retired, strict=True)),
         }
-        meta = {"kind": "procedure", "canonical_key": key, "task_kind": pt.kind, **tally.fields()}
-        rate = tally.success_rate
+        meta = {"kind": "procedure", "canonical_key": sk.key, "task_kind": sk.kind,
+                "status": status, **tally}
+        rate = tally["success_rate"]
+        actions = {f"action_type:{a}"[:128] for v in sk.variants for a in v.steps}
         return Draft(
             value=value,
-            provenance=ctx.provenance(self, sources, model),
-            tags=frozenset(
-                {"procedure", f"task_kind:{pt.kind}"[:128]}
-                | {f"action_type:{a}"[:128] for a in pt.actions}
-            ),
+            provenance=ctx.provenance(self, sk.sources, model),
+            tags=union_tags([frozenset(actions)], ["procedure", f"task_kind:{sk.kind}"[:128]]
+                            + ([] if sk.learned else ["candidate"])),
             metadata=meta,
-            importance=min(1.0, 0.5 + 0.5 * (rate or 0.0) * min(1.0, tally.support / 5)),
-            key=key,
-            supersedes=old.id if old is not None else None,
+            importance=min(1.0, 0.5 + 0.5 * (rate or 0.0) * min(1.0, tally["support"] / 5)),
+            key=sk.key,
+            supersedes=sk.old.id if sk.old is not None else None,
         )
 
 

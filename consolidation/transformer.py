@@ -25,6 +25,7 @@ __all__ = [
     "UnknownTransformer",
     "get_transformer",
     "identity",
+    "reads_updates",
     "register_transformer",
     "transformer_names",
     "transformer_roles",
@@ -106,6 +107,15 @@ def get_transformer(name: str) -> Transformer:
     except KeyError:
         known = ", ".join(transformer_names()) or "none"
         raise UnknownTransformer(f"unknown transformer {name!r}; known: {known}") from None
+
+
+def reads_updates(name: str) -> bool:
+    """Whether the edges of transformer ``name`` take an entry again when it is updated:
+    its ``reads_updates`` attribute, True by default (and for an unknown name). A
+    transformer over steps (episodic, procedural) says False: an updated step, such as
+    the survivor of a dedupe merge, is the same step, not a new one."""
+    t = _REGISTRY.get(name)
+    return bool(getattr(t, "reads_updates", True)) if t is not None else True
 
 
 def transformer_names() -> list[str]:

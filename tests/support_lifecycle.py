@@ -107,9 +107,9 @@ def step_requests(agent: str, start: int, n: int) -> list[WriteRequest]:
 
     Step i states one fact nobody else states (``semantic`` writes one belief per canonical
     key, its evidence is exactly that step) and belongs to task i // 2 with action types
-    check, fix (``procedural`` keeps the closed pattern check -> fix; a task cut by a batch
-    boundary has no 2-gram in either batch and shows in no procedure). ``episodic`` puts
-    every entry of its batch into exactly one episode.
+    check, fix (``procedural`` learns one procedure, check -> fix, counting every task once,
+    a task cut by a batch boundary stitched whole). ``episodic`` puts every step into
+    exactly one live episode (an open episode a later batch continued is superseded).
     """
     out = []
     for i in range(start, start + n):
@@ -174,6 +174,7 @@ class Ledger:
     episodic: Counter[str] = field(default_factory=Counter)
     semantic: Counter[str] = field(default_factory=Counter)
     procedures: list[list[str]] = field(default_factory=list)
+    live_procedures: list[dict[str, Any]] = field(default_factory=list)
 
 
 def _prov(e: Any) -> tuple[str, list[str]]:
@@ -193,9 +194,12 @@ async def ledger(bb: Blackboard, agent: str) -> Ledger:
             led.summarize.update(src)
     for level, counter in (("episodic", led.episodic), ("semantic", led.semantic)):
         for e in await bb.scope(f"agent:{agent}:ltm:{level}").entries(limit=None):
-            counter.update(_prov(e)[1])
+            if level != "episodic" or "superseded" not in e.tags:
+                counter.update(_prov(e)[1])
     for e in await bb.scope(f"agent:{agent}:ltm:procedural").entries(limit=None):
         led.procedures.append(_prov(e)[1])
+        if "superseded" not in e.tags:
+            led.live_procedures.append(e.value)
     return led
 
 
@@ -207,23 +211,14 @@ def exactly_once(written: Iterable[str], seen: Counter[str]) -> tuple[int, int, 
             len(set(seen) - w))
 
 
-def procedural_report(led: Ledger, steps_by_task: dict[str, list[str]]) -> dict[str, int]:
-    """Tasks whose steps are in one procedure exactly once, absent (cut by a batch
-    boundary), or anything else (a step twice, or a task torn between outputs)."""
-    where: dict[str, list[int]] = {}
-    for n, src in enumerate(led.procedures):
-        for s in src:
-            where.setdefault(s, []).append(n)
-    out = Counter[str]()
-    for steps in steps_by_task.values():
-        places = [where.get(s, []) for s in steps]
-        if all(not p for p in places):
-            out["absent"] += 1
-        elif all(len(p) == 1 for p in places) and len({p[0] for p in places}) == 1:
-            out["once"] += 1
-        else:
-            out["bad"] += 1
-    return dict(out)
+def procedural_report(led: Ledger, steps: Iterable[str]) -> dict[str, Any]:
+    """What procedural memory made of the steps: each step the new evidence of exactly one
+    procedure version (lost, twice, foreign), and the live procedures' (kind, steps,
+    support)."""
+    lost, twice, foreign = exactly_once(steps, Counter(s for src in led.procedures for s in src))
+    return {"lost": lost, "twice": twice, "foreign": foreign,
+            "live": [(v.get("task_kind"), v.get("steps"), v.get("support"))
+                     for v in led.live_procedures]}
 
 
 async def drained(bb: Blackboard, only: tuple[str, ...] | None = None,

@@ -112,6 +112,10 @@ class DataflowRunner:
     counters: RunnerCounters = field(default_factory=RunnerCounters)
     #: While Redis is over its maxmemory, firing says it waits once per this many seconds.
     oom_say_every_s: float = 30.0
+    #: Whether an edge takes an entry again when it is updated (a transformer that reads
+    #: steps, such as episodic, takes each step once: an update, e.g. dedupe's merge into
+    #: it, is not a new step).
+    updates: Callable[[MemorySubscription], bool] = lambda edge: True
 
     def __post_init__(self) -> None:
         self._last_fire: dict[str, float] = {}
@@ -178,6 +182,8 @@ class DataflowRunner:
             pairs: list[str] = []
             if ev.type in (EventType.WRITTEN, EventType.UPDATED):
                 for edge in edges:
+                    if ev.type is EventType.UPDATED and not self.updates(edge):
+                        continue
                     target = edge.accepts(ev.scope, ev.tags, ev.at)
                     if target is None:
                         continue

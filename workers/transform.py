@@ -64,17 +64,33 @@ class TransformBridge:
         drafts = await t(entries, ctx)
         keys = {d.key for d in drafts if d.key}
         if keys:
-            existing = await self._existing(target, keys)
+            existing = await self._existing(target, keys, {e.id for e in entries})
             if existing:
                 drafts = await t(entries, replace(ctx, existing=existing))
         return [draft_request(d, edge.id, target) for d in drafts]
 
-    async def _existing(self, target: str, keys: Iterable[str]) -> dict[str, Entry]:
+    async def _existing(
+        self, target: str, keys: Iterable[str], batch: set[str]
+    ) -> dict[str, Entry]:
+        """The live holder of each key, as it stood before this batch.
+
+        A holder derived from this very batch was written by an earlier run of it that
+        crashed before its buffer was trimmed: the replay must see what that run saw (the
+        entry the holder superseded, or nothing), so it makes the same drafts, whose
+        deterministic ids make the rewrite a no-op. Without this, an accumulating
+        transformer (an open episode, a procedure's tally) would count the batch twice.
+        """
         scope = self.bb.scope(target)
         out: dict[str, Entry] = {}
         for k in sorted(keys):
             try:
-                out[k] = await scope.get_by_key(k)
+                e = await scope.get_by_key(k)
+                if batch.intersection(e.source):
+                    prev = e.metadata.get("supersedes")
+                    if not isinstance(prev, str):
+                        continue
+                    e = await scope.get(prev)
             except NotFound:
                 continue
+            out[k] = e
         return out

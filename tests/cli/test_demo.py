@@ -9,6 +9,8 @@ import sys
 
 import pytest
 
+from cli.demo_agents import PROCEDURES
+
 pytestmark = [pytest.mark.slow, pytest.mark.process]  # the CLI as a process
 
 
@@ -28,6 +30,11 @@ def test_demo_consolidates_every_level_and_exits_0(redis_url: str, clean_redis: 
     assert report["dlq"] == {}
     kinds = {e["value"]["task_kind"] for e in report["procedures"]}
     assert kinds <= {"invoice", "reconcile", "support"} and kinds
+    # one procedure per skill (issue 26), the learned ones with the skill's usual steps
+    live = [e["value"] for e in report["procedures"] if "superseded" not in e["tags"]]
+    assert sorted(v["task_kind"] for v in live) == sorted(kinds)
+    assert all(tuple(v["steps"]) == PROCEDURES[v["task_kind"]]
+               for v in live if v["status"] == "learned")
     facts = {e["key"] for e in report["semantic"]}
     assert "fact:acme-corp:lives_in" in facts
     # the move late in the run changed the belief: the live one names the new town
@@ -35,6 +42,7 @@ def test_demo_consolidates_every_level_and_exits_0(redis_url: str, clean_redis: 
             if e["key"] == "fact:acme-corp:lives_in" and "superseded" not in e["tags"]]
     assert live and live[-1]["value"]["object"].lower() == "shelbyville"
     assert report["episodes"] and report["team"]
+    assert all(len(e["value"]["steps"]) > 1 for e in report["episodes"])  # none cut short
     assert all(e["metadata"].get("attribution") for e in report["team"])
 
     m = _cli("map", "--agent", "agent1", "--team", "ops", "--json", url=redis_url, timeout=60)

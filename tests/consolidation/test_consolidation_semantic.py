@@ -93,7 +93,7 @@ async def test_changed_belief_supersedes_old_entry() -> None:
     old = belief("old1", "Berlin", weight=1.0, count=1)
     es = [
         make_entry("c1", "Alice lives in Paris.", at=0, agent="a1"),
-        make_entry("c2", "Alice moved to Paris.", at=1, agent="a2"),  # no pattern: context
+        make_entry("c2", "Alice took a train to Paris.", at=1, agent="a2"),  # no pattern: context
         make_entry("c3", "alice lives in paris", at=2, agent="a3"),
     ]
     [d] = await get_transformer("semantic")(es, ctx({"fact:alice:lives_in": old}))

@@ -165,7 +165,7 @@ async def test_every_role_consolidates_through_worker_processes(
             return await entries(bb, "agent:a1:ltm:procedural")
 
         [proc] = await until(procedures, 25, "a procedure")
-        assert proc.key == "procedure:deploy:build,test,deploy"
+        assert proc.key == "procedure:deploy"
         v = proc.value
         assert v["steps"] == ["build", "test", "deploy"]
         assert (v["support"], v["successes"], v["failures"]) == (3, 2, 1)

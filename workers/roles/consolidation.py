@@ -12,7 +12,7 @@ from typing import Any
 
 from blackboard import Batch, ConsumeOptions
 from blackboard.errors import OutOfMemory
-from consolidation.transformer import transformer_roles
+from consolidation.transformer import reads_updates, transformer_roles
 
 from ..dataflow import DataflowRunner
 from ..edgeset import EdgeSet
@@ -48,6 +48,7 @@ class EdgeRunnerRole:
             # Stopping ends firing after the batch in hand, as losing the lease does.
             owns=lambda p: p in host.leases.owned and not host.stopping.is_set(),
             oom_say_every_s=host.settings.oom_say_every_s,
+            updates=lambda edge: reads_updates(edge.transformer),
         )
         self.fires = FireLoops(
             host.bb,
