@@ -24,6 +24,8 @@ from .query import MemoryQuery, as_query
 from .rewrite import QueryRewriter, fuse_rankings
 from .scoring import ScoredEntry, ScoringConfig
 from .text import origin_of
+from .truth import current_truth, needs_truth, truth_filter
+from .updates import latest_first
 
 __all__ = ["Retriever"]
 
@@ -120,10 +122,14 @@ class Retriever:
         # content as their origin: where the scopes hold any, rank more, then keep one hit
         # per origin.
         now = self.bb.now_ms()  # decay and recency on the clock the entries were stamped with
-        if not self.engine.has_copies(names):
-            return self.engine.search(q, names, now)
+        # Current truth (retrieval.truth): superseded versions pre-filtered out unless asked
+        # for; beliefs re-scored and filtered from a deeper pool.
+        q = truth_filter(q)
+        if not self.engine.has_copies(names) and not needs_truth(q):
+            hits = self.engine.search(q, names, now, depth=q.max_results * 2)
+            return latest_first(current_truth(hits, q, now))[: q.max_results]
         hits = self.engine.search(q, names, now, depth=q.max_results * 3)
-        return collapse_copies(hits)[: q.max_results]
+        return latest_first(current_truth(collapse_copies(hits), q, now))[: q.max_results]
 
     def pending_embeddings(self) -> int:
         """Entries indexed here still waiting for a vector (they rank by BM25 meanwhile)."""

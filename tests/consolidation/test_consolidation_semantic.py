@@ -10,7 +10,7 @@ import pytest
 from blackboard.entry import Entry
 from consolidation import TransformContext, get_transformer
 from consolidation.facts import canonical_key, extract_facts
-from consolidation.semantic import superseded_metadata
+from consolidation.semantic import draft_entry, superseded_metadata
 from tests.consolidation.cons_support import MIN, T0, make_entry
 
 DAY = 86_400_000
@@ -170,3 +170,47 @@ async def test_semantic_deterministic_under_shuffle() -> None:
     ids = [d.entry_id("edge-sem", "agent:a1:ltm:semantic") for d in a]
     assert ids == [d.entry_id("edge-sem", "agent:a1:ltm:semantic") for d in b]
     assert len(set(ids)) == 3
+
+
+async def test_a_later_statement_updates_an_earlier_one() -> None:
+    """Evidence stated before a contrary statement counts at ``update_discount`` (0.5): two
+    old mentions against one newer change the belief; five do not (contested above)."""
+    t = get_transformer("semantic")
+    said = [make_entry(f"p{i}", "Alice lives in Springfield.", at=i, agent="a1") for i in (0, 1)]
+    [d0] = await t(said, ctx(now=T0 + 2 * MIN))
+    old = draft_entry(d0, ctx(now=T0 + 2 * MIN))
+    es = [make_entry("m1", "Alice lives in Shelbyville.", at=5, agent="a1")]
+    [d] = await t(es, ctx({"fact:alice:lives_in": old}))
+    assert d.value["object"] == "Shelbyville" and d.value["revision"] == "changed"
+    assert d.value["status"] == "active" and d.supersedes == old.id
+    assert d.metadata["valid_from_ms"] == T0 + 5 * MIN
+    # the belief it replaces is retired with the end of its valid time
+    marked = superseded_metadata(old, "new", T0, d.metadata["valid_from_ms"])
+    assert marked["status"] == "superseded" and marked["valid_to_ms"] == T0 + 5 * MIN
+
+
+async def test_a_batch_that_changes_a_belief_leaves_both_versions() -> None:
+    """Springfield then Shelbyville in one batch: the Springfield version (valid until the
+    move) is drafted first, superseded by the Shelbyville one, so "as of" before the move
+    has an answer."""
+    es = [
+        make_entry("s1", "Alice lives in Springfield.", at=0, agent="a1"),
+        make_entry("s2", "Alice lives in Shelbyville.", at=3, agent="a1"),
+    ]
+    first, final = await get_transformer("semantic")(es, ctx())
+    assert first.value["object"] == "Springfield" and first.supersedes is None
+    assert first.metadata["valid_from_ms"] == T0
+    by = first.entry_id("edge-sem", "agent:a1:ltm:semantic")
+    assert final.value["object"] == "Shelbyville" and final.supersedes == by
+    assert final.value["revision"] == "changed" and final.metadata["valid_from_ms"] == T0 + 3 * MIN
+    # the whole batch stays the final version's evidence
+    assert {e["entry"] for e in final.value["evidence"]} == {"s1", "s2"}
+
+
+async def test_contradiction_outweighing_support_invalidates() -> None:
+    es = [make_entry(f"v{i}", f"Alice lives in {town}.", at=i, agent="a1")
+          for i, town in enumerate(["Rome", "Oslo", "Lima", "Kyiv"])]
+    out = await get_transformer("semantic")(es, ctx())
+    final = out[-1]
+    assert final.value["object"] == "Kyiv" and final.value["status"] == "invalidated"
+    assert final.metadata["status"] == "invalidated"

@@ -1,0 +1,113 @@
+"""A later statement about the same thing ranks first: what a hit is a statement about.
+
+A hit's *slot* names the thing it states: a belief's canonical key, or, for other entries,
+the first sentence of their own text when short (at most 300 characters: a summary of
+many things states none of them; a message's text, its speaker standing for
+I/my/we/our) that reads ``<subject> <verb> <object>`` with a verb whose subject holds one
+value at a time: lives in / moved to / relocated to (``lives_in``), works at / works for
+(``works_at``), prefers; ``is`` only after an attribute subject (``my address``,
+``Ana's car``); ``has``/``have`` only before a count (``3 dogs``: the slot names
+``dogs``). Slots are ``fact:<subject slug>:<predicate>`` (a count adds the counted noun), so
+a raw statement and the belief made of it share one.
+
+:func:`latest_first`: among ranked hits sharing a slot, the newest (by event time: a
+message's ``at``, else ``created_at``) takes the best of the group's positions, and so on;
+nothing else moves.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+
+from blackboard import Entry
+
+from .scoring import ScoredEntry
+from .text import event_time_ms
+from .truth import belief_key, is_belief
+
+__all__ = ["latest_first", "slot_of"]
+
+_FUNCTIONAL = {
+    "lives in": "lives_in", "live in": "lives_in", "moved to": "lives_in",
+    "relocated to": "lives_in", "works at": "works_at", "work at": "works_at",
+    "works for": "works_at", "work for": "works_at", "prefers": "prefers", "prefer": "prefers",
+}
+_VERB = "|".join(sorted(map(re.escape, [*_FUNCTIONAL, "is", "are", "has", "have"]),
+                        key=lambda v: -len(v)))
+_SENT = re.compile(
+    rf"(?:^|[.!?:;,]\s+)(?P<s>[\w'\u2019-]+(?:\s+[\w'\u2019-]+){{0,4}}?)\s+(?:now\s+|just\s+)?"
+    rf"(?P<v>{_VERB})\s+(?P<o>[^.!?]{{1,80}})", re.IGNORECASE)
+_MAX_CHARS = 300
+_SELF = {"i", "my", "we", "our", "me"}
+_COUNT = re.compile(r"^(?:\d+|two|three|four|five|six|seven|eight|nine|ten)\s+(?P<n>[a-z-]+)")
+
+
+def _slug(text: str) -> str:
+    low = text.casefold().replace("\u2019", "'").replace("'s", "")
+    return "-".join(re.findall(r"[a-z0-9]+", low))
+
+
+def _subject(words: list[str], speaker: str | None) -> tuple[str, bool]:
+    """The subject's slug (I/my/we/our read as the speaker) and whether it names an
+    attribute (possessive: ``my address``, ``Ana's car``)."""
+    low = [w.casefold().replace("\u2019", "'") for w in words]
+    attribute = len(low) > 1 and (low[0] in _SELF or any(w.endswith("'s") for w in low[:-1]))
+    if low[0] in _SELF and speaker:
+        low = [speaker.casefold(), *low[1:]]
+    return _slug(" ".join(low)), attribute
+
+
+def _own_text(e: Entry) -> tuple[str, str | None]:
+    v = e.value
+    if isinstance(v, dict) and v.get("kind") == "message":
+        sp = v.get("speaker")
+        return str(v.get("text", "")), sp if isinstance(sp, str) else None
+    if isinstance(v, str):
+        return v, None
+    if isinstance(v, dict) and isinstance(v.get("text"), str):
+        return v["text"], None
+    return "", None
+
+
+def slot_of(e: Entry) -> str | None:
+    """The slot ``e`` states (see the module), or None."""
+    if is_belief(e):
+        return belief_key(e)
+    text, speaker = _own_text(e)
+    if len(text) > _MAX_CHARS:  # a summary of many things is no statement about one
+        return None
+    for m in _SENT.finditer(text):
+        subj, attribute = _subject(m["s"].split(), speaker)
+        verb = m["v"].casefold()
+        if not subj:
+            continue
+        if verb in _FUNCTIONAL:
+            return f"fact:{subj}:{_FUNCTIONAL[verb]}"
+        if verb in ("is", "are") and attribute:
+            return f"fact:{subj}:is"
+        if verb in ("has", "have"):
+            c = _COUNT.match(m["o"].strip().casefold())
+            if c:
+                return f"fact:{subj}:has:{c['n'].rstrip('s')}"
+    return None
+
+
+def latest_first(hits: Sequence[ScoredEntry]) -> list[ScoredEntry]:
+    """``hits`` in order, except that within each slot the newer statement comes first."""
+    groups: dict[str, list[int]] = {}
+    for i, h in enumerate(hits):
+        s = slot_of(h.entry)
+        if s is not None:
+            groups.setdefault(s, []).append(i)
+    out = list(hits)
+    for idx in groups.values():
+        if len(idx) > 1:
+            newest = sorted((hits[i] for i in idx), key=lambda h: -_when(h.entry))
+            for i, h in zip(idx, newest, strict=True):
+                out[i] = h
+    return out
+
+
+def _when(e: Entry) -> int:
+    return e.created_at if is_belief(e) else event_time_ms(e)
