@@ -54,12 +54,12 @@ import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from enum import StrEnum
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import BaseModel, Field
 
 from blackboard import Entry
-from retrieval.truth import belief_valid_from
+from retrieval.truth import CADENCE_DAYS, belief_valid_from
 
 from .draft import Draft
 from .facts import (
@@ -68,8 +68,10 @@ from .facts import (
     canonical_key,
     canonical_predicate,
     extract_facts,
+    is_functional,
     statement,
 )
+from .kinds import classify
 from .llm.errors import InvalidLLMOutput
 from .params import parse_params
 from .prompt import render_batch
@@ -199,6 +201,10 @@ class FactOut(BaseModel):
     predicate: str = Field(description="Short verb phrase, e.g. 'lives in', 'prefers'.")
     object: str
     negated: bool = False
+    kind: Literal[
+        "operator_preference", "project_state", "world_fact", "self_model",
+        "relationship_fact", "tooling_state",
+    ] | None = Field(default=None, description="What kind of belief, when clear.")
 
 
 class FactsOut(BaseModel):
@@ -227,6 +233,7 @@ def _weighed(facts: list[Fact], now_ms: int, half_life: float) -> list[Fact]:
             f.at,
             f.agent,
             0.5 ** (max(0, now_ms - f.at) / half_life),
+            f.kind,
         )
         for f in facts
     ]
@@ -539,6 +546,7 @@ class SemanticTransformer:
                         e.id,
                         e.created_at,
                         actors[0] if actors else None,
+                        kind=f.kind,
                     )
                 )
         return facts
@@ -554,7 +562,7 @@ class SemanticTransformer:
         model: str | None,
     ) -> Draft:
         """The draft of one canonical key's belief from its facts ``fs`` (see the module)."""
-        functional = fs[0].predicate in p.functional
+        functional = is_functional(fs[0], p.functional)
         half_life = p.half_life_days * _DAY_MS
         existing = ctx.existing.get(key)
         prior = _aged_prior(existing, ctx.now_ms, half_life)
@@ -571,6 +579,16 @@ class SemanticTransformer:
         valid_from = _valid_from(fs, claim, prior, existing, functional)
         supersedes = existing.id if existing is not None else None
         pred, neg = fs[0].predicate, claim[1]
+        kind, subject_type = classify(fs[-1])
+        kind = next((f.kind for f in reversed(fs) if f.kind), kind)  # the LLM's, if named
+        cadence = CADENCE_DAYS[kind] * _DAY_MS
+        fresh = round(0.5 ** (max(0, ctx.now_ms - tally.last_ms) / cadence), 6)
+        lifecycle = {
+            "belief_kind": kind,
+            "subject_type": subject_type,
+            "freshness": fresh,
+            "revalidation_due_ms": ctx.now_ms + int(cadence),
+        }
         value = {
             "subject": subject,
             "predicate": pred,
@@ -585,6 +603,7 @@ class SemanticTransformer:
             "supersedes": supersedes,
             "revision": revision,
             "valid_from_ms": valid_from,
+            **lifecycle,
         }
         meta = {
             "kind": "fact",
@@ -599,6 +618,9 @@ class SemanticTransformer:
             "weighted_at_ms": ctx.now_ms,
             "revision": revision,
             "valid_from_ms": valid_from,
+            "standing_weight": round(standing, 6),
+            "against_weight": round(against, 6),
+            **lifecycle,
         }
         sources = [ev["entry"] for ev in evidence]
         return Draft(

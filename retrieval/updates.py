@@ -26,7 +26,7 @@ from .scoring import ScoredEntry
 from .text import event_time_ms
 from .truth import belief_key, is_belief
 
-__all__ = ["latest_first", "slot_of"]
+__all__ = ["ADVERBS", "latest_first", "slot_of", "subject_words"]
 
 _FUNCTIONAL = {
     "lives in": "lives_in", "live in": "lives_in", "moved to": "lives_in",
@@ -36,10 +36,13 @@ _FUNCTIONAL = {
 _VERB = "|".join(sorted(map(re.escape, [*_FUNCTIONAL, "is", "are", "has", "have"]),
                         key=lambda v: -len(v)))
 _SENT = re.compile(
-    rf"(?:^|[.!?:;,]\s+)(?P<s>[\w'\u2019-]+(?:\s+[\w'\u2019-]+){{0,4}}?)\s+(?:now\s+|just\s+)?"
+    rf"(?:^|[.!?:;,]\s+)(?P<s>[\w'\u2019-]+(?:\s+[\w'\u2019-]+){{0,5}}?)\s+"
     rf"(?P<v>{_VERB})\s+(?P<o>[^.!?]{{1,80}})", re.IGNORECASE)
 _MAX_CHARS = 300
 _SELF = {"i", "my", "we", "our", "me"}
+#: Adverbs that may stand between a subject and its verb (``I now live in``).
+ADVERBS = frozenset({"now", "just", "also", "still", "actually", "finally", "recently",
+                     "really", "currently"})
 _COUNT = re.compile(r"^(?:\d+|two|three|four|five|six|seven|eight|nine|ten)\s+(?P<n>[a-z-]+)")
 
 
@@ -48,10 +51,21 @@ def _slug(text: str) -> str:
     return "-".join(re.findall(r"[a-z0-9]+", low))
 
 
+def subject_words(words: list[str]) -> list[str]:
+    """The subject a verb follows: from its last I/we/my/our on (``These days I``: ``I``),
+    without adverbs before the verb (``I actually``: ``I``)."""
+    low = [w.casefold().replace("\u2019", "'") for w in words]
+    start = max((i for i, w in enumerate(low) if w in _SELF), default=0)
+    out = list(words[start:])
+    while len(out) > 1 and out[-1].casefold() in ADVERBS:
+        out.pop()
+    return out
+
+
 def _subject(words: list[str], speaker: str | None) -> tuple[str, bool]:
     """The subject's slug (I/my/we/our read as the speaker) and whether it names an
     attribute (possessive: ``my address``, ``Ana's car``)."""
-    low = [w.casefold().replace("\u2019", "'") for w in words]
+    low = [w.casefold().replace("\u2019", "'") for w in subject_words(words)]
     attribute = len(low) > 1 and (low[0] in _SELF or any(w.endswith("'s") for w in low[:-1]))
     if low[0] in _SELF and speaker:
         low = [speaker.casefold(), *low[1:]]

@@ -214,3 +214,35 @@ async def test_contradiction_outweighing_support_invalidates() -> None:
     final = out[-1]
     assert final.value["object"] == "Kyiv" and final.value["status"] == "invalidated"
     assert final.metadata["status"] == "invalidated"
+
+
+def test_messages_speak_for_their_speaker_and_counts_key_on_the_noun() -> None:
+    def said(speaker: str, text: str, at: int) -> Entry:
+        return make_entry(f"m{at}", {"kind": "message", "speaker": speaker, "text": text}, at=at)
+
+    fs = extract_facts([said("Ana", "I now live in Porto.", 0), said("Bo", "I live in Rome.", 1),
+                        said("Ana", "I have 3 cats.", 2), said("Ana", "I have 4 cats now.", 3)])
+    assert [canonical_key(f) for f in fs] == [
+        "fact:ana:lives_in", "fact:bo:lives_in", "fact:ana:has:cat", "fact:ana:has:cat"]
+    assert [f.object for f in fs][2:] == ["3 cats", "4 cats now"]
+
+
+async def test_beliefs_carry_kind_subject_type_and_freshness() -> None:
+    from consolidation.facts import Fact
+    from consolidation.kinds import classify
+
+    def k(s: str, p: str, o: str, agent: str | None = None) -> tuple[str, str]:
+        return classify(Fact(s, p, o, False, "e", 0, agent))
+
+    assert k("The user", "prefers", "dark mode") == ("operator_preference", "entity")
+    assert k("Project X", "is", "in beta") == ("project_state", "project")
+    assert k("Telegram bot", "uses", "webhooks") == ("tooling_state", "tool")
+    assert k("Richard", "is", "Jason's business partner") == ("relationship_fact", "entity")
+    assert k("a1", "is", "slow at recall", agent="a1") == ("self_model", "agent")
+    assert k("Acme Corp", "lives_in", "Springfield") == ("world_fact", "entity")
+    es = [make_entry("k1", "Acme Corp lives in Springfield.", at=0)]
+    [d] = await get_transformer("semantic")(es, ctx(now=T0 + 45 * DAY))
+    assert d.metadata["belief_kind"] == d.value["belief_kind"] == "world_fact"
+    assert d.metadata["subject_type"] == "entity"
+    assert d.metadata["freshness"] == pytest.approx(0.5 ** (45 / 90), abs=1e-3)
+    assert d.metadata["revalidation_due_ms"] == T0 + 45 * DAY + 90 * DAY
