@@ -25,7 +25,7 @@ from .rewrite import QueryRewriter, fuse_rankings
 from .scoring import ScoredEntry, ScoringConfig
 from .text import origin_of
 from .truth import current_truth, needs_truth, truth_filter
-from .updates import latest_first
+from .updates import latest_first, pull_updates
 
 __all__ = ["Retriever"]
 
@@ -125,11 +125,13 @@ class Retriever:
         # Current truth (retrieval.truth): superseded versions pre-filtered out unless asked
         # for; beliefs re-scored and filtered from a deeper pool.
         q = truth_filter(q)
-        if not self.engine.has_copies(names) and not needs_truth(q):
-            hits = self.engine.search(q, names, now, depth=q.max_results * 2)
-            return latest_first(current_truth(hits, q, now))[: q.max_results]
-        hits = self.engine.search(q, names, now, depth=q.max_results * 3)
-        return latest_first(current_truth(collapse_copies(hits), q, now))[: q.max_results]
+        copies = self.engine.has_copies(names)
+        deep = 3 if copies or needs_truth(q) else 2
+        hits = current_truth(self.engine.search(q, names, now, depth=q.max_results * deep),
+                             q, now)
+        if q.as_of is None:  # the newest statement is today's answer, not that time's
+            hits = pull_updates(hits, self.engine.newest_on_slot)
+        return latest_first(collapse_copies(hits) if copies else hits)[: q.max_results]
 
     def pending_embeddings(self) -> int:
         """Entries indexed here still waiting for a vector (they rank by BM25 meanwhile)."""

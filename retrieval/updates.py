@@ -10,15 +10,18 @@ value at a time: lives in / moved to / relocated to (``lives_in``), works at / w
 ``dogs``). Slots are ``fact:<subject slug>:<predicate>`` (a count adds the counted noun), so
 a raw statement and the belief made of it share one.
 
-:func:`latest_first`: among ranked hits sharing a slot, the newest (by event time: a
-message's ``at``, else ``created_at``) takes the best of the group's positions, and so on;
-nothing else moves.
+:func:`pull_updates`: before a raw statement among the hits, the newest statement on its
+slot in the same scope (kept per scope by :class:`~retrieval.scope_index.ScopeIndex`) when
+it is newer and was not found by the question's words. :func:`latest_first`: among ranked
+hits sharing a slot, the newest (by event time: a message's ``at``, else ``created_at``)
+takes the best of the group's positions, and so on; nothing else moves.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 from blackboard import Entry
 
@@ -26,7 +29,7 @@ from .scoring import ScoredEntry
 from .text import event_time_ms
 from .truth import belief_key, is_belief
 
-__all__ = ["ADVERBS", "latest_first", "slot_of", "subject_words"]
+__all__ = ["ADVERBS", "latest_first", "pull_updates", "raw_slot", "slot_of", "subject_words"]
 
 _FUNCTIONAL = {
     "lives in": "lives_in", "live in": "lives_in", "moved to": "lives_in",
@@ -105,6 +108,31 @@ def slot_of(e: Entry) -> str | None:
             if c:
                 return f"fact:{subj}:has:{c['n'].rstrip('s')}"
     return None
+
+
+def raw_slot(e: Entry) -> str | None:
+    """The slot of a raw statement (None for beliefs: their versions are chained by key)."""
+    return None if is_belief(e) else slot_of(e)
+
+
+def pull_updates(
+    hits: Sequence[ScoredEntry], newest: Callable[[str, str], Entry | None]
+) -> list[ScoredEntry]:
+    """``hits`` with, before each raw statement, the newest statement on its slot in its
+    scope (``newest(scope, slot)``) when that one is newer and not among the hits: a later
+    update ranks first even when the question's words found only the earlier statement.
+    The pulled entry takes the hit's score components."""
+    have = {h.entry.id for h in hits}
+    out: list[ScoredEntry] = []
+    for h in hits:
+        slot = raw_slot(h.entry)
+        if slot is not None:
+            n = newest(h.scope, slot)
+            if n is not None and n.id not in have and _when(n) > _when(h.entry):
+                have.add(n.id)
+                out.append(dataclasses.replace(h, entry=n))
+        out.append(h)
+    return out
 
 
 def latest_first(hits: Sequence[ScoredEntry]) -> list[ScoredEntry]:

@@ -107,3 +107,21 @@ def test_a_later_statement_about_the_same_thing_ranks_first() -> None:
         "fact:ana-favourite-colour:is")
     assert slot_of(message("e", "Ana", "Rome is lovely.", T0)) is None
     assert slot_of(message("f", "Ana", "I live in Rome. " + "x " * 200, T0)) is None
+
+
+def test_a_newer_statement_the_words_missed_is_pulled_in_first() -> None:
+    """pull_updates: the question found only the old statement; the newest one on its slot
+    in the same scope comes before it (what the engine's slot index answers)."""
+    from retrieval.engine import SearchEngine
+    from retrieval.updates import pull_updates
+
+    old = message("m1", "Ana", "I work at Initech.", T0)
+    new = message("m2", "Ana", "Since May I now work at Hooli.", T0 + 10)
+    noise = message("m3", "Ana", "Work was busy today.", T0 + 20)
+    eng = SearchEngine(None)
+    eng.add([old, new, noise])
+    assert eng.newest_on_slot("agent:a:working", "fact:ana:works_at") == new
+    hits = [hit(noise, 0.9), hit(old, 0.8)]
+    assert [h.entry.id for h in pull_updates(hits, eng.newest_on_slot)] == ["m3", "m2", "m1"]
+    eng.remove(["m2"])
+    assert eng.newest_on_slot("agent:a:working", "fact:ana:works_at") == old
