@@ -513,7 +513,9 @@ class SemanticTransformer:
         late = [f for f in fs if f.at >= split]
         if not early or not late:
             return [final]
-        first = self._belief(key, early, es, by_id, ctx, p, model)
+        # From the early facts alone, no context links: its sources (hence its id) then
+        # differ from the final version's, which cites the late facts too.
+        first = self._belief(key, early, [], by_id, ctx, p, model)
         existing = ctx.existing.get(key)
         prior = _prior(existing) if existing is not None else None
         held = _claim_of(first)

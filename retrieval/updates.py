@@ -42,6 +42,8 @@ _SENT = re.compile(
     rf"(?:^|[.!?:;,]\s+)(?P<s>[\w'\u2019-]+(?:\s+[\w'\u2019-]+){{0,5}}?)\s+"
     rf"(?P<v>{_VERB})\s+(?P<o>[^.!?]{{1,80}})", re.IGNORECASE)
 _MAX_CHARS = 300
+_SLOTS: dict[tuple[str, int, str, str | None], str | None] = {}
+_SLOTS_MAX = 200_000
 _SELF = {"i", "my", "we", "our", "me"}
 #: Adverbs that may stand between a subject and its verb (``I now live in``).
 ADVERBS = frozenset({"now", "just", "also", "still", "actually", "finally", "recently",
@@ -88,10 +90,21 @@ def _own_text(e: Entry) -> tuple[str, str | None]:
 
 
 def slot_of(e: Entry) -> str | None:
-    """The slot ``e`` states (see the module), or None."""
+    """The slot ``e`` states (see the module), or None. Memoised per (id, version, text):
+    recall asks for ~40 hits a query, and the regex costs ~20 us a text."""
     if is_belief(e):
         return belief_key(e)
     text, speaker = _own_text(e)
+    k = (e.id, e.version, text, speaker)
+    if k in _SLOTS:
+        return _SLOTS[k]
+    if len(_SLOTS) >= _SLOTS_MAX:
+        _SLOTS.clear()
+    got = _SLOTS[k] = _text_slot(text, speaker)
+    return got
+
+
+def _text_slot(text: str, speaker: str | None) -> str | None:
     if len(text) > _MAX_CHARS:  # a summary of many things is no statement about one
         return None
     for m in _SENT.finditer(text):
