@@ -25,6 +25,7 @@ from .validation import (
 
 __all__ = [
     "EncodedWrite",
+    "Retire",
     "WriteRequest",
     "encode_write",
     "entry_from_write_reply",
@@ -64,6 +65,21 @@ class WriteRequest:
     embedder: str | None = None
     key_mode: str = "upsert"
     author: str | None = None
+    retire: Retire | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Retire:
+    """What a ``key_mode="supersede"`` write makes of the entry it replaces, compare-and-set:
+    the holder of the key must still be ``entry_id`` at ``version`` (else the write raises
+    VersionConflict and writes nothing; the caller re-reads and retries). Its ``metadata``
+    and ``value`` (``None``: unchanged) are then replaced by these, so the replaced belief's
+    stored status tells the truth (``superseded``, ``superseded_by``)."""
+
+    entry_id: str
+    version: int
+    metadata: Mapping[str, Any]
+    value: Any = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -119,6 +135,7 @@ def encode_write(req: WriteRequest, scope_id: str, max_entry_bytes: int) -> Enco
         scope_id,
         req.key_mode,
         _check_author(req.author),
+        *_retire_args(req, max_entry_bytes),
     )
     return EncodedWrite(
         entry_id=entry_id,
@@ -131,6 +148,22 @@ def encode_write(req: WriteRequest, scope_id: str, max_entry_bytes: int) -> Enco
         strength=strength,
         source=source,
     )
+
+
+def _retire_args(req: WriteRequest, max_entry_bytes: int) -> tuple[str, ...]:
+    """ARGV[15..18] of write.lua: the replaced holder's id, version, new metadata and new
+    value ('' = unchanged); nothing when the request retires no holder."""
+    r = req.retire
+    if r is None:
+        return ()
+    if req.key_mode != "supersede" or req.key is None:
+        raise InvalidArgument("retire needs key_mode='supersede' and a key")
+    if not is_entry_id(r.entry_id) or isinstance(r.version, bool) or r.version < 1:
+        raise InvalidArgument(f"retire names no stored entry: {r.entry_id!r:.80} v{r.version!r}")
+    meta_json = encode_metadata(r.metadata)
+    value_json = "" if r.value is None else encode_json(r.value, "value")
+    check_size(value_json, meta_json, max_entry_bytes)
+    return (r.entry_id, str(r.version), meta_json, value_json)
 
 
 def _check_author(author: object) -> str:

@@ -13,6 +13,7 @@ from .ids import is_entry_id
 from .keys import ScopeKeys, partition_of
 from .request import (
     EncodedWrite,
+    Retire,
     WriteRequest,
     encode_write,
     entry_from_write_reply,
@@ -84,17 +85,19 @@ class Scope:
         embedder: str | None = None,
         key_mode: str = "upsert",
         author: str | None = None,
+        retire: Retire | None = None,
     ) -> Entry:
         """Store one entry (or update the live entry holding ``key``) and publish its event.
 
         Retrying with the same ``entry_id`` changes nothing and returns the stored entry.
         ``key_mode="supersede"`` keeps the old holder of ``key`` and marks it superseded.
         ``author``: the writing agent, recorded outside agent scopes once the ACL allows it
-        (:class:`WriteRequest`).
+        (:class:`WriteRequest`). ``retire``: what the superseded holder becomes,
+        compare-and-set (:class:`~blackboard.request.Retire`).
         """
         req = WriteRequest(
             value, tags, metadata, key, ttl, importance, strength, tuple(source),
-            entry_id, embedding, embedder, key_mode, author,
+            entry_id, embedding, embedder, key_mode, author, retire,
         )
         enc = self._encode(req)
         try:

@@ -67,6 +67,23 @@ def _check_query(lens: str | None, levels: list[str] | None) -> None:
             usage(f"unknown level {lv!r}: use one of {', '.join(m.value for m in MemoryLevel)}")
 
 
+def _check_as_of(text: str | None) -> Any:
+    """``--as-of`` as the query takes it; a bad one is a one-line usage error."""
+    if text is None:
+        return None
+    from pydantic import ValidationError
+
+    from memory import MemoryQuery
+
+    from .errors import usage
+
+    try:
+        return MemoryQuery.model_validate({"as_of": text}).as_of
+    except ValidationError as exc:
+        msg = exc.errors()[0]["msg"].removeprefix("Value error, ")
+        usage(f"--as-of {text!r}: {msg}")
+
+
 def _num(x: float | None) -> str:
     return "-" if x is None else f"{x:.3f}"
 
@@ -93,6 +110,13 @@ def register(app: typer.Typer) -> None:
         ] = None,
         limit: Annotated[int, typer.Option(help="Most hits shown.")] = 10,
         explain: Annotated[bool, typer.Option("--explain", help="One line per hit: why.")] = False,
+        as_of: Annotated[
+            str | None,
+            typer.Option("--as-of", help="What was believed then (ISO 8601, not in the future)."),
+        ] = None,
+        history: Annotated[
+            bool, typer.Option("--history", help="Replaced beliefs too, after the current.")
+        ] = False,
         redis_url: RedisUrl = None,
         json_out: Json = False,
     ) -> None:
@@ -104,6 +128,7 @@ def register(app: typer.Typer) -> None:
 
         url = _need_url(redis_url)
         _check_query(lens, level)
+        when = _check_as_of(as_of)
 
         async def main() -> None:
             async with (
@@ -118,6 +143,10 @@ def register(app: typer.Typer) -> None:
                     fields["levels"] = level
                 if lens:
                     fields["lens"] = lens
+                if when is not None:
+                    fields["as_of"] = when
+                if history:
+                    fields["include_history"] = True
                 # The first free-text recall loads the embedder and indexes the readable
                 # scopes: seconds to a minute, so say so (on stderr, gone when done).
                 with err_console.status(f"recalling: indexing agent {agent}'s memory "

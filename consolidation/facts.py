@@ -8,14 +8,16 @@ The LLM-free extractor is deliberately narrow and predictable. It reads
    ``<subject> <verb> <object>`` with verb in: is/are, has/have, uses/use, prefers/prefer,
    lives in/live in, and their negations (is not, isn't, does not have, doesn't use,
    no longer uses, does not live in, ...). The subject is at most 6 words, the object at
-   most 8, questions are skipped, and a leading article (a/an/the) is dropped from both.
+   most 8, questions are skipped, a leading article (a/an/the) is dropped from both, and
+   an adverb before the verb (now, just, also, still...) from the subject. In a message,
+   ``I``/``we`` stand for its speaker.
 
 3. before 2., the forms of :mod:`.fact_forms`: possessives (``Acme's CEO is Jane Doe``),
    dated events (``Initech was founded in March 1999``, dates made ISO), and more verbs
    (likes, switched to, moved to, is based in, became, costs, employs, ...: see
    :data:`.fact_forms.EXTRA_VERBS`).
 
-It does not resolve pronouns, split conjunctions or understand tense; a sentence it cannot
+It does not resolve other pronouns, split conjunctions or understand tense; a sentence it cannot
 read is simply not a fact (it may still be *context* evidence, see :mod:`.semantic`).
 
 Canonical keys are made by code, never by a model: subject and object are slugs
@@ -24,7 +26,9 @@ stemming); the predicate is one of the canonical names above (``is``, ``has``, `
 ``prefers``, ``lives_in``) or, for other explicit predicates, its slug with ``_``.
 A *functional* predicate (one value at a time; default ``lives_in``, ``prefers``) keys on
 ``fact:<subject>:<predicate>`` so a different object contradicts; any other predicate keys
-on ``fact:<subject>:<predicate>:<object>`` so only a negation contradicts.
+on ``fact:<subject>:<predicate>:<object>`` so only a negation contradicts, except a count
+(``has 3 dogs``), which keys on its noun (``fact:<subject>:has:dog``) and holds one value
+at a time like a functional predicate.
 """
 
 from __future__ import annotations
@@ -34,6 +38,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 
 from blackboard import Entry
+from retrieval.updates import subject_words
 
 from .fact_forms import EXTRA_VERBS, dated, possessive
 from .signals import actors_of
@@ -44,8 +49,10 @@ __all__ = [
     "Fact",
     "canonical_key",
     "canonical_predicate",
+    "counted_noun",
     "extract_facts",
     "facts_from_text",
+    "is_functional",
     "statement",
 ]
 
@@ -124,6 +131,9 @@ _PATTERN = re.compile(
     re.IGNORECASE,
 )
 _ARTICLE = re.compile(r"^(?:the|a|an)\s+", re.IGNORECASE)
+_SELF = frozenset({"i", "we"})
+_NUMBERS = frozenset({"one", "two", "three", "four", "five", "six", "seven", "eight", "nine",
+                      "ten"})
 _SURFACE = {"is": "is", "has": "has", "uses": "uses", "prefers": "prefers", "lives_in": "lives in",
             "likes": "likes"}
 _NEG_SURFACE = {
@@ -149,6 +159,7 @@ class Fact:
     at: int
     agent: str | None = None
     weight: float = 1.0
+    kind: str | None = None  # a belief kind the LLM named (consolidation.kinds), else None
 
     @property
     def subject_key(self) -> str:
@@ -170,9 +181,18 @@ def canonical_predicate(predicate: str) -> str:
 
 def canonical_key(fact: Fact, functional: frozenset[str] = DEFAULT_FUNCTIONAL) -> str:
     """``fact:<subject>:<predicate>`` for a functional predicate, else
-    ``fact:<subject>:<predicate>:<object>`` (all parts slugs)."""
+    ``fact:<subject>:<predicate>:<object>`` (all parts slugs), the object of a count being
+    its noun (``has 3 dogs``: ``fact:<s>:has:dog``: one count at a time)."""
     base = f"fact:{fact.subject_key}:{fact.predicate}"
-    return base if fact.predicate in functional else f"{base}:{fact.object_key}"
+    if fact.predicate in functional:
+        return base
+    return f"{base}:{counted_noun(fact.object_key) or fact.object_key}"
+
+
+def is_functional(fact: Fact, functional: frozenset[str] = DEFAULT_FUNCTIONAL) -> bool:
+    """Whether ``fact``'s key holds one value at a time (a different object contradicts):
+    a functional predicate, or a count."""
+    return fact.predicate in functional or counted_noun(fact.object_key) is not None
 
 
 def statement(subject: str, predicate: str, obj: str, negated: bool) -> str:
@@ -186,6 +206,32 @@ def statement(subject: str, predicate: str, obj: str, negated: bool) -> str:
 
 def _clean(part: str) -> str:
     return _ARTICLE.sub("", " ".join(part.strip(" ,.!").split()))
+
+
+def _subject_of(part: str) -> str:
+    """The subject, from its last I/we on and without an adverb before the verb (``These
+    days I now live in``: ``I``; :func:`retrieval.updates.subject_words`)."""
+    return " ".join(subject_words(_clean(part).split()))
+
+
+def _speaker_for_self(subject: str, entry: Entry) -> str:
+    """A message's ``I``/``we`` read as its speaker (so two speakers' "I live in" are two
+    subjects); anything else as written."""
+    v = entry.value
+    if subject.casefold() in _SELF and isinstance(v, dict) and v.get("kind") == "message":
+        sp = v.get("speaker")
+        if isinstance(sp, str) and slug(sp):
+            return sp
+    return subject
+
+
+def counted_noun(object_key: str) -> str | None:
+    """``3-dogs`` -> ``dog``: an object that is a count of something (its value is the
+    count, so the key names the noun), else None."""
+    parts = object_key.split("-")
+    if len(parts) >= 2 and (parts[0].isdigit() or parts[0] in _NUMBERS) and parts[1]:
+        return parts[1][:-1] if parts[1].endswith("s") and len(parts[1]) > 3 else parts[1]
+    return None
 
 
 def facts_from_text(text: str) -> list[tuple[str, str, str, bool]]:
@@ -206,7 +252,7 @@ def _verb_fact(sentence: str) -> tuple[str, str, str, bool] | None:
     m = _PATTERN.match(sentence)
     if m is None:
         return None
-    subj, obj = _clean(m["s"]), _clean(m["o"])
+    subj, obj = _subject_of(m["s"]), _clean(m["o"])
     if not slug(subj) or not slug(obj):
         return None
     pred, neg = _VERBS[m["v"].casefold()]
@@ -233,5 +279,6 @@ def extract_facts(entries: Iterable[Entry]) -> list[Fact]:
         triples = [explicit] if explicit is not None else facts_from_text(entry_text(e))
         for s, p, o, neg in triples:
             if slug(s) and slug(o) and p:
-                out.append(Fact(s, p, o, neg, e.id, e.created_at, agent))
+                subj = s if explicit is not None else _speaker_for_self(s, e)
+                out.append(Fact(subj, p, o, neg, e.id, e.created_at, agent))
     return out

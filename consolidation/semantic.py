@@ -12,6 +12,9 @@ confidence and its components, and a status. Rules:
 * Each fact weighs ``0.5 ** (age / half_life)`` (age to ``ctx.now_ms``). The claim drafted
   is the one with the most supporting weight; the existing belief (``ctx.existing[key]``)
   competes with its stored ``support_weight`` decayed from its ``weighted_at_ms``.
+  A later statement updates an earlier one: in this comparison a piece of evidence stated
+  before a contrary statement counts ``update_discount`` (0.5) of its weight, so two old
+  mentions give way to one newer contrary one, five do not (the belief is ``contested``).
   Ties go to the most recent evidence.
 * A confirmation or correction of a belief (:mod:`.feedback`) is a fact like any other,
   weighing ``FEEDBACK_WEIGHT`` times an observed one.
@@ -27,21 +30,41 @@ confidence and its components, and a status. Rules:
   ``support_weight`` S and ``contradiction_weight`` C with ``balance = S / (S + C)``;
   ``recency = 0.5 ** (age of newest support / half_life)``. ``confidence = balance *
   (0.5 count_score + 0.25 diversity + 0.25 recency)`` in [0, 1].
-* Status is ``stale`` when ``recency < stale_below``, else ``active``; ``superseded`` is
-  what the writer marks the replaced entry (:func:`superseded_metadata`).
+* Status is ``invalidated`` when the update-discounted weight against the claim outweighs
+  its support, else ``stale`` when ``recency < stale_below``, else ``active``;
+  ``superseded`` is what the write script makes of the replaced entry, compare-and-set
+  (the bridge passes :func:`superseded_metadata` / :func:`superseded_value` as a
+  :class:`blackboard.request.Retire`): its metadata and value then read ``status:
+  superseded``, ``superseded_by``, ``superseded_at`` and, when the claim changed,
+  ``valid_to_ms``. Recall leaves superseded and invalidated beliefs out unless asked
+  (:mod:`retrieval.truth`).
+* Valid time: ``valid_from_ms`` (value and metadata) is when the claim became what is
+  believed: the stored belief's own when it held the same claim, else the first support
+  after the last contrary statement. The recorded time is the entry's ``created_at``.
+  When a batch itself changes the belief (facts before the final claim's ``valid_from``
+  win another claim than the stored one), the earlier claim is drafted first from those
+  facts alone and the final version supersedes it (``revision`` ``changed``), so "as of"
+  an instant before the change has an answer.
+
+Data model, added by issue 25 (all additive; beliefs written before read compatibly by
+:mod:`retrieval.truth`: ``valid_from`` = their earliest support, a superseded one ending at
+``superseded_at``): ``valid_from_ms`` (value, metadata), ``valid_to_ms`` /
+``superseded_by`` / ``superseded_at`` / ``status: superseded`` on retired versions, status
+``invalidated``, param ``update_discount``. Transformer version 2 (draft ids change).
 """
 
 from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from enum import StrEnum
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import BaseModel, Field
 
 from blackboard import Entry
+from retrieval.truth import CADENCE_DAYS, belief_valid_from
 
 from .draft import Draft
 from .evidence import with_snapshots
@@ -51,9 +74,11 @@ from .facts import (
     canonical_key,
     canonical_predicate,
     extract_facts,
+    is_functional,
     statement,
 )
 from .feedback import feedback_kind, weigh_feedback
+from .kinds import classify
 from .llm.errors import InvalidLLMOutput
 from .params import parse_params
 from .prompt import render_batch
@@ -66,9 +91,11 @@ __all__ = [
     "SemanticParams",
     "SemanticTransformer",
     "Stance",
+    "draft_entry",
     "semantic",
     "stance_of",
     "superseded_metadata",
+    "superseded_value",
 ]
 
 _DAY_MS = 86_400_000
@@ -84,6 +111,7 @@ class BeliefStatus(StrEnum):
     ACTIVE = "active"
     STALE = "stale"
     SUPERSEDED = "superseded"
+    INVALIDATED = "invalidated"
 
 
 @dataclass(frozen=True, slots=True)
@@ -96,12 +124,15 @@ class SemanticParams:
     count_scale: float = 3.0
     stale_below: float = 0.25
     functional: frozenset[str] = DEFAULT_FUNCTIONAL
+    update_discount: float = 0.5
 
     def __post_init__(self) -> None:
         if not self.half_life_days > 0 or not self.count_scale > 0:
             raise ValueError("half_life_days and count_scale must be positive")
         if not 0.0 <= self.stale_below < 1.0:
             raise ValueError("stale_below must be in [0, 1)")
+        if not 0.0 < self.update_discount <= 1.0:
+            raise ValueError("update_discount must be in (0, 1]")
 
 
 Claim = tuple[str, bool]  # (object slug, negated)
@@ -117,11 +148,29 @@ def stance_of(fact: Fact, claim: Claim, functional: bool) -> Stance:
     return Stance.CONTEXT
 
 
-def superseded_metadata(old: Entry, by: str, at_ms: int) -> dict[str, Any]:
-    """Metadata for the replaced entry: its own, with status superseded and a link to the
-    entry replacing it. Its claim and evidence are left as they were."""
+def superseded_metadata(
+    old: Entry, by: str, at_ms: int, valid_to_ms: int | None = None
+) -> dict[str, Any]:
+    """Metadata for the replaced entry: its own, with status superseded, a link to the
+    entry replacing it and, when the claim changed, the end of its valid time
+    (``valid_to_ms``: the successor's ``valid_from_ms``). Its claim and evidence are left
+    as they were."""
     out = dict(old.metadata)
     out.update(status=BeliefStatus.SUPERSEDED.value, superseded_by=by, superseded_at=at_ms)
+    if valid_to_ms is not None:
+        out["valid_to_ms"] = valid_to_ms
+    return out
+
+
+def superseded_value(old: Entry, by: str, valid_to_ms: int | None = None) -> Any:
+    """The replaced entry's value with the same status (None: a value holding no status,
+    left unchanged)."""
+    if not isinstance(old.value, dict) or "status" not in old.value:
+        return None
+    out = dict(old.value)
+    out.update(status=BeliefStatus.SUPERSEDED.value, superseded_by=by)
+    if valid_to_ms is not None:
+        out["valid_to_ms"] = valid_to_ms
     return out
 
 
@@ -159,6 +208,10 @@ class FactOut(BaseModel):
     predicate: str = Field(description="Short verb phrase, e.g. 'lives in', 'prefers'.")
     object: str
     negated: bool = False
+    kind: Literal[
+        "operator_preference", "project_state", "world_fact", "self_model",
+        "relationship_fact", "tooling_state",
+    ] | None = Field(default=None, description="What kind of belief, when clear.")
 
 
 class FactsOut(BaseModel):
@@ -187,6 +240,7 @@ def _weighed(facts: list[Fact], now_ms: int, half_life: float) -> list[Fact]:
             f.at,
             f.agent,
             0.5 ** (max(0, now_ms - f.at) / half_life),
+            f.kind,
         )
         for f in facts
     ]
@@ -209,23 +263,82 @@ def _aged_prior(existing: Entry | None, now_ms: int, half_life: float) -> _Prior
     )
 
 
-def _support(fs: list[Fact], c: Claim, prior: _Prior | None, functional: bool) -> tuple[float, int]:
-    """Supporting weight of ``c`` (the prior's included when it is ``c``) and its newest
-    support: the claim drafted is the one maximal in this order."""
-    w = sum(f.weight for f in fs if stance_of(f, c, functional) is Stance.SUPPORT)
-    last = max((f.at for f in fs if stance_of(f, c, functional) is Stance.SUPPORT), default=-1)
+def _contrary_times(fs: list[Fact], c: Claim, prior: _Prior | None, functional: bool) -> list[int]:
+    """When something contrary to ``c`` was stated: its contradicting facts, and the prior's
+    newest support when the prior holds another claim."""
+    out = [f.at for f in fs if stance_of(f, c, functional) is Stance.CONTRADICT]
+    if prior is not None and prior.claim != c:
+        out.append(prior.last_ms)
+    return out
+
+
+def _discounted(weight: float, at: int, contrary: list[int], discount: float) -> float:
+    """``weight`` of evidence stated at ``at``: times ``discount`` once something contrary
+    was stated after it (a later statement updates an earlier one)."""
+    return weight * discount if any(t > at for t in contrary) else weight
+
+
+def _support(
+    fs: list[Fact], c: Claim, prior: _Prior | None, functional: bool, discount: float = 1.0
+) -> tuple[float, int]:
+    """Supporting weight of ``c`` (the prior's included when it is ``c``), each piece
+    discounted when a contrary statement came after it, and its newest support: the claim
+    drafted is the one maximal in this order."""
+    contrary = _contrary_times(fs, c, prior, functional) if discount < 1.0 else []
+    sup = [f for f in fs if stance_of(f, c, functional) is Stance.SUPPORT]
+    w = sum(_discounted(f.weight, f.at, contrary, discount) for f in sup)
+    last = max((f.at for f in sup), default=-1)
     if prior is not None and prior.claim == c:
-        w, last = w + prior.weight, max(last, prior.last_ms)
+        w += _discounted(prior.weight, prior.last_ms, contrary, discount)
+        last = max(last, prior.last_ms)
     return round(w, 9), last
 
 
-def _winning_claim(fs: list[Fact], prior: _Prior | None, functional: bool) -> Claim:
-    """The claim with the most supporting weight (the prior's counted for its own claim),
-    a tie going to the most recent support, then to the first claim in sorted order."""
+def _winning_claim(
+    fs: list[Fact], prior: _Prior | None, functional: bool, discount: float = 1.0
+) -> Claim:
+    """The claim with the most (update-discounted) supporting weight (the prior's counted
+    for its own claim), a tie going to the most recent support, then to the first claim in
+    sorted order."""
     candidates = {(f.object_key, f.negated) for f in fs}
     if prior is not None:
         candidates.add(prior.claim)
-    return max(sorted(candidates), key=lambda c: _support(fs, c, prior, functional))
+    return max(sorted(candidates), key=lambda c: _support(fs, c, prior, functional, discount))
+
+
+def _standing(
+    fs: list[Fact], claim: Claim, prior: _Prior | None, functional: bool, discount: float
+) -> tuple[float, float]:
+    """The claim's update-discounted support and the discounted weight against it (its
+    contradicting facts, and the prior's when it holds another claim), each discounted when
+    the other side spoke after it: what ``invalidated`` compares."""
+    support, _ = _support(fs, claim, prior, functional, discount)
+    pro = [f.at for f in fs if stance_of(f, claim, functional) is Stance.SUPPORT]
+    if prior is not None and prior.claim == claim:
+        pro.append(prior.last_ms)
+    against = sum(
+        _discounted(f.weight, f.at, pro, discount)
+        for f in fs
+        if stance_of(f, claim, functional) is Stance.CONTRADICT
+    )
+    if prior is not None and prior.claim != claim:
+        against += _discounted(prior.weight, prior.last_ms, pro, discount)
+    return support, round(against, 9)
+
+
+def _valid_from(
+    fs: list[Fact], claim: Claim, prior: _Prior | None, existing: Entry | None, functional: bool
+) -> int:
+    """When ``claim`` became what is believed (valid time): the prior's own start when it
+    already held ``claim``; else the first support after the last contrary statement."""
+    if prior is not None and prior.claim == claim and existing is not None:
+        return belief_valid_from(existing)
+    sup = sorted(f.at for f in fs if stance_of(f, claim, functional) is Stance.SUPPORT)
+    if not sup:
+        return prior.last_ms if prior is not None else 0
+    before = [t for t in _contrary_times(fs, claim, prior, functional) if t < sup[-1]]
+    last_con = max(before, default=-1)
+    return min(t for t in sup if t > last_con)
 
 
 def _display_forms(fs: list[Fact], claim: Claim, existing: Entry | None) -> tuple[str, str]:
@@ -353,6 +466,14 @@ def _confidence(t: _Tally, recency: float, count_scale: float) -> tuple[float, d
     return confidence, components
 
 
+def _status(stale: bool, standing: float, against: float) -> BeliefStatus:
+    """``invalidated`` when the (update-discounted) weight against the claim outweighs its
+    support, else ``stale`` when its newest support is old, else ``active``."""
+    if against > standing:
+        return BeliefStatus.INVALIDATED
+    return BeliefStatus.STALE if stale else BeliefStatus.ACTIVE
+
+
 def _revision(prior: _Prior | None, claim: Claim, contested: bool) -> str:
     if prior is None:
         return "new"
@@ -363,7 +484,7 @@ def _revision(prior: _Prior | None, claim: Claim, contested: bool) -> str:
 
 class SemanticTransformer:
     name = "semantic"
-    version = "1"
+    version = "2"  # 2: update-discounted claims, valid time, a version per change
 
     async def __call__(self, batch: Sequence[Entry], ctx: TransformContext) -> list[Draft]:
         p = parse_params(SemanticParams, ctx.params, self.name)
@@ -377,9 +498,46 @@ class SemanticTransformer:
         weighed = weigh_feedback(_weighed(facts, ctx.now_ms, p.half_life_days * _DAY_MS), by_id)
         for f in weighed:
             groups.setdefault(canonical_key(f, p.functional), []).append(f)
-        return [
-            self._belief(key, fs, es, by_id, ctx, p, model) for key, fs in sorted(groups.items())
-        ]
+        out: list[Draft] = []
+        for key, fs in sorted(groups.items()):
+            out += self._versions(key, fs, es, by_id, ctx, p, model)
+        return out
+
+    def _versions(
+        self,
+        key: str,
+        fs: list[Fact],
+        es: list[Entry],
+        by_id: Mapping[str, Entry],
+        ctx: TransformContext,
+        p: SemanticParams,
+        model: str | None,
+    ) -> list[Draft]:
+        """The key's belief, preceded by the belief the batch held before it changed when
+        the batch itself changed it (facts stated before the final claim's ``valid_from``
+        winning another claim than the stored one, drafted from those facts alone): each
+        version with its valid time, so "as of" an instant before the change answers with
+        what was believed then."""
+        final = self._belief(key, fs, es, by_id, ctx, p, model)
+        split = final.metadata["valid_from_ms"]
+        early = [f for f in fs if f.at < split]
+        late = [f for f in fs if f.at >= split]
+        if not early or not late:
+            return [final]
+        # From the early facts alone, no context links: its sources (hence its id) then
+        # differ from the final version's, which cites the late facts too.
+        first = self._belief(key, early, [], by_id, ctx, p, model)
+        existing = ctx.existing.get(key)
+        prior = _prior(existing) if existing is not None else None
+        held = _claim_of(first)
+        if held == _claim_of(final) or (prior is not None and prior.claim == held):
+            return [final]
+        # The final version keeps the batch's whole evidence and tally; it now replaces
+        # the version the batch held first.
+        by = first.entry_id(ctx.edge, ctx.target_scope)
+        value = {**final.value, "supersedes": by, "revision": "changed"}
+        meta = {**final.metadata, "revision": "changed"}
+        return [first, replace(final, value=value, metadata=meta, supersedes=by)]
 
     async def _llm_facts(self, es: list[Entry], ctx: TransformContext) -> list[Fact]:
         assert ctx.llm is not None
@@ -401,6 +559,7 @@ class SemanticTransformer:
                         e.id,
                         e.created_at,
                         actors[0] if actors else None,
+                        kind=f.kind,
                     )
                 )
         return facts
@@ -416,11 +575,11 @@ class SemanticTransformer:
         model: str | None,
     ) -> Draft:
         """The draft of one canonical key's belief from its facts ``fs`` (see the module)."""
-        functional = fs[0].predicate in p.functional
+        functional = is_functional(fs[0], p.functional)
         half_life = p.half_life_days * _DAY_MS
         existing = ctx.existing.get(key)
         prior = _aged_prior(existing, ctx.now_ms, half_life)
-        claim = _winning_claim(fs, prior, functional)
+        claim = _winning_claim(fs, prior, functional, p.update_discount)
         subject, obj = _display_forms(fs, claim, existing)
         reference = prior.claim if prior is not None else claim
         evidence = with_snapshots(
@@ -432,10 +591,22 @@ class SemanticTransformer:
         components["operator_confirmed"] = sum(  # confirmations backing the claim
             1 for f in fs if feedback_kind(by_id.get(f.source)) == "confirm"
             and stance_of(f, claim, functional) is Stance.SUPPORT)
-        status = BeliefStatus.STALE if recency < p.stale_below else BeliefStatus.ACTIVE
+        standing, against = _standing(fs, claim, prior, functional, p.update_discount)
+        status = _status(recency < p.stale_below, standing, against)
         revision = _revision(prior, claim, tally.contested)
+        valid_from = _valid_from(fs, claim, prior, existing, functional)
         supersedes = existing.id if existing is not None else None
         pred, neg = fs[0].predicate, claim[1]
+        kind, subject_type = classify(fs[-1])
+        kind = next((f.kind for f in reversed(fs) if f.kind), kind)  # the LLM's, if named
+        cadence = CADENCE_DAYS[kind] * _DAY_MS
+        fresh = round(0.5 ** (max(0, ctx.now_ms - tally.last_ms) / cadence), 6)
+        lifecycle = {
+            "belief_kind": kind,
+            "subject_type": subject_type,
+            "freshness": fresh,
+            "revalidation_due_ms": ctx.now_ms + int(cadence),
+        }
         value = {
             "subject": subject,
             "predicate": pred,
@@ -449,6 +620,8 @@ class SemanticTransformer:
             "evidence": evidence,
             "supersedes": supersedes,
             "revision": revision,
+            "valid_from_ms": valid_from,
+            **lifecycle,
         }
         meta = {
             "kind": "fact",
@@ -462,6 +635,10 @@ class SemanticTransformer:
             "last_supported_ms": tally.last_ms,
             "weighted_at_ms": ctx.now_ms,
             "revision": revision,
+            "valid_from_ms": valid_from,
+            "standing_weight": round(standing, 6),
+            "against_weight": round(against, 6),
+            **lifecycle,
         }
         sources = [ev["entry"] for ev in evidence]
         return Draft(
@@ -475,6 +652,27 @@ class SemanticTransformer:
             key=key,
             supersedes=supersedes,
         )
+
+
+def _claim_of(d: Draft) -> Claim:
+    return slug(str(d.value["object"])), bool(d.value["negated"])
+
+
+def draft_entry(d: Draft, ctx: TransformContext) -> Entry:
+    """The entry ``d`` becomes once written to ``ctx.target_scope`` (version 1), as the
+    next version of its key sees it before it is stored."""
+    return Entry(
+        id=d.entry_id(ctx.edge, ctx.target_scope),
+        scope=ctx.target_scope,
+        value=d.value,
+        tags=d.tags,
+        metadata=d.full_metadata(),
+        key=d.key,
+        importance=d.importance,
+        created_at=ctx.now_ms,
+        updated_at=ctx.now_ms,
+        source=d.sources,
+    )
 
 
 def _is_explicit(es: list[Entry], f: Fact) -> bool:

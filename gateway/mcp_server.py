@@ -222,6 +222,13 @@ def build_mcp(caller_of: CallerOf) -> MCPServer:
         explain: Annotated[bool, Field(
             description="Add each memory's score components (relevance, strength, "
                         "recency, importance).")] = False,
+        as_of: Annotated[datetime | None, Field(
+            description="Answer with what was believed at this time (ISO 8601, not in "
+                        "the future; UTC if no offset): each belief as it stood then, "
+                        "other memories stored by then.")] = None,
+        include_history: Annotated[bool, Field(
+            description="Also return the beliefs that were replaced (superseded or "
+                        "invalidated), each after the current one.")] = False,
     ) -> Recalled:
         """Find memories, best first: by meaning and keywords when a query is given,
         narrowed by levels, tags, time and scopes."""
@@ -234,7 +241,8 @@ def build_mcp(caller_of: CallerOf) -> MCPServer:
                               end if end is not None else 2**62)
             q: dict[str, Any] = {
                 "query": query, "levels": levels, "scopes": scopes, "lens": lens,
-                "time_range": time_range, "explain": explain,
+                "time_range": time_range, "explain": explain, "as_of": as_of,
+                "include_history": include_history,
                 "tag_filter": TagFilter(all_of=frozenset(tags_all),
                                         any_of=frozenset(tags_any),
                                         none_of=frozenset(tags_none)),

@@ -24,7 +24,7 @@ from .ranking import Candidates, rank, scope_candidates
 from .rerank import rerank
 from .scope_index import ScopeDecay, ScopeIndex
 from .scoring import ScoredEntry, ScoringConfig
-from .text import entry_text
+from .text import entry_text, event_time_ms
 from .timeline import resolve_periods
 
 __all__ = ["EngineStats", "SearchEngine"]
@@ -146,6 +146,14 @@ class SearchEngine:
         """Whether any of ``scopes`` holds a copy of another entry (``origin_id``)."""
         with self._lock:
             return any(c.n_copies for s in scopes if (c := self._scopes.get(s)) is not None)
+
+    def newest_on_slot(self, scope: str, slot: str) -> Entry | None:
+        """The newest raw statement on ``slot`` in ``scope`` (:mod:`retrieval.updates`)."""
+        with self._lock:
+            cat = self._scopes.get(scope)
+            rows = cat.slot_rows.get(slot) if cat is not None else None
+            found = [e for r in rows or () if (e := cat.entries[r]) is not None]  # type: ignore[union-attr]
+            return max(found, key=event_time_ms, default=None)
 
     def get(self, entry_id: str) -> Entry | None:
         with self._lock:

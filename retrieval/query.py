@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable
+from datetime import UTC, datetime
 from typing import Any, Literal
 
 from pydantic import (
@@ -20,6 +21,7 @@ from .lens import LensPreset, known_lenses, resolve_lens
 
 __all__ = [
     "FusionMethod", "MemoryQuery", "RecallOrder", "TagFilter", "as_query", "json_number",
+    "past_instant",
 ]
 
 FusionMethod = Literal["convex", "rrf"]
@@ -132,6 +134,10 @@ class MemoryQuery(BaseModel):
     alpha: float | None = Field(default=None, json_schema_extra=_UNIT_SCHEMA)
     mmr: float | None = Field(default=None, json_schema_extra=_UNIT_SCHEMA)
     order: RecallOrder = "relevance"
+    # Current truth (retrieval.truth): beliefs as they stood at ``as_of`` (valid time; naive
+    # means UTC; never in the future); ``include_history``: replaced versions too.
+    as_of: datetime | None = None
+    include_history: bool = Field(default=False, strict=True)
 
     @model_validator(mode="before")
     @classmethod
@@ -202,6 +208,8 @@ class MemoryQuery(BaseModel):
             raise ValueError(f"must be in [0, 1] (got {v})")
         return v
 
+    _as_of = field_validator("as_of")(lambda v: None if v is None else past_instant(v))
+
     @field_validator("scopes", "levels")
     @classmethod
     def _nonempty_list(cls, v: list[str] | None) -> list[str] | None:
@@ -232,6 +240,15 @@ class MemoryQuery(BaseModel):
             or self.key_pattern is not None
             or self.min_strength is not None
         )
+
+
+def past_instant(v: datetime) -> datetime:
+    """``v`` (naive: UTC) as an aware datetime; an instant in the future is refused: what
+    was believed then is not known yet."""
+    v = v if v.tzinfo is not None else v.replace(tzinfo=UTC)
+    if v > datetime.now(UTC):
+        raise ValueError(f"as_of {v.isoformat()} is in the future")
+    return v
 
 
 def as_query(query: MemoryQuery | str | Any, limit: int | None = None,

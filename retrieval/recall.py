@@ -24,6 +24,8 @@ from .query import MemoryQuery, as_query
 from .rewrite import QueryRewriter, fuse_rankings
 from .scoring import ScoredEntry, ScoringConfig
 from .text import origin_of
+from .truth import current_truth, needs_truth, truth_filter
+from .updates import latest_first, pull_updates
 
 __all__ = ["Retriever"]
 
@@ -120,10 +122,16 @@ class Retriever:
         # content as their origin: where the scopes hold any, rank more, then keep one hit
         # per origin.
         now = self.bb.now_ms()  # decay and recency on the clock the entries were stamped with
-        if not self.engine.has_copies(names):
-            return self.engine.search(q, names, now)
-        hits = self.engine.search(q, names, now, depth=q.max_results * 3)
-        return collapse_copies(hits)[: q.max_results]
+        # Current truth (retrieval.truth): superseded versions pre-filtered out unless asked
+        # for; beliefs re-scored and filtered from a deeper pool.
+        q = truth_filter(q)
+        copies = self.engine.has_copies(names)
+        deep = 3 if copies or needs_truth(q) else 2
+        hits = current_truth(self.engine.search(q, names, now, depth=q.max_results * deep),
+                             q, now)
+        if q.as_of is None:  # the newest statement is today's answer, not that time's
+            hits = pull_updates(hits, self.engine.newest_on_slot)
+        return latest_first(collapse_copies(hits) if copies else hits)[: q.max_results]
 
     def pending_embeddings(self) -> int:
         """Entries indexed here still waiting for a vector (they rank by BM25 meanwhile)."""

@@ -17,6 +17,7 @@ from .growable import GrowableArray
 from .query import MemoryQuery
 from .scoring import current_strength
 from .text import event_time_ms, is_said, origin_of
+from .updates import raw_slot
 
 __all__ = ["ScopeDecay", "ScopeIndex"]
 
@@ -64,6 +65,8 @@ class ScopeIndex:
         #: with none, the speaker and neighbour stages are skipped.
         self.n_said = 0
         self.n_copies = 0  # entries copied from another (metadata origin_id)
+        #: slot -> rows of the raw statements on it (:func:`retrieval.updates.slot_of`)
+        self.slot_rows: dict[str, set[int]] = {}
 
     def __len__(self) -> int:
         return len(self.row_of)
@@ -91,6 +94,9 @@ class ScopeIndex:
         self.n_said += is_said(entry)
         self.n_copies += origin_of(entry) != entry.id
         self.latest_event = max(self.latest_event, event_time_ms(entry))
+        slot = raw_slot(entry)
+        if slot is not None:
+            self.slot_rows.setdefault(slot, set()).add(row)
         return row
 
     def drop(self, entry_id: str) -> int | None:
@@ -110,12 +116,24 @@ class ScopeIndex:
                 if not rows:
                     del self.tag_rows[t]
         self.keys.pop(row, None)
+        slot = raw_slot(entry)
+        if slot is not None and (rows := self.slot_rows.get(slot)) is not None:
+            rows.discard(row)
+            if not rows:
+                del self.slot_rows[slot]
         self.n_expiring -= entry.expires_at > 0
         self.n_said -= is_said(entry)
         self.n_copies -= origin_of(entry) != entry.id
         return row
 
     # -- filters -------------------------------------------------------------
+
+    def _only_absent_exclusions(self, q: MemoryQuery) -> bool:
+        """Whether ``q``'s only hard filter excludes tags no row of this scope carries."""
+        tf = q.tag_filter
+        return (not (tf.all_of or tf.any_of) and q.time_range is None
+                and q.key_pattern is None and q.min_strength is None
+                and not any(self.tag_rows.get(t) for t in tf.none_of))
 
     def _tag_mask(self, tag: str) -> Mask:
         m = np.zeros(self.alive.n, np.bool_)
@@ -140,6 +158,8 @@ class ScopeIndex:
         when nothing restricts the live rows (the indexes then search everything)."""
         if not q.has_logical and self.n_expiring == 0:
             return None
+        if self.n_expiring == 0 and self._only_absent_exclusions(q):
+            return None  # e.g. recall's default none_of {"superseded"} on a raw scope
         mask = self.alive.view.copy()
         tf = q.tag_filter
         for t in tf.all_of:

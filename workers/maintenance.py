@@ -1,5 +1,5 @@
 """The maintenance role: TTL sweep, decay pruning, capacity, dedupe, reindex, bus trimming,
-schedule repair.
+schedule repair, belief revalidation (:mod:`workers.revalidate`).
 
 Each run of a job covers every partition under one job lease whose TTL is the job's
 interval, so among N maintenance workers each partition's job runs once per interval.
@@ -25,13 +25,14 @@ from consolidation.transformer import Similarity
 
 from .leases import JobLease
 from .oom import OomNotice
+from .revalidate import revalidate_scopes
 from .settings import WorkerSettings
 
 __all__ = ["JOBS", "JobReport", "Maintenance"]
 
 log = logging.getLogger(__name__)
 
-JOBS = ("sweep", "prune", "capacity", "dedupe", "reindex", "trim", "reschedule")
+JOBS = ("sweep", "prune", "capacity", "dedupe", "reindex", "trim", "reschedule", "revalidate")
 
 
 @dataclass(frozen=True, slots=True)
@@ -226,6 +227,11 @@ class Maintenance:
         rep = await self.bb.trim(dry_run=dry_run, partitions=[partition])
         return JobReport("trim", partition, dry_run, {"bus": rep.total} if rep.total else {})
 
+    async def revalidate(self, partition: int, dry_run: bool = False) -> JobReport:
+        """Recompute freshness and status of the partition's due beliefs."""
+        counts = await revalidate_scopes(self.bb, await self._scopes(partition), dry_run)
+        return JobReport("revalidate", partition, dry_run, counts)
+
     # -- scheduling -----------------------------------------------------------------------
 
     def interval_s(self, job: str) -> float:
@@ -238,6 +244,7 @@ class Maintenance:
             "reindex": s.reindex_every_s,
             "trim": s.trim_every_s,
             "reschedule": s.reschedule_every_s,
+            "revalidate": s.revalidate_every_s,
         }[job]
 
     async def run_job(self, job: str, dry_run: bool = False) -> list[JobReport]:

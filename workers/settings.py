@@ -54,6 +54,8 @@ class WorkerSettings:
     reindex_every_s: float = 60.0
     #: Schedule repair: bounds how long an agent's tampering delays another scope's sweep.
     reschedule_every_s: float = 300.0
+    #: Belief revalidation (a belief is due once per cadence of its kind: days).
+    revalidate_every_s: float = 3600.0
     # optional LLM path of the transformers (an OpenAI-compatible endpoint)
     llm_base_url: str | None = None
     llm_model: str | None = None

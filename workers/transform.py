@@ -6,8 +6,10 @@ from collections.abc import Iterable
 from dataclasses import dataclass, replace
 
 from blackboard import Blackboard, Entry, NotFound, WriteRequest
+from blackboard.request import Retire
 from consolidation.draft import Draft
 from consolidation.llm.protocol import LLMClient
+from consolidation.semantic import draft_entry, superseded_metadata, superseded_value
 from consolidation.transformer import Similarity, TransformContext, get_transformer
 from memory.subscriptions import MemorySubscription
 
@@ -17,21 +19,35 @@ __all__ = ["TransformBridge", "draft_request"]
 RUNNER_PARAMS = frozenset({"max_batch"})
 
 
-def draft_request(d: Draft, edge_id: str, target: str) -> WriteRequest:
+def draft_request(
+    d: Draft, edge_id: str, target: str, old: Entry | None = None, now_ms: int = 0
+) -> WriteRequest:
     """The write of a draft: deterministic id, provenance in metadata, sources recorded.
 
     A draft with a canonical key takes that key by supersession: a changed belief or a
     newer procedure version is a new entry, and the old one is kept, marked superseded.
+    With ``old`` (the entry the draft supersedes, as read), the write retires it
+    compare-and-set: its stored status becomes ``superseded`` with ``superseded_by`` (and
+    ``valid_to_ms`` when the claim changed), or the write fails if it changed meanwhile.
     """
+    entry_id = d.entry_id(edge_id, target)
+    retire = None
+    if old is not None and d.key is not None and d.supersedes == old.id:
+        changed = d.metadata.get("revision") == "changed"
+        until = d.metadata.get("valid_from_ms") if changed else None
+        valid_to = until if isinstance(until, int) else None
+        retire = Retire(old.id, old.version, superseded_metadata(old, entry_id, now_ms, valid_to),
+                        superseded_value(old, entry_id, valid_to))
     return WriteRequest(
         value=d.value,
         tags=d.tags,
         metadata=d.full_metadata(),
         importance=d.importance,
         source=d.sources,
-        entry_id=d.entry_id(edge_id, target),
+        entry_id=entry_id,
         key=d.key,
         key_mode="supersede",
+        retire=retire,
     )
 
 
@@ -63,11 +79,19 @@ class TransformBridge:
         )
         drafts = await t(entries, ctx)
         keys = {d.key for d in drafts if d.key}
+        existing: dict[str, Entry] = {}
         if keys:
             existing = await self._existing(target, keys, {e.id for e in entries})
             if existing:
                 drafts = await t(entries, replace(ctx, existing=existing))
-        return [draft_request(d, edge.id, target) for d in drafts]
+        # A key may get several versions in one batch (a change the batch itself made):
+        # each retires the one before it, as it will be stored.
+        holders, out = dict(existing), []
+        for d in drafts:
+            out.append(draft_request(d, edge.id, target, holders.get(d.key or ""), now_ms))
+            if d.key is not None:
+                holders[d.key] = draft_entry(d, replace(ctx, existing={}))
+        return out
 
     async def _existing(
         self, target: str, keys: Iterable[str], batch: set[str]

@@ -14,6 +14,12 @@
 --   'superseded', its 'superseded_by' set, and an `updated` event published for it).
 --   [14] the writer's agent id or '' (optional): recorded as `author` outside agent scopes
 --   once the ACL has shown the calling user may act as that agent (below).
+--   [15] (optional, 'supersede' only) the id the key's holder must have, [16] its version,
+--   [17] the holder's new metadata (JSON), [18] its new value (JSON) or '' (unchanged):
+--   compare-and-set retirement, so the replaced entry's stored status is true (the caller
+--   computes it); a different holder or version is 'VERSION_CONFLICT <expected> <actual>'
+--   (actual 0: another entry holds the key) and nothing is written. Without [15] the
+--   holder is only tagged and linked, as before.
 -- Author: the entry's `author` field says who wrote it, never taken from the value, metadata
 --   or tags. In `agent:<a>` / `agent:<a>:...` scopes it is `a` (the ACL lets no other agent
 --   user write there). Elsewhere (team, collective) it is ARGV[14] after a proof the script
@@ -90,7 +96,13 @@ if key ~= '' then
     elseif tonumber(t[2]) > 0 and tonumber(t[2]) <= now then
       expired_target = target
     elseif ARGV[13] == 'supersede' then
-      supersede = {target, tonumber(t[3]), cjson.decode(t[4]), t[4]}
+      local want = ARGV[15] or ''
+      if want ~= '' and (want ~= target or tonumber(ARGV[16]) ~= tonumber(t[3])) then
+        local actual = t[3]
+        if want ~= target then actual = '0' end
+        return redis.error_reply('VERSION_CONFLICT ' .. ARGV[16] .. ' ' .. actual)
+      end
+      supersede = {target, tonumber(t[3]), cjson.decode(t[4]), t[4], want ~= ''}
       want_type(KEYS[1] .. 'tag:superseded', 'set')
     else
       update_target = {target, tkey, tonumber(t[3]) + 1, cjson.decode(t[4])}
@@ -143,6 +155,13 @@ if supersede then
   table.sort(old_tags)
   old_json = cjson.encode(old_tags)
   d_bytes = d_bytes + #old_json - #supersede[4]
+  if supersede[5] then  -- its metadata (and value) are replaced too: count the difference
+    local okey = KEYS[1] .. 'e:' .. supersede[1]
+    local grow = #ARGV[17] - redis.call('HSTRLEN', okey, 'metadata')
+    if ARGV[18] ~= '' then grow = grow + #ARGV[18] - redis.call('HSTRLEN', okey, 'value') end
+    supersede[6] = grow
+    d_bytes = d_bytes + grow
+  end
 end
 want_quota(cfg, d_entries, d_bytes, new_bytes)
 
@@ -204,13 +223,18 @@ redis.call('SADD', PSCOPES, scope)
 local ev = emit(cfg, 'written', id, 1, ARGV[3], now, scope)
 redis.call('HSET', ekey, 'event_id', ev, 'last_event_id', ev)
 if supersede then
-  -- The old belief stays as it was written; only its status changes.
+  -- The old belief keeps its claim and evidence; only its status (and link) changes.
   local old, old_version = supersede[1], supersede[2] + 1
   local okey = KEYS[1] .. 'e:' .. old
   count_usage(0, #old_json - #supersede[4])
   add_tags(old, {'superseded'})
   redis.call('HSET', okey, 'tags', old_json, 'superseded_by', id, 'version', old_version,
     'updated_at', now)
+  if supersede[5] then
+    count_usage(0, supersede[6])
+    redis.call('HSET', okey, 'metadata', ARGV[17])
+    if ARGV[18] ~= '' then redis.call('HSET', okey, 'value', ARGV[18]) end
+  end
   local oev = emit(cfg, 'updated', old, old_version, old_json, now, scope)
   redis.call('HSET', okey, 'last_event_id', oev)
 end

@@ -4,10 +4,12 @@ chain, evidence resolved to readable entries) and procedures of the caller's sco
 from __future__ import annotations
 
 from collections import defaultdict
+from datetime import datetime
 from typing import Any
 
 from blackboard import BlackboardError, Entry
 from memory import MemoryLevel, parse_scope
+from retrieval.truth import belief_valid_from, belief_valid_to
 
 from ..caller import Caller
 from .scopes import find_entries, owner_first, visible_scopes
@@ -44,10 +46,25 @@ def _fact_row(e: Entry) -> dict[str, Any]:
             "status": status,
             "revision": v.get("revision", ""), "confidence": v.get("confidence"),
             "confidence_components": v.get("confidence_components", {}),
-            "evidence": list(v.get("evidence", [])), "superseded_by": e.superseded_by}
+            "evidence": list(v.get("evidence", [])), "superseded_by": e.superseded_by,
+            "valid_from": belief_valid_from(e), "valid_to": belief_valid_to(e)}
 
 
-async def _facts(caller: Caller, scopes: list[str], visible: list[str]) -> list[dict[str, Any]]:
+def _current(es: list[Entry], at_ms: int | None) -> Entry | None:
+    """The chain's (oldest first) current version, or the one valid at ``at_ms``
+    (:mod:`retrieval.truth`); None: none was valid then."""
+    if at_ms is None:
+        return next((x for x in reversed(es) if not _superseded(x)), es[-1])
+    then = [x for x in es if belief_valid_from(x) <= at_ms]
+    if not then:
+        return None
+    pick = max(then, key=lambda x: (belief_valid_from(x), x.created_at))
+    end = belief_valid_to(pick)
+    return pick if end is None or at_ms < end else None
+
+
+async def _facts(caller: Caller, scopes: list[str], visible: list[str],
+                 at_ms: int | None = None) -> list[dict[str, Any]]:
     out: list[dict[str, Any]] = []
     for s in scopes:
         chains: dict[str, list[Entry]] = defaultdict(list)
@@ -56,7 +73,9 @@ async def _facts(caller: Caller, scopes: list[str], visible: list[str]) -> list[
             chains[str(key)].append(e)
         for key, es in chains.items():
             es.sort(key=lambda x: (x.created_at, x.id))
-            current = next((x for x in reversed(es) if not _superseded(x)), es[-1])
+            current = _current(es, at_ms)
+            if current is None:
+                continue
             row = _fact_row(current)
             evidence: list[dict[str, Any]] = [ev for ev in row["evidence"]
                                               if isinstance(ev, dict) and "entry" in ev]
@@ -95,9 +114,12 @@ async def _procedures(caller: Caller, scopes: list[str]) -> list[dict[str, Any]]
     return out
 
 
-async def beliefs(caller: Caller) -> dict[str, Any]:
+async def beliefs(caller: Caller, as_of: datetime | None = None) -> dict[str, Any]:
+    """Facts (each ``current`` as it stood at ``as_of`` when given) and procedures."""
     visible = await visible_scopes(caller)
+    at_ms = None if as_of is None else int(as_of.timestamp() * 1000)
     return {
-        "facts": await _facts(caller, _level_scopes(visible, MemoryLevel.SEMANTIC), visible),
+        "facts": await _facts(caller, _level_scopes(visible, MemoryLevel.SEMANTIC), visible,
+                              at_ms),
         "procedures": await _procedures(caller, _level_scopes(visible, MemoryLevel.PROCEDURAL)),
     }

@@ -11,16 +11,18 @@ from __future__ import annotations
 from collections import OrderedDict
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
+from datetime import datetime
 from pathlib import Path
 from typing import Annotated, Any
 
 from fastapi import APIRouter, FastAPI, Query, Request
 from fastapi.responses import FileResponse
 from fastapi.staticfiles import StaticFiles
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field
 
 from memory import MemoryLevel
 from memory.wire import RecallRequest
+from retrieval.query import past_instant
 
 from ..dash import beliefs as beliefs_mod
 from ..dash import entry as entry_mod
@@ -81,9 +83,13 @@ async def edges(caller: CallerDep) -> dict[str, Any]:
 
 
 @router.get("/beliefs")
-async def beliefs(caller: CallerDep) -> dict[str, Any]:
-    """Facts with evidence and supersession chains; procedures."""
-    return await beliefs_mod.beliefs(caller)
+async def beliefs(
+    caller: CallerDep,
+    as_of: Annotated[datetime | None, Query(), AfterValidator(past_instant)] = None,
+) -> dict[str, Any]:
+    """Facts with evidence and supersession chains; procedures. ``as_of`` (ISO 8601, not in
+    the future; naive means UTC): each fact's version as it stood then."""
+    return await beliefs_mod.beliefs(caller, as_of)
 
 
 @router.post("/recall")

@@ -14,6 +14,7 @@ from blackboard import Blackboard, ScopePolicy
 from blackboard import keys as K
 from blackboard.errors import QuotaExceeded
 from blackboard.quotas import COUNTED_FIELDS, OwnerQuota, owner_of, set_owner_quota
+from blackboard.request import Retire
 
 SCOPE = "agent:a1:working"
 
@@ -52,7 +53,12 @@ async def test_counters_stay_true_through_every_path(board: Blackboard) -> None:
     await _assert_true(bb)
     await s.write({"text": "b" * 300}, tags={"t", "u"}, key="k1")  # upsert in place
     await _assert_true(bb)
-    await s.write({"text": "c"}, key="k1", key_mode="supersede")  # old one tagged superseded
+    c = await s.write({"text": "c"}, key="k1", key_mode="supersede")  # old one tagged superseded
+    await _assert_true(bb)
+    # superseded with its metadata and value rewritten (retire): the byte counts follow
+    await s.write({"text": "d"}, key="k1", key_mode="supersede",
+                  retire=Retire(c.id, c.version, {"status": "superseded", "pad": "q" * 70},
+                                {"text": "c", "status": "superseded"}))
     await _assert_true(bb)
     await s.update(a.id, value="x" * 1000, tags={"v"}, metadata={"m": "y" * 50})
     await _assert_true(bb)

@@ -359,3 +359,31 @@ async def test_update_of_text_drops_a_stale_embedding(bb: Blackboard) -> None:
     assert changed.embedding is None and changed.embedder is None
     fresh = await s.update(e.id, value="newer", embedding=vec, embedder="hash-4")
     assert fresh.embedding == vec
+
+
+async def test_supersede_retires_the_holder_compare_and_set(
+    bb: Blackboard, snapshot: Any, assert_consistent: Any
+) -> None:
+    """A superseding write with ``retire`` rewrites the replaced entry's status (metadata
+    and value) in the same script, only if the key's holder is still the one it read."""
+    from blackboard.request import Retire
+
+    s = bb.scope(SCOPE)
+    old = await s.write({"claim": "x", "status": "active"}, key="k", metadata={"status": "active"})
+    stale = Retire(old.id, old.version + 1, {"status": "superseded"})
+    before = snapshot()
+    with pytest.raises(VersionConflict):  # the holder is at another version
+        await s.write({"claim": "y"}, key="k", key_mode="supersede", retire=stale)
+    with pytest.raises(VersionConflict):  # another entry holds the key
+        await s.write({"claim": "y"}, key="k", key_mode="supersede",
+                      retire=Retire(new_ulid(), 1, {"status": "superseded"}))
+    assert snapshot() == before  # a refused retirement wrote nothing
+    new = await s.write({"claim": "y", "status": "active"}, key="k", key_mode="supersede",
+                        retire=Retire(old.id, old.version, {"status": "superseded", "by": "n"},
+                                      {"claim": "x", "status": "superseded"}))
+    got = await s.get(old.id)
+    assert got.superseded_by == new.id and "superseded" in got.tags
+    assert got.metadata == {"status": "superseded", "by": "n"}
+    assert got.value == {"claim": "x", "status": "superseded"}
+    assert (await s.get_by_key("k")).id == new.id
+    await assert_consistent(s)

@@ -50,3 +50,63 @@ def test_demo_consolidates_every_level_and_exits_0(redis_url: str, clean_redis: 
     scopes = {s["scope"]: s for s in json.loads(m.stdout)["scopes"]}
     assert scopes["agent:agent1:ltm:procedural"]["count"] > 0
     assert "agent:agent2:working" not in scopes  # another agent's private scope is not shown
+
+
+def test_demo_recall_gives_current_truth_as_of_and_history(
+    redis_url: str, clean_redis: object
+) -> None:
+    """Issue 25 on the demo's own data: after its last step every agent's and the team's
+    recall of "where is Acme Corp" gives Shelbyville first; ``as_of`` before the move gives
+    Springfield; the history (Springfield superseded by Shelbyville) stays readable."""
+    import asyncio
+
+    r = _cli("demo", "--agents", "2", "--steps", "80", "--json", url=redis_url)
+    assert r.returncode == 0, r.stderr[-3000:]
+    asyncio.run(_check_truth(redis_url, ["agent1", "agent2"]))
+
+
+async def _check_truth(url: str, agents: list[str]) -> None:
+    from datetime import UTC, datetime
+
+    from blackboard import Blackboard
+    from cli.demo_report import TEAM
+    from gateway.dash.beliefs import _current
+    from memory import AgentMemory, MemoryQuery
+
+    def place(text: str) -> str | None:
+        return next((p for p in ("Shelbyville", "Springfield") if p in text), None)
+
+    async with Blackboard.connect(url) as bb:
+        for a in agents:
+            # as of just before the move, as this agent's memory recorded it: the valid_from
+            # of its first Shelbyville belief
+            moves = [int(e.metadata["valid_from_ms"]) for e in await bb.scope(
+                f"agent:{a}:ltm:semantic").entries(limit=1000)
+                if e.key == "fact:acme-corp:lives_in" and "Shelbyville" in e.text]
+            before = datetime.fromtimestamp((min(moves) - 1) / 1000, UTC)
+            async with AgentMemory(bb, a, teams=[TEAM]) as mem:
+                for scopes in (None, [f"team:{TEAM}"]):
+                    hits = await mem.recall(MemoryQuery(query="where is Acme Corp",
+                                                        scopes=scopes))
+                    first = next(p for h in hits if (p := place(h.entry.text)))
+                    assert first == "Shelbyville", (a, scopes, [h.entry.text for h in hits])
+                facts = MemoryQuery(lens="facts_about:Acme Corp", max_results=20)
+                now = [h for h in await mem.recall(facts) if place(h.entry.text)]
+                assert now and place(now[0].entry.text) == "Shelbyville"
+                assert all(h.entry.metadata.get("status") != "superseded" for h in now)
+                then = await mem.recall(facts.model_copy(update={"as_of": before}))
+                said = [place(h.entry.text) for h in then if place(h.entry.text)]
+                assert said and said[0] == "Springfield", (a, said)
+                hist = await mem.recall(facts.model_copy(update={"include_history": True}))
+                chain = sorted((h.entry for h in hist
+                                if h.entry.key == "fact:acme-corp:lives_in"),
+                               key=lambda e: e.created_at)
+                # every stored status is true: only the last version is live
+                assert [e.metadata["status"] == "superseded" for e in chain] == (
+                    [True] * (len(chain) - 1) + [False])
+                assert chain and place(chain[0].text) == "Springfield"
+                # the beliefs view picks the same versions now and as of before the move
+                cur = _current(chain, None)
+                old = _current(chain, int(before.timestamp() * 1000))
+                assert cur is not None and place(cur.text) == "Shelbyville"
+                assert old is not None and place(old.text) == "Springfield"

@@ -84,6 +84,13 @@ def test_unknown_lens_and_level_are_usage(seeded: str) -> None:
     assert "unknown level 'ltm'" in line and "working" in line
 
 
+def test_bad_as_of_is_usage(seeded: str) -> None:
+    """Issue 25: an ``--as-of`` in the future or unparsable is one line, nothing read."""
+    for bad, says in (("2999-01-01", "in the future"), ("last tuesday", "valid datetime")):
+        line = cli("recall", "x", "--agent", "a1", "--as-of", bad, url=seeded).one_line_error(2)
+        assert "--as-of" in line and says in line
+
+
 def test_unknown_agent_says_so(seeded: str) -> None:
     for cmd in (("recall", "x"), ("map",)):
         line = cli(*cmd, "--agent", "nobody", url=seeded).one_line_error(1)

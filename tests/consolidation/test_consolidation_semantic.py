@@ -10,7 +10,7 @@ import pytest
 from blackboard.entry import Entry
 from consolidation import TransformContext, get_transformer
 from consolidation.facts import canonical_key, extract_facts
-from consolidation.semantic import superseded_metadata
+from consolidation.semantic import draft_entry, superseded_metadata
 from tests.consolidation.cons_support import MIN, T0, make_entry
 
 DAY = 86_400_000
@@ -169,4 +169,84 @@ async def test_semantic_deterministic_under_shuffle() -> None:
     assert a == b
     ids = [d.entry_id("edge-sem", "agent:a1:ltm:semantic") for d in a]
     assert ids == [d.entry_id("edge-sem", "agent:a1:ltm:semantic") for d in b]
-    assert len(set(ids)) == 3
+    # three keys; Alice's home changed within the batch: its Paris version, then Rome
+    assert len(set(ids)) == len(ids) == 4
+
+
+async def test_a_later_statement_updates_an_earlier_one() -> None:
+    """Evidence stated before a contrary statement counts at ``update_discount`` (0.5): two
+    old mentions against one newer change the belief; five do not (contested above)."""
+    t = get_transformer("semantic")
+    said = [make_entry(f"p{i}", "Alice lives in Springfield.", at=i, agent="a1") for i in (0, 1)]
+    [d0] = await t(said, ctx(now=T0 + 2 * MIN))
+    old = draft_entry(d0, ctx(now=T0 + 2 * MIN))
+    es = [make_entry("m1", "Alice lives in Shelbyville.", at=5, agent="a1")]
+    [d] = await t(es, ctx({"fact:alice:lives_in": old}))
+    assert d.value["object"] == "Shelbyville" and d.value["revision"] == "changed"
+    assert d.value["status"] == "active" and d.supersedes == old.id
+    assert d.metadata["valid_from_ms"] == T0 + 5 * MIN
+    # the belief it replaces is retired with the end of its valid time
+    marked = superseded_metadata(old, "new", T0, d.metadata["valid_from_ms"])
+    assert marked["status"] == "superseded" and marked["valid_to_ms"] == T0 + 5 * MIN
+
+
+async def test_a_batch_that_changes_a_belief_leaves_both_versions() -> None:
+    """Springfield then Shelbyville in one batch: the Springfield version (valid until the
+    move) is drafted first, superseded by the Shelbyville one, so "as of" before the move
+    has an answer."""
+    es = [
+        make_entry("s1", "Alice lives in Springfield.", at=0, agent="a1"),
+        make_entry("s2", "Alice lives in Shelbyville.", at=3, agent="a1"),
+        make_entry("s3", "Alice went shopping.", at=4, agent="a1"),  # context
+    ]
+    first, final = await get_transformer("semantic")(es, ctx())
+    # two entries, never one id (a replayed write would drop the second)
+    assert first.entry_id("e", "t") != final.entry_id("e", "t")
+    assert first.value["object"] == "Springfield" and first.supersedes is None
+    assert first.metadata["valid_from_ms"] == T0
+    by = first.entry_id("edge-sem", "agent:a1:ltm:semantic")
+    assert final.value["object"] == "Shelbyville" and final.supersedes == by
+    assert final.value["revision"] == "changed" and final.metadata["valid_from_ms"] == T0 + 3 * MIN
+    # the whole batch stays the final version's evidence
+    assert {e["entry"] for e in final.value["evidence"]} == {"s1", "s2", "s3"}
+
+
+async def test_contradiction_outweighing_support_invalidates() -> None:
+    es = [make_entry(f"v{i}", f"Alice lives in {town}.", at=i, agent="a1")
+          for i, town in enumerate(["Rome", "Oslo", "Lima", "Kyiv"])]
+    out = await get_transformer("semantic")(es, ctx())
+    final = out[-1]
+    assert final.value["object"] == "Kyiv" and final.value["status"] == "invalidated"
+    assert final.metadata["status"] == "invalidated"
+
+
+def test_messages_speak_for_their_speaker_and_counts_key_on_the_noun() -> None:
+    def said(speaker: str, text: str, at: int) -> Entry:
+        return make_entry(f"m{at}", {"kind": "message", "speaker": speaker, "text": text}, at=at)
+
+    fs = extract_facts([said("Ana", "I now live in Porto.", 0), said("Bo", "I live in Rome.", 1),
+                        said("Ana", "I have 3 cats.", 2), said("Ana", "I have 4 cats now.", 3)])
+    assert [canonical_key(f) for f in fs] == [
+        "fact:ana:lives_in", "fact:bo:lives_in", "fact:ana:has:cat", "fact:ana:has:cat"]
+    assert [f.object for f in fs][2:] == ["3 cats", "4 cats now"]
+
+
+async def test_beliefs_carry_kind_subject_type_and_freshness() -> None:
+    from consolidation.facts import Fact
+    from consolidation.kinds import classify
+
+    def k(s: str, p: str, o: str, agent: str | None = None) -> tuple[str, str]:
+        return classify(Fact(s, p, o, False, "e", 0, agent))
+
+    assert k("The user", "prefers", "dark mode") == ("operator_preference", "entity")
+    assert k("Project X", "is", "in beta") == ("project_state", "project")
+    assert k("Telegram bot", "uses", "webhooks") == ("tooling_state", "tool")
+    assert k("Richard", "is", "Jason's business partner") == ("relationship_fact", "entity")
+    assert k("a1", "is", "slow at recall", agent="a1") == ("self_model", "agent")
+    assert k("Acme Corp", "lives_in", "Springfield") == ("world_fact", "entity")
+    es = [make_entry("k1", "Acme Corp lives in Springfield.", at=0)]
+    [d] = await get_transformer("semantic")(es, ctx(now=T0 + 45 * DAY))
+    assert d.metadata["belief_kind"] == d.value["belief_kind"] == "world_fact"
+    assert d.metadata["subject_type"] == "entity"
+    assert d.metadata["freshness"] == pytest.approx(0.5 ** (45 / 90), abs=1e-3)
+    assert d.metadata["revalidation_due_ms"] == T0 + 45 * DAY + 90 * DAY

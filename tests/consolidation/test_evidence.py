@@ -23,7 +23,12 @@ async def test_every_link_of_a_drafted_belief_carries_its_evidence() -> None:
     es = [make_entry("f1", "Alice lives in Paris.", at=0),
           make_entry("f2", {"text": "Alice lives in Rome. " + "x" * 400}, at=1),
           make_entry("f3", "We met Alice at the station.", at=2)]
-    [d] = await get_transformer("semantic")(es, ctx())
+    # The batch moved Alice: its first version (Paris, from f1 alone) and the final one
+    # that replaces it (every link); each link of each carries its snapshot.
+    *earlier, d = await get_transformer("semantic")(es, ctx())
+    for e in earlier:
+        assert all(snapshot_of(make_entry("b", {}), ln) is not None
+                   for ln in e.value["evidence"])
     links = {ln["entry"]: ln for ln in d.value["evidence"]}
     assert set(links) == {"f1", "f2", "f3"}  # two facts and one context link
     for eid, ln in links.items():

@@ -222,3 +222,20 @@ def test_concurrent_requests_share_one_pool(gateway):
     assert run_async(many) == [201] * 40
     with gateway.client(tok) as c:
         assert c.get("/v1/stats").json()["scopes"]["agent:alice:working"]["count"] == 40
+
+
+def test_as_of_and_history_over_rest(gateway):
+    """Issue 25: ``as_of`` and ``include_history`` travel in the recall body; an ``as_of``
+    in the future or unparsable is a 422 naming the field (recall and the beliefs view),
+    and nothing is written."""
+    tok = gateway.token("dora", [])
+    with gateway.client(tok) as c:
+        ok = c.post("/v1/recall", json={"query": "anything", "as_of": "2024-01-01T00:00:00Z",
+                                        "include_history": True})
+        assert ok.status_code == 200, ok.text
+        for bad in ("2999-01-01T00:00:00Z", "last tuesday"):
+            r = c.post("/v1/recall", json={"query": "anything", "as_of": bad})
+            assert r.status_code == 422 and r.json()["field"] == "as_of", r.text
+            v = c.get("/v1/dashboard/beliefs", params={"as_of": bad})
+            assert v.status_code == 422 and "as_of" in str(v.json()["field"]), v.text
+        assert c.get("/v1/dashboard/beliefs", params={"as_of": "2024-01-01"}).status_code == 200

@@ -324,3 +324,39 @@ class _OneScope:
 
     def __getattr__(self, name: str) -> object:
         return getattr(self._bb, name)
+
+
+async def test_revalidate_ages_due_beliefs_once_and_changes_nothing_else(
+    bb: Blackboard,
+) -> None:
+    """Issue 25: the revalidation job recomputes freshness and status of due live beliefs
+    (stale past their kind's cadence, invalidated when contradiction outweighs support),
+    leaves the others, and a second run changes nothing (idempotent)."""
+    scope = bb.scope("agent:a1:ltm:semantic")
+    now = bb.now_ms()
+    day = 86_400_000
+
+    def meta(**kw: object) -> dict[str, object]:
+        return {"kind": "fact", "canonical_key": "fact:x:is", "status": "active",
+                "belief_kind": "tooling_state", "last_supported_ms": now - 10 * day,
+                "revalidation_due_ms": now - 1, "standing_weight": 1.0,
+                "against_weight": 0.0, **kw}
+
+    old = await scope.write({"statement": "x", "status": "active"}, tags={"fact"},
+                            metadata=meta())
+    beaten = await scope.write({"statement": "y", "status": "active"}, tags={"fact"},
+                               metadata=meta(last_supported_ms=now, against_weight=2.0))
+    later = await scope.write({"statement": "z"}, tags={"fact"},
+                              metadata=meta(revalidation_due_ms=now + day))
+    m = await _maint(bb)
+    p = scope.partition
+    assert (await m.revalidate(p, dry_run=True)).counts == {scope.id: 2}
+    assert (await scope.get(old.id)).version == 1  # a dry run wrote nothing
+    assert (await m.revalidate(p)).counts == {scope.id: 2}
+    got = await scope.get(old.id)
+    assert got.metadata["status"] == "stale" and got.value["status"] == "stale"
+    assert got.metadata["freshness"] < 0.25  # 10 days of a 3-day cadence
+    assert got.metadata["revalidation_due_ms"] > now
+    assert (await scope.get(beaten.id)).metadata["status"] == "invalidated"
+    assert (await scope.get(later.id)).version == 1  # not due
+    assert (await m.revalidate(p)).counts == {}  # idempotent: nothing due any more
