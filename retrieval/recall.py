@@ -17,29 +17,23 @@ from typing import Any, Literal
 
 from blackboard import Blackboard
 
+from .collapse import collapse
 from .embedders.base import Embedder
 from .engine import SearchEngine
 from .follower import IndexFollower
 from .query import MemoryQuery, as_query
 from .rewrite import QueryRewriter, fuse_rankings
 from .scoring import ScoredEntry, ScoringConfig
-from .text import origin_of
 
 __all__ = ["Retriever"]
 
 log = logging.getLogger(__name__)
 
 
-def collapse_copies(hits: Sequence[ScoredEntry]) -> list[ScoredEntry]:
-    """Hits in order, keeping only the best-ranked one of each origin."""
-    seen: set[str] = set()
-    out = []
-    for h in hits:
-        o = origin_of(h.entry)
-        if o not in seen:
-            seen.add(o)
-            out.append(h)
-    return out
+#: A collapsing recall ranks this many candidates per hit asked for, so that ``k`` hits
+#: remain once the derived forms of each fact have folded into one (and, when they did not,
+#: four times as many once more).
+DEPTH_PER_HIT = 3
 
 
 class Retriever:
@@ -109,21 +103,29 @@ class Retriever:
             hits = self._search(q, names)
         if rewrites:
             more = [self._search(q.model_copy(update={"query": r}), names) for r in rewrites]
-            hits = fuse_rankings([hits, *more], q.max_results)
+            hits = fuse_rankings([hits, *more], q.max_results * (1 + len(more)))
+            if q.collapse:  # each ranking's hits are collapsed; their union may repeat
+                hits = collapse(hits, self.engine.get)
+            hits = hits[: q.max_results]
         if q.explain:
             for h in hits:
                 log.info("recall %r: %s", q.query, h.explain())
         return hits
 
     def _search(self, q: MemoryQuery, names: list[str]) -> list[ScoredEntry]:
-        # Copies made by dataflow edges (working -> stm keeps the steps) hold the same
-        # content as their origin: where the scopes hold any, rank more, then keep one hit
-        # per origin.
         now = self.bb.now_ms()  # decay and recency on the clock the entries were stamped with
-        if not self.engine.has_copies(names):
+        if not q.collapse:
             return self.engine.search(q, names, now)
-        hits = self.engine.search(q, names, now, depth=q.max_results * 3)
-        return collapse_copies(hits)[: q.max_results]
+        # Each fact once (retrieval.collapse): rank more candidates than asked for, fold the
+        # forms of each fact into one hit, then cut.
+        k = q.max_results
+        depth = k * DEPTH_PER_HIT
+        hits = self.engine.search(q, names, now, depth=depth)
+        out = collapse(hits, self.engine.get)
+        if len(out) < k and len(hits) == depth:  # the candidates ran out: once more, deeper
+            hits = self.engine.search(q, names, now, depth=depth * 4)
+            out = collapse(hits, self.engine.get)
+        return out[:k]
 
     def pending_embeddings(self) -> int:
         """Entries indexed here still waiting for a vector (they rank by BM25 meanwhile)."""
