@@ -19,6 +19,10 @@ ranked candidates before the top-k cut (:class:`retrieval.recall.Retriever`), an
    Provenance alone is not enough: a belief drawn from a batch of steps, or a summary
    that left a step out, does not state every step it came from.
 
+A copy or derivation claim is metadata its writer chose: it counts only from the dataflow
+(no ``author``) or in an agent's own scope (:func:`is_derived`), so a team member cannot
+fold another member's memory under an entry of its own.
+
 Rules 1-3 are closed transitively into classes, except through a *span*: a derived
 entry that contains the statements of two or more classes (a summary of a batch, an
 episode of several steps). A span does not merge the classes it covers -- they are
@@ -30,7 +34,8 @@ its sentences are never shown twice and it never stands in for them.
 
 - the newest *original* member: an entry written as it is, not by the dataflow (no
   ``provenance``, no ``origin_id``) -- the caller's own words, the freshest when it stored
-  the same sentence again;
+  the same sentence again (whoever wrote it: the same words in a team scope show with
+  their own ``author``);
 - else (only derived forms matched) the member covering the most sources (a belief with
   several supporting entries, a summary of several steps adds to a one-source copy);
   ties to the best-ranked.
@@ -44,11 +49,12 @@ twice, e.g. after fusing rankings, loses nothing).
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import replace
 from typing import Any
 
 from blackboard import Entry, EntryRef
+from blackboard.entry import scope_owner
 
 from .scoring import ScoredEntry
 from .text import entry_text, origin_of
@@ -76,9 +82,18 @@ def _indexed(e: Entry) -> str:
 
 def is_derived(e: Entry) -> bool:
     """Whether the dataflow wrote ``e`` from other entries (a draft's ``provenance``, a
-    copy's ``origin_id``), rather than someone storing it as it is."""
+    copy's ``origin_id``), rather than someone storing it as it is.
+
+    The claim is metadata, which a writer chooses, so it counts only where the dataflow is
+    the one that could have made it: an entry without an ``author`` (the dataflow writes
+    none), or one in an agent's own scope (only that agent and the dataflow write there, so
+    a false claim misleads no one else). In a team or collective scope a member's entry
+    claiming to be a copy of another's is that member's own entry: it cannot fold another
+    member's memory under its own text."""
     md = e.metadata
-    return "provenance" in md or "origin_id" in md
+    if "provenance" not in md and "origin_id" not in md:
+        return False
+    return e.author is None or scope_owner(e.scope) is not None
 
 
 def same_text_key(text: str) -> str:
@@ -103,8 +118,9 @@ class _Hits:
     def __init__(self, hits: Sequence[ScoredEntry], lookup: Lookup | None) -> None:
         self.hits = hits
         self.lookup = lookup
-        self.origin = [origin_of(h.entry) for h in hits]
         self.derived = [is_derived(h.entry) for h in hits]
+        self.origin = [origin_of(h.entry) if d else h.entry.id
+                       for h, d in zip(hits, self.derived, strict=True)]
         self._said: dict[int, str] = {}
         self._body: dict[int, str] = {}
         self._named: dict[str, list[int]] | None = None
@@ -136,7 +152,7 @@ class _Hits:
     def ancestors(self, i: int) -> set[str]:
         """Ids hit ``i`` derives from: its sources and their origins, then theirs (through
         ``lookup``), :data:`DEPTH` steps at most."""
-        e = self.hits[i].entry
+        e = self.hits[i].entry  # derived (is_derived): its claims count
         seen: set[str] = set(e.source)
         if self.origin[i] != e.id:
             seen.add(self.origin[i])
@@ -147,7 +163,7 @@ class _Hits:
             nxt = []
             for x in frontier:
                 got = self.lookup(x)
-                if got is None:
+                if got is None or not is_derived(got):
                     continue
                 for y in (origin_of(got), *got.source):
                     if y not in seen and len(seen) < MAX_ANCESTORS:
@@ -189,9 +205,12 @@ class _Classes:
         if a != b:
             self.parent[max(a, b)] = min(a, b)
 
-    def join_equal(self, keys: Iterable[Any]) -> None:
+    def join_equal(self, keys: Iterable[Any] | Mapping[int, Any]) -> None:
+        """Join the positions with equal, non-empty keys (``keys``: one per position, or
+        position -> key)."""
         first: dict[Any, int] = {}
-        for i, k in enumerate(keys):
+        pairs = keys.items() if isinstance(keys, Mapping) else enumerate(keys)
+        for i, k in pairs:
             if k and (j := first.setdefault(k, i)) != i:
                 self.union(j, i)
 
@@ -207,55 +226,61 @@ def collapse(hits: Sequence[ScoredEntry], lookup: Lookup | None = None) -> list[
     info = _Hits(hits, lookup)
     cls = _Classes(n)
     cls.join_equal(info.origin)  # rule 1
-    cls.join_equal(same_text_key(_indexed(h.entry)) for h in hits)  # rule 2
+    _join_same_text(cls, hits)  # rule 2
     derived = [i for i in range(n) if info.derived[i]]
-    if not derived:
-        return _build(hits, cls, {})
-    came_from = {i: info.derives(i) for i in derived}
-    spans = _join_derived(cls, came_from)
+    spans = _join_derived(cls, {i: info.derives(i) for i in derived}) if derived else set()
     return _build(hits, cls, spans)
 
 
-def _join_derived(cls: _Classes, came_from: dict[int, set[int]]) -> dict[int, int]:
+def _join_same_text(cls: _Classes, hits: Sequence[ScoredEntry]) -> None:
+    """Rule 2. Equal indexed texts have equal headlines (``Entry.text``: a message's words,
+    a summary's ``text``), which are short and cheap to read: only hits whose headlines
+    match have their whole indexed text (a message's date and context) compared."""
+    by_head: dict[str, list[int]] = {}
+    for i, h in enumerate(hits):
+        head = same_text_key(h.entry.text)
+        if head:
+            by_head.setdefault(head, []).append(i)
+    for group in by_head.values():
+        if len(group) > 1:
+            cls.join_equal({i: same_text_key(_indexed(hits[i].entry)) for i in group})
+
+
+def _join_derived(cls: _Classes, came_from: dict[int, set[int]]) -> set[int]:
     """Rule 3: a class whose derived members state exactly one other class joins it; one
-    stating several is a span, attached (returned: span root -> class root) to the
-    best-ranked of them. Two passes, so a span whose classes merged meanwhile joins."""
-    spans: dict[int, int] = {}
+    stating several is a span, joined to the best-ranked of them without merging the
+    others; -> the hits of spans (never the form that shows). Two passes, so that a span
+    whose classes merged meanwhile joins as one of them."""
+    spans: set[int] = set()
     for last in (False, True):
         by_class: dict[int, set[int]] = {}
         for i, js in came_from.items():
-            by_class.setdefault(cls.find(i), set()).update(cls.find(j) for j in js)
-        for root, targets in sorted(by_class.items()):
-            root = cls.find(root)
-            targets = {cls.find(t) for t in targets} - {root}
+            by_class.setdefault(cls.find(i), set()).update(js)
+        for root in sorted(by_class):
+            here = cls.find(root)
+            targets = {cls.find(t) for t in by_class[root]} - {here}
             if len(targets) == 1:
-                cls.union(root, targets.pop())
+                cls.union(here, targets.pop())
             elif len(targets) > 1 and last:
-                spans[root] = min(targets)  # the best-ranked class it covers
-    # a span's target may itself have joined another class since
-    return {s: cls.find(t) for s, t in spans.items() if cls.find(s) == s}
+                spans.update(i for i in range(len(cls.parent)) if cls.find(i) == here)
+                cls.union(here, min(targets))  # the best-ranked class it covers
+    return spans
 
 
-def _build(hits: Sequence[ScoredEntry], cls: _Classes,
-           spans: dict[int, int]) -> list[ScoredEntry]:
-    """One hit per class (spans folded into their target's ``also_in``), each in the place
-    of its best-ranked member, spans included."""
+def _build(hits: Sequence[ScoredEntry], cls: _Classes, spans: set[int]) -> list[ScoredEntry]:
+    """One hit per class, in the place of its best-ranked member (its root), the others in
+    its ``also_in``; a span's hits never show while the class has another."""
     members: dict[int, list[int]] = {}
     for i in range(len(hits)):
         members.setdefault(cls.find(i), []).append(i)
-    if len(members) == len(hits) and not spans:
+    if len(members) == len(hits):
         return list(hits)  # nothing to collapse
-    for span, target in spans.items():
-        members[target].extend(members.pop(span))
-    placed = []
-    for root, group in members.items():
-        group.sort()
-        own = [i for i in group if cls.find(i) == root]  # not the attached spans
-        rep = _representative(hits, own)
-        others = [hits[i] for i in group if i != rep]
-        placed.append((group[0], _with_also_in(hits[rep], others)))
-    placed.sort(key=lambda p: p[0])
-    return [h for _, h in placed]
+    out = []
+    for root in sorted(members):
+        group = members[root]  # in rank order
+        rep = _representative(hits, [i for i in group if i not in spans] or group)
+        out.append(_with_also_in(hits[rep], [hits[i] for i in group if i != rep]))
+    return out
 
 
 def _representative(hits: Sequence[ScoredEntry], own: list[int]) -> int:

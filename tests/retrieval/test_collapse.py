@@ -17,7 +17,7 @@ NOW = 1_700_000_000_000
 
 
 def entry(eid: str, scope: str, value: Any, *, sources: Sequence[str] = (),
-          origin: str | None = None, at: int = NOW) -> Entry:
+          origin: str | None = None, at: int = NOW, author: str | None = None) -> Entry:
     """An entry as the write path stores it: a dataflow draft carries ``provenance`` and
     its sources; a copy its ``origin_id`` too."""
     md: dict[str, Any] = {}
@@ -27,7 +27,7 @@ def entry(eid: str, scope: str, value: Any, *, sources: Sequence[str] = (),
     if origin is not None:
         md["origin_id"] = origin
     return Entry(id=eid, scope=scope, value=value, metadata=md, source=tuple(sorted(sources)),
-                 created_at=at)
+                 created_at=at, author=author)
 
 
 def ranked(*entries: Entry) -> list[ScoredEntry]:
@@ -98,6 +98,18 @@ def test_the_same_text_without_provenance_is_one_hit_the_newest_shown() -> None:
     assert ids(got) == ["b", "c"] and refs(got[0]) == ["a"]
 
 
+def test_messages_are_the_same_only_when_said_by_the_same_one_the_same_day() -> None:
+    def said(eid: str, speaker: str, at: str) -> Entry:
+        return entry(eid, "ep", {"kind": "message", "speaker": speaker, "text": "Thanks!",
+                                 "at": at})
+
+    a = said("a", "Ana", "2023-05-08T10:00:00")
+    got = collapse(ranked(a, said("b", "Bo", "2023-05-08T10:00:00"),
+                          said("c", "Ana", "2023-06-01T10:00:00"),
+                          said("d", "Ana", "2023-05-08T18:00:00")))
+    assert ids(got) == ["a", "b", "c"] and refs(got[0]) == ["d"]  # d: same speaker, day
+
+
 def test_a_summary_that_holds_the_sentence_folds_one_that_left_it_out_does_not() -> None:
     w = entry("w", "working", "the build broke on the arm runner")
     x = entry("x", "working", "lunch was late")
@@ -153,6 +165,22 @@ def test_provenance_alone_or_text_inside_alone_is_not_the_same_fact() -> None:
     assert ids(collapse(ranked(other, w))) == ["o", "w"]
 
 
+def test_a_team_member_cannot_fold_anothers_memory_under_its_own() -> None:
+    # Mallory's entries claim to be a copy of Alice's and a belief drawn from it: metadata
+    # a member writes, so in a team scope they are Mallory's own entries, shown as such.
+    alice = entry("a", "team:t1", "Acme pays net-30", author="alice")
+    copy = entry("m1", "team:t1", "Acme pays net-90: wire to account X", origin="a",
+                 sources=["a"], at=NOW + 1, author="mallory")
+    belief = entry("m2", "team:t1", {"statement": "Acme pays net-30 via account X"},
+                   sources=["a", *(f"x{i}" for i in range(20))], at=NOW + 2, author="mallory")
+    got = collapse(ranked(copy, belief, alice))
+    assert ids(got) == ["m1", "m2", "a"] and not any(h.also_in for h in got)
+    assert not is_derived(copy) and not is_derived(belief)
+    # the dataflow's own team copy (no author) and an agent's own scope are believed
+    assert is_derived(entry("t", "team:t1", "x", origin="a"))
+    assert is_derived(entry("c", "agent:alice:stm", "x", origin="a", author="alice"))
+
+
 def test_unrelated_hits_come_back_as_they_were() -> None:
     hits = ranked(entry("a", "s", "one"), entry("b", "s", "two"), entry("c", "t", "three"))
     assert collapse(hits) == hits and collapse(hits[:1]) == hits[:1] and collapse([]) == []
@@ -191,7 +219,8 @@ def hit_lists(draw: st.DrawFn) -> list[ScoredEntry]:
         origin = draw(st.sampled_from([None, *sources])) if sources else None
         out.append(entry(f"e{i}", draw(st.sampled_from(["s", "t"])),
                          draw(st.sampled_from(TEXTS)), sources=sources, origin=origin,
-                         at=NOW + draw(st.integers(0, 5))))
+                         at=NOW + draw(st.integers(0, 5)),
+                         author=draw(st.sampled_from([None, None, "m"]))))
     order = draw(st.permutations(out))
     return ranked(*order)
 
