@@ -80,6 +80,11 @@ def _indexed(e: Entry) -> str:
     return entry_text(e)
 
 
+def _claims(e: Entry) -> bool:
+    md = e.metadata
+    return "provenance" in md or "origin_id" in md
+
+
 def is_derived(e: Entry) -> bool:
     """Whether the dataflow wrote ``e`` from other entries (a draft's ``provenance``, a
     copy's ``origin_id``), rather than someone storing it as it is.
@@ -90,10 +95,7 @@ def is_derived(e: Entry) -> bool:
     a false claim misleads no one else). In a team or collective scope a member's entry
     claiming to be a copy of another's is that member's own entry: it cannot fold another
     member's memory under its own text."""
-    md = e.metadata
-    if "provenance" not in md and "origin_id" not in md:
-        return False
-    return e.author is None or scope_owner(e.scope) is not None
+    return _claims(e) and (e.author is None or scope_owner(e.scope) is not None)
 
 
 def same_text_key(text: str) -> str:
@@ -223,22 +225,25 @@ def collapse(hits: Sequence[ScoredEntry], lookup: Lookup | None = None) -> list[
     n = len(hits)
     if n < 2:
         return list(hits)
+    heads = [same_text_key(h.entry.text) for h in hits]
+    if len(set(heads)) == n and not any(_claims(h.entry) for h in hits):
+        return list(hits)  # the common case: distinct texts, nothing derived
     info = _Hits(hits, lookup)
     cls = _Classes(n)
     cls.join_equal(info.origin)  # rule 1
-    _join_same_text(cls, hits)  # rule 2
+    _join_same_text(cls, hits, heads)  # rule 2
     derived = [i for i in range(n) if info.derived[i]]
     spans = _join_derived(cls, {i: info.derives(i) for i in derived}) if derived else set()
     return _build(hits, cls, spans)
 
 
-def _join_same_text(cls: _Classes, hits: Sequence[ScoredEntry]) -> None:
-    """Rule 2. Equal indexed texts have equal headlines (``Entry.text``: a message's words,
-    a summary's ``text``), which are short and cheap to read: only hits whose headlines
-    match have their whole indexed text (a message's date and context) compared."""
+def _join_same_text(cls: _Classes, hits: Sequence[ScoredEntry], heads: list[str]) -> None:
+    """Rule 2. Equal indexed texts have equal headlines (``heads``: the hits'
+    ``Entry.text``, a message's words, a summary's ``text``), which are short and cheap to
+    read: only hits whose headlines match have their whole indexed text (a message's date
+    and context) compared."""
     by_head: dict[str, list[int]] = {}
-    for i, h in enumerate(hits):
-        head = same_text_key(h.entry.text)
+    for i, head in enumerate(heads):
         if head:
             by_head.setdefault(head, []).append(i)
     for group in by_head.values():
