@@ -101,8 +101,9 @@ def fast_edges(gw: GatewayProc) -> None:
 def assert_each_sentence_once(hits: Sequence[ScoredEntry], new: Entry) -> None:
     top = hits[:8]
     assert top[0].entry.id == new.id, [h.entry.text for h in top]
-    for s in SENTENCES:
-        assert times_said(top, s) == 1, (s, [(h.scope, h.entry.text) for h in top])
+    for s in SENTENCES:  # the older sentence is there when it clears the relevance floor
+        assert times_said(top, s) <= 1, (s, [(h.scope, h.entry.text) for h in top])
+    assert times_said(top, new.text) == 1
     texts = [" ".join(h.entry.text.casefold().split()) for h in top]
     assert len(texts) == len(set(texts))
 
