@@ -80,6 +80,12 @@ def _indexed(e: Entry) -> str:
     return entry_text(e)
 
 
+def _head(e: Entry) -> str:
+    """``e.text`` (the headline), a plain string read as it is."""
+    v = e.value
+    return v if type(v) is str else e.text
+
+
 def _claims(e: Entry) -> bool:
     md = e.metadata
     return "provenance" in md or "origin_id" in md
@@ -225,7 +231,7 @@ def collapse(hits: Sequence[ScoredEntry], lookup: Lookup | None = None) -> list[
     n = len(hits)
     if n < 2:
         return list(hits)
-    heads = [same_text_key(h.entry.text) for h in hits]
+    heads = [same_text_key(_head(h.entry)) for h in hits]
     if len(set(heads)) == n and not any(_claims(h.entry) for h in hits):
         return list(hits)  # the common case: distinct texts, nothing derived
     info = _Hits(hits, lookup)
