@@ -6,8 +6,9 @@ Mounted by :mod:`cli.app` (``register(app)``); the index is built for this one q
 
 ``--json`` shape (stable; extend, never rename): a list, best first, of
 ``{"rank", "id", "scope", "value", "text", "tags", "key", "created_at", "score", "fused",
-"dense", "bm25", "strength", "recency", "importance"}`` (``text``: the value as a person
-reads it; ``dense``/``bm25`` null when that signal did not apply).
+"dense", "bm25", "strength", "recency", "importance", "also_in"}`` (``text``: the value as
+a person reads it; ``dense``/``bm25`` null when that signal did not apply; ``also_in``: the
+other forms of the same fact folded into the hit, ``[{"id", "scope"}]``).
 """
 
 from __future__ import annotations
@@ -37,6 +38,7 @@ def hit_record(rank: int, h: Any) -> dict[str, Any]:
         "created_at": e.created_at, "score": h.score, "fused": h.fused, "dense": h.dense,
         "bm25": h.bm25, "strength": h.strength, "recency": h.recency,
         "importance": h.importance,
+        "also_in": [{"id": r.entry_id, "scope": r.scope} for r in h.also_in],
     }
 
 

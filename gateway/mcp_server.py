@@ -28,7 +28,7 @@ from starlette.routing import BaseRoute, Route
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from memory import MemoryLevel, MemoryQuery, TagFilter
-from memory.wire import Hit, MapOut, TagsOut
+from memory.wire import EntryRefOut, Hit, MapOut, TagsOut
 from retrieval.lens import known_lenses
 
 from .caller import Caller, bearer
@@ -88,6 +88,9 @@ class Found(BaseModel):
                                "it (never a name found in its content or tags).")
     claimed_agents: list[str] | None = Field(None, description="Writers its own metadata "
                                              "or tags name besides the author: claims only.")
+    also_in: list[EntryRefOut] | None = Field(None, description="Other memories holding the "
+                                              "same fact (copies, summaries, beliefs), folded "
+                                              "into this one.")
 
 
 class Recalled(BaseModel):
@@ -149,7 +152,8 @@ def _found(h: Hit, explain: bool) -> Found:
     return Found(id=e.id, scope=e.scope, content=e.value, tags=e.tags,
                  created=_iso(e.created_at), score=round(h.score, 4),
                  components=h.components.model_dump() if explain else None,
-                 author=e.author, claimed_agents=e.claimed_agents or None)
+                 author=e.author, claimed_agents=e.claimed_agents or None,
+                 also_in=h.also_in or None)
 
 
 def build_mcp(caller_of: CallerOf) -> MCPServer:
@@ -229,6 +233,11 @@ def build_mcp(caller_of: CallerOf) -> MCPServer:
         include_history: Annotated[bool, Field(
             description="Also return the beliefs that were replaced (superseded or "
                         "invalidated), each after the current one.")] = False,
+        collapse: Annotated[bool, Field(
+            strict=True,
+            description="Each fact once (default): a memory and its copies, summaries and "
+                        "beliefs come back as one, the others in also_in. false: every "
+                        "form.")] = True,
     ) -> Recalled:
         """Find memories, best first: by meaning and keywords when a query is given,
         narrowed by levels, tags, time and scopes."""
@@ -243,6 +252,7 @@ def build_mcp(caller_of: CallerOf) -> MCPServer:
                 "query": query, "levels": levels, "scopes": scopes, "lens": lens,
                 "time_range": time_range, "explain": explain, "as_of": as_of,
                 "include_history": include_history,
+                "collapse": collapse,
                 "tag_filter": TagFilter(all_of=frozenset(tags_all),
                                         any_of=frozenset(tags_any),
                                         none_of=frozenset(tags_none)),

@@ -32,6 +32,7 @@ __all__ = [
     "BatchStore",
     "Components",
     "EntryOut",
+    "EntryRefOut",
     "ErrorBody",
     "EventOut",
     "Hit",
@@ -246,25 +247,38 @@ class Components(BaseModel):
     importance: float
 
 
+class EntryRefOut(BaseModel):
+    """Another entry holding the same fact as a hit (:class:`blackboard.EntryRef`)."""
+
+    id: str
+    scope: str
+
+
 class Hit(BaseModel):
     entry: EntryOut
     scope: str
     score: float
     components: Components
+    #: The other forms of the same fact folded into this hit (copies, summaries, beliefs,
+    #: episodes, team copies; ``MemoryQuery.collapse``), best-ranked first.
+    also_in: list[EntryRefOut] = Field(default_factory=list)
 
     @classmethod
     def of(cls, s: ScoredEntry) -> Hit:
         return cls(entry=EntryOut.of(s.entry), scope=s.scope, score=s.score,
                    components=Components(dense=s.dense, bm25=s.bm25, fused=s.fused,
                                          strength=s.strength, recency=s.recency,
-                                         importance=s.importance))
+                                         importance=s.importance),
+                   also_in=[EntryRefOut(id=r.entry_id, scope=r.scope) for r in s.also_in])
 
     def to_scored(self) -> ScoredEntry:
+        from blackboard import EntryRef
         from retrieval.scoring import ScoredEntry
 
         c = self.components
         return ScoredEntry(self.entry.to_entry(), self.scope, c.dense, c.bm25, c.fused,
-                           c.strength, c.recency, c.importance, self.score)
+                           c.strength, c.recency, c.importance, self.score,
+                           tuple(EntryRef(r.scope, r.id) for r in self.also_in))
 
 
 class RecallResponse(BaseModel):

@@ -115,6 +115,9 @@ class MemoryQuery(BaseModel):
     combination (weight ``alpha`` on dense, ``None``: the engine default) or reciprocal-rank
     fusion; ``mmr`` is the MMR lambda in [0, 1] (``None``: no diversification). ``lens``
     names a preset (see :mod:`retrieval.lens`) that fills the fields left unset.
+    ``collapse`` (default on): each fact once -- a memory and the entries derived from it
+    (copies, summaries, beliefs, episodes, team copies) come back as one hit, the others
+    in its ``also_in`` (:mod:`retrieval.collapse`); off: every form, as ranked.
     """
 
     model_config = ConfigDict(frozen=True, extra="forbid")
@@ -138,6 +141,7 @@ class MemoryQuery(BaseModel):
     # means UTC; never in the future); ``include_history``: replaced versions too.
     as_of: datetime | None = None
     include_history: bool = Field(default=False, strict=True)
+    collapse: bool = Field(default=True, strict=True)
 
     @model_validator(mode="before")
     @classmethod

@@ -17,14 +17,14 @@ from typing import Any, Literal
 
 from blackboard import Blackboard
 
+from .collapse import collapse
 from .embedders.base import Embedder
 from .engine import SearchEngine
 from .follower import IndexFollower
 from .query import MemoryQuery, as_query
 from .rewrite import QueryRewriter, fuse_rankings
 from .scoring import ScoredEntry, ScoringConfig
-from .text import origin_of
-from .truth import current_truth, needs_truth, truth_filter
+from .truth import current_truth, truth_filter
 from .updates import latest_first, pull_updates
 
 __all__ = ["Retriever"]
@@ -32,16 +32,10 @@ __all__ = ["Retriever"]
 log = logging.getLogger(__name__)
 
 
-def collapse_copies(hits: Sequence[ScoredEntry]) -> list[ScoredEntry]:
-    """Hits in order, keeping only the best-ranked one of each origin."""
-    seen: set[str] = set()
-    out = []
-    for h in hits:
-        o = origin_of(h.entry)
-        if o not in seen:
-            seen.add(o)
-            out.append(h)
-    return out
+#: A collapsing recall ranks this many candidates per hit asked for, so that ``k`` hits
+#: remain once the derived forms of each fact have folded into one (and, when they did not,
+#: four times as many once more).
+DEPTH_PER_HIT = 3
 
 
 class Retriever:
@@ -111,27 +105,42 @@ class Retriever:
             hits = self._search(q, names)
         if rewrites:
             more = [self._search(q.model_copy(update={"query": r}), names) for r in rewrites]
-            hits = fuse_rankings([hits, *more], q.max_results)
+            hits = fuse_rankings([hits, *more], q.max_results * (1 + len(more)))
+            if q.collapse:  # each ranking's hits are collapsed; their union may repeat
+                hits = collapse(hits, self.engine.get)
+            hits = hits[: q.max_results]
         if q.explain:
             for h in hits:
                 log.info("recall %r: %s", q.query, h.explain())
         return hits
 
     def _search(self, q: MemoryQuery, names: list[str]) -> list[ScoredEntry]:
-        # Copies made by dataflow edges (working -> stm keeps the steps) hold the same
-        # content as their origin: where the scopes hold any, rank more, then keep one hit
-        # per origin.
         now = self.bb.now_ms()  # decay and recency on the clock the entries were stamped with
         # Current truth (retrieval.truth): superseded versions pre-filtered out unless asked
         # for; beliefs re-scored and filtered from a deeper pool.
         q = truth_filter(q)
-        copies = self.engine.has_copies(names)
-        deep = 3 if copies or needs_truth(q) else 2
-        hits = current_truth(self.engine.search(q, names, now, depth=q.max_results * deep),
-                             q, now)
+        k = q.max_results
+        depth = k * DEPTH_PER_HIT
+        hits, full = self._ranked(q, names, now, depth)
+        if not q.collapse:
+            return latest_first(hits)[:k]
+        # Each fact once (retrieval.collapse): rank more candidates than asked for, fold the
+        # forms of each fact into one hit, then cut.
+        out = collapse(hits, self.engine.get)
+        if len(out) < k and full:  # the candidates ran out: once more, deeper
+            hits, _ = self._ranked(q, names, now, depth * 4)
+            out = collapse(hits, self.engine.get)
+        return latest_first(out)[:k]
+
+    def _ranked(self, q: MemoryQuery, names: list[str], now: int,
+                depth: int) -> tuple[list[ScoredEntry], bool]:
+        """The engine's ``depth`` best, current truth applied, and whether it returned as
+        many as asked (so there may be more)."""
+        found = self.engine.search(q, names, now, depth=depth)
+        hits = current_truth(found, q, now)
         if q.as_of is None:  # the newest statement is today's answer, not that time's
             hits = pull_updates(hits, self.engine.newest_on_slot)
-        return latest_first(collapse_copies(hits) if copies else hits)[: q.max_results]
+        return hits, len(found) >= depth
 
     def pending_embeddings(self) -> int:
         """Entries indexed here still waiting for a vector (they rank by BM25 meanwhile)."""

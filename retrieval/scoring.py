@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from blackboard import Entry
+from blackboard import Entry, EntryRef
 from blackboard.decay import strength_at
 
 # numpy is imported in the functions that compute with it: memory's public types
@@ -131,7 +131,9 @@ class ScoredEntry:
     ``dense`` is the raw cosine (``None``: no vector or no semantic query), ``bm25`` the raw
     BM25 score (0: no term match; ``None``: no text query), ``fused`` the fused relevance in
     [0, 1], ``strength`` the current decayed strength, ``recency`` and ``importance`` in
-    [0, 1], ``score`` the final weighted sum used for ranking.
+    [0, 1], ``score`` the final weighted sum used for ranking. ``also_in``: where else the
+    same fact was found (copies, summaries, beliefs... collapsed into this hit by
+    :mod:`retrieval.collapse`), best-ranked first.
     """
 
     entry: Entry
@@ -143,6 +145,7 @@ class ScoredEntry:
     recency: float
     importance: float
     score: float
+    also_in: tuple[EntryRef, ...] = ()
 
     def explain(self) -> str:
         """A one-line account of the hit: its text first, then where it is and the score."""
@@ -153,8 +156,15 @@ class ScoredEntry:
             f"fused={self.fused:.3f} "
             f"(dense cos={dense}, bm25={bm25}), strength={self.strength:.3f}, "
             f"recency={self.recency:.3f}, importance={self.importance:.2f}"
+            + (f"; also in {_places(self.also_in)}" if self.also_in else "")
         )
 
     def __repr__(self) -> str:
         return (f"<ScoredEntry score={self.score:.3f} {self.scope} {self.entry.id} "
                 f"{self.entry.text[:60]!r}>")
+
+
+def _places(refs: tuple[EntryRef, ...], shown: int = 3) -> str:
+    """``also_in`` for a person: the first ``shown`` scopes and how many more."""
+    head = ", ".join(f"{r.scope} {r.entry_id}" for r in refs[:shown])
+    return head + (f" (+{len(refs) - shown} more)" if len(refs) > shown else "")

@@ -108,7 +108,8 @@ async def explore(app: FastAPI, caller: Caller, q: MemoryQuery) -> dict[str, Any
     bare = MemoryQuery.model_validate({
         **q.model_dump(exclude={"lens", "tag_filter", "time_range", "key_pattern",
                                 "min_strength"}),
-        "max_results": max(CANDIDATES, q.max_results)})
+        "max_results": max(CANDIDATES, q.max_results),
+        "collapse": False})  # every form of a fact is a candidate the filters may exclude
     # Without text every entry is a candidate: exclusions are counted for text queries.
     cands = await r.recall(bare, scopes) if scopes and bare.query else None
     await _trim(app)

@@ -86,7 +86,7 @@ def test_recall_json_shape(seeded: str) -> None:
     r = cli("recall", "", "--agent", "a1", "--json", url=seeded)
     hits = json.loads(r.out)
     assert {"rank", "id", "scope", "value", "text", "tags", "score", "fused", "dense",
-            "bm25", "strength", "recency", "importance"} <= hits[0].keys()
+            "bm25", "strength", "recency", "importance", "also_in"} <= hits[0].keys()
     texts = {h["text"] for h in hits}
     assert LONG in texts and '{"status":"ok","n":3}' in texts  # compact JSON, not a repr
 
