@@ -6,8 +6,9 @@ Mounted by :mod:`cli.app` (``register(app)``); the index is built for this one q
 
 ``--json`` shape (stable; extend, never rename): a list, best first, of
 ``{"rank", "id", "scope", "value", "text", "tags", "key", "created_at", "score", "fused",
-"dense", "bm25", "strength", "recency", "importance"}`` (``text``: the value as a person
-reads it; ``dense``/``bm25`` null when that signal did not apply).
+"dense", "bm25", "strength", "recency", "importance", "has_vector"}`` (``text``: the value
+as a person reads it; ``dense``/``bm25`` null when that signal did not apply;
+``has_vector`` false when the entry could rank by keywords only).
 """
 
 from __future__ import annotations
@@ -36,7 +37,7 @@ def hit_record(rank: int, h: Any) -> dict[str, Any]:
         "text": value_text(e.value), "tags": sorted(e.tags), "key": e.key,
         "created_at": e.created_at, "score": h.score, "fused": h.fused, "dense": h.dense,
         "bm25": h.bm25, "strength": h.strength, "recency": h.recency,
-        "importance": h.importance,
+        "importance": h.importance, "has_vector": h.has_vector,
     }
 
 
@@ -49,10 +50,14 @@ def require_agent(memory_map: Any, agent: str) -> None:
             "entries (check the name; `blackboard acl grant` provisions an agent)")
 
 
-def _check_query(lens: str | None, levels: list[str] | None) -> None:
-    """Reject an unknown lens or level by name before connecting (exit 2)."""
+def _check_query(lens: str | None, levels: list[str] | None,
+                 consistency: str = "immediate") -> None:
+    """Reject an unknown lens, level or consistency by name before connecting (exit 2)."""
+    from typing import get_args
+
     from memory import MemoryLevel
     from retrieval.lens import known_lenses, resolve_lens
+    from retrieval.query import Consistency
 
     from .errors import usage
 
@@ -65,6 +70,9 @@ def _check_query(lens: str | None, levels: list[str] | None) -> None:
     for lv in levels or ():
         if lv not in {m.value for m in MemoryLevel}:
             usage(f"unknown level {lv!r}: use one of {', '.join(m.value for m in MemoryLevel)}")
+    if consistency not in get_args(Consistency):
+        usage(f"unknown consistency {consistency!r}: use one of "
+              f"{', '.join(get_args(Consistency))}")
 
 
 def _num(x: float | None) -> str:
@@ -93,6 +101,9 @@ def register(app: typer.Typer) -> None:
         ] = None,
         limit: Annotated[int, typer.Option(help="Most hits shown.")] = 10,
         explain: Annotated[bool, typer.Option("--explain", help="One line per hit: why.")] = False,
+        consistency: Annotated[str, typer.Option(
+            help="immediate: rank what is indexed now; semantic: first wait until every "
+                 "searched memory is embedded.")] = "immediate",
         redis_url: RedisUrl = None,
         json_out: Json = False,
     ) -> None:
@@ -103,7 +114,7 @@ def register(app: typer.Typer) -> None:
         from .output import console, err_console, print_json
 
         url = _need_url(redis_url)
-        _check_query(lens, level)
+        _check_query(lens, level, consistency)
 
         async def main() -> None:
             async with (
@@ -111,7 +122,7 @@ def register(app: typer.Typer) -> None:
                 AgentMemory(bb, agent, teams=team or ()) as mem,
             ):
                 require_agent(await mem.memory_map(), agent)
-                fields: dict[str, Any] = {"max_results": limit}
+                fields: dict[str, Any] = {"max_results": limit, "consistency": consistency}
                 if text.strip():
                     fields["query"] = text
                 if level:

@@ -251,26 +251,33 @@ class Hit(BaseModel):
     scope: str
     score: float
     components: Components
+    #: Whether the entry had its vector when the search ran (False: ranked by BM25 and
+    #: the filters only).
+    has_vector: bool = False
 
     @classmethod
     def of(cls, s: ScoredEntry) -> Hit:
         return cls(entry=EntryOut.of(s.entry), scope=s.scope, score=s.score,
                    components=Components(dense=s.dense, bm25=s.bm25, fused=s.fused,
                                          strength=s.strength, recency=s.recency,
-                                         importance=s.importance))
+                                         importance=s.importance),
+                   has_vector=s.has_vector)
 
     def to_scored(self) -> ScoredEntry:
         from retrieval.scoring import ScoredEntry
 
         c = self.components
         return ScoredEntry(self.entry.to_entry(), self.scope, c.dense, c.bm25, c.fused,
-                           c.strength, c.recency, c.importance, self.score)
+                           c.strength, c.recency, c.importance, self.score, self.has_vector)
 
 
 class RecallResponse(BaseModel):
     hits: list[Hit]
     #: With ``explain``: the scopes searched, for a caller to see what was considered.
     scopes: list[str] | None = None
+    #: Entries of the searched scopes still waiting for a vector when the search ran
+    #: (0: the ranking used meaning for every entry).
+    dense_pending: int = 0
 
 
 class TagsOut(BaseModel):

@@ -19,13 +19,18 @@ from blackboard.validation import TAG_PATTERN, validate_tag
 from .lens import LensPreset, known_lenses, resolve_lens
 
 __all__ = [
-    "FusionMethod", "MemoryQuery", "RecallOrder", "TagFilter", "as_query", "json_number",
+    "Consistency", "FusionMethod", "MemoryQuery", "RecallOrder", "TagFilter", "as_query",
+    "json_number",
 ]
 
 FusionMethod = Literal["convex", "rrf"]
 # "relevance": ranked by score (the hybrid retriever); "newest": listed newest first straight
 # from the scopes' Redis indexes (the structured retriever; no text, no index needed).
 RecallOrder = Literal["relevance", "newest"]
+#: ``immediate``: rank what is indexed now (entries still waiting for a vector by BM25 and
+#: the filters; the result says how many, :mod:`retrieval.completeness`); ``semantic``:
+#: first wait until every entry of the searched scopes has its vector (bounded).
+Consistency = Literal["immediate", "semantic"]
 # An open end of ``time_range`` (None) stands for these bounds of ``created_at`` (ms).
 _TIME_MIN, _TIME_MAX = 0, 1 << 62
 
@@ -113,6 +118,8 @@ class MemoryQuery(BaseModel):
     combination (weight ``alpha`` on dense, ``None``: the engine default) or reciprocal-rank
     fusion; ``mmr`` is the MMR lambda in [0, 1] (``None``: no diversification). ``lens``
     names a preset (see :mod:`retrieval.lens`) that fills the fields left unset.
+    ``consistency="semantic"`` waits until the searched scopes are embedded (see
+    :data:`Consistency`).
     """
 
     model_config = ConfigDict(frozen=True, extra="forbid")
@@ -132,6 +139,7 @@ class MemoryQuery(BaseModel):
     alpha: float | None = Field(default=None, json_schema_extra=_UNIT_SCHEMA)
     mmr: float | None = Field(default=None, json_schema_extra=_UNIT_SCHEMA)
     order: RecallOrder = "relevance"
+    consistency: Consistency = "immediate"
 
     @model_validator(mode="before")
     @classmethod

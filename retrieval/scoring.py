@@ -131,7 +131,9 @@ class ScoredEntry:
     ``dense`` is the raw cosine (``None``: no vector or no semantic query), ``bm25`` the raw
     BM25 score (0: no term match; ``None``: no text query), ``fused`` the fused relevance in
     [0, 1], ``strength`` the current decayed strength, ``recency`` and ``importance`` in
-    [0, 1], ``score`` the final weighted sum used for ranking.
+    [0, 1], ``score`` the final weighted sum used for ranking. ``has_vector``: whether the
+    entry had its vector when the search ran (False: it could rank by BM25 and the filters
+    only; set by the retriever, :mod:`retrieval.completeness`).
     """
 
     entry: Entry
@@ -143,6 +145,7 @@ class ScoredEntry:
     recency: float
     importance: float
     score: float
+    has_vector: bool = False
 
     def explain(self) -> str:
         """A one-line account of the hit: its text first, then where it is and the score."""
