@@ -24,7 +24,8 @@ conversation's turns still waiting for a vector, from each result's ``dense_pend
 **settled** (the same memory once every turn has its vector). Each is also reported on the
 two halves of the dev split (conversations 1-3 and 4-5, ``HALVES``): a technique is kept
 only where it gains on both. ``--api store`` writes each turn with a plain
-``AgentMemory.store`` (one entry per turn, no conversation API, the caption in metadata).
+``AgentMemory.store`` (one entry per turn in the episodic level, as ``add_messages``; no
+conversation API, the caption in metadata).
 """
 
 from __future__ import annotations
@@ -198,7 +199,9 @@ async def _store_turns(mem: Any, sample: dict[str, Any], conv: ConversationConfi
         return
     for _session, msgs in sessions_of(sample):  # one plain entry per turn, no context
         for m in msgs:
-            await mem.store(f"{m.speaker}: {m.text}", metadata=dict(m.metadata or {}))
+            # the level add_messages writes to (working memory keeps only 200 entries)
+            await mem.store(f"{m.speaker}: {m.text}", level="episodic",
+                            metadata=dict(m.metadata or {}))
 
 
 async def _ask_all(mems: dict[str, Any], questions: list[tuple[str, int, set[str], str]]
