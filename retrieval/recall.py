@@ -103,6 +103,12 @@ class Retriever:
         rewrites = await self.rewriter(q.query) if self.rewriter and q.query else []
         fol = self.follower
         await fol.follow(names)
+        if q.consistency == "semantic":
+            # every write acknowledged before the call indexed, then embedded: the search
+            # below then ranks them all by meaning (a vector arriving during a search must
+            # not make that search's ranking pass for a complete one)
+            await fol.sync(names, self.wait_timeout)
+            await self._embedded(names)
         # A small batch being embedded: wait for it here, off the loop, not in the search.
         await fol.settled(self.engine.inline_embed)
         # Read-your-writes without paying the round trip on top of the search: ask Redis for
@@ -114,9 +120,8 @@ class Retriever:
             await fol.catch_up_to(ids, self.wait_timeout)
             hits = self._search(q, names)
         if q.consistency == "semantic" and self.engine.unembedded(names):
-            # caught up with the writes: now wait for their vectors, then rank again
-            await wait_embedded(lambda: self.engine.unembedded(names), fol.wake_embedder,
-                                self.semantic_timeout)
+            # writes the read-your-writes check brought in since: their vectors too
+            await self._embedded(names)
             hits = self._search(q, names)
         if rewrites:
             more = [self._search(q.model_copy(update={"query": r}), names) for r in rewrites]
@@ -126,6 +131,12 @@ class Retriever:
                 log.info("recall %r: %s", q.query, h.explain())
         pending = sum(self.engine.unembedded(names).values())
         return RecallHits(self.engine.mark_vectors(hits), pending)
+
+    async def _embedded(self, names: list[str]) -> None:
+        """Wait until every entry of ``names`` has its vector (``EmbeddingBacklog`` past
+        ``semantic_timeout``)."""
+        await wait_embedded(lambda: self.engine.unembedded(names),
+                            self.follower.wake_embedder, self.semantic_timeout)
 
     def _search(self, q: MemoryQuery, names: list[str]) -> list[ScoredEntry]:
         # Copies made by dataflow edges (working -> stm keeps the steps) hold the same
