@@ -88,13 +88,19 @@ def unembedded(cats: Sequence[ScopeIndex], has_embedder: bool) -> dict[str, int]
     return {s: n for s, n in out.items() if n}
 
 
-def mark_vectors(hits: Sequence[ScoredEntry], cats: dict[str, ScopeIndex]) -> list[ScoredEntry]:
-    """``hits`` with ``has_vector`` set from their scope's index (caller holds the lock)."""
+def mark_vectors(hits: Sequence[ScoredEntry], cats: dict[str, ScopeIndex],
+                 semantic: bool) -> list[ScoredEntry]:
+    """``hits`` with ``has_vector`` set (caller holds the lock): for a search by meaning
+    (``semantic``: a text query and an embedder), whether the hit got a cosine, i.e. had
+    its vector when ranked; otherwise whether its scope's index holds one now."""
     out = []
     for h in hits:
-        cat = cats.get(h.scope)
-        row = cat.row_of.get(h.entry.id) if cat is not None else None
-        has = bool(cat.has_vec.a[row]) if cat is not None and row is not None else False
+        if semantic:
+            has = h.dense is not None
+        else:
+            cat = cats.get(h.scope)
+            row = cat.row_of.get(h.entry.id) if cat is not None else None
+            has = bool(cat.has_vec.a[row]) if cat is not None and row is not None else False
         out.append(h if h.has_vector == has else replace(h, has_vector=has))
     return out
 

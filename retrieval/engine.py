@@ -431,10 +431,11 @@ class SearchEngine:
             cats = [c for s in scopes if (c := self._scopes.get(s)) is not None]
             return unembedded(cats, self.embedder is not None)
 
-    def mark_vectors(self, hits: list[ScoredEntry]) -> list[ScoredEntry]:
-        """``hits`` with ``has_vector`` saying whether each had its vector now."""
+    def mark_vectors(self, hits: list[ScoredEntry], text: bool) -> list[ScoredEntry]:
+        """``hits`` of a search (``text``: by a text query) with ``has_vector`` saying
+        whether each had its vector when ranked."""
         with self._lock:
-            return mark_vectors(hits, self._scopes)
+            return mark_vectors(hits, self._scopes, text and self.embedder is not None)
 
     def _heat(self, cats: list[ScopeIndex]) -> None:
         # the most recently searched scopes last; a bounded memory of them

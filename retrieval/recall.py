@@ -129,8 +129,9 @@ class Retriever:
         if q.explain:
             for h in hits:
                 log.info("recall %r: %s", q.query, h.explain())
+        # counted as the recall returns: a vector that arrived during the search lowers it
         pending = sum(self.engine.unembedded(names).values())
-        return RecallHits(self.engine.mark_vectors(hits), pending)
+        return RecallHits(self.engine.mark_vectors(hits, q.query is not None), pending)
 
     async def _embedded(self, names: list[str]) -> None:
         """Wait until every entry of ``names`` has its vector (``EmbeddingBacklog`` past

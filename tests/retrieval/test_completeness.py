@@ -58,7 +58,7 @@ def test_engine_counts_and_marks_what_lacks_a_vector() -> None:
     eng = SearchEngine(CountingEmbedder())
     eng.add(_entries("s:a", 5), embed_now=False)
     assert eng.unembedded(["s:a", "s:none"]) == {"s:a": 5}
-    hits = eng.mark_vectors(eng.search(MemoryQuery(query="tulips", max_results=3)))
+    hits = eng.mark_vectors(eng.search(MemoryQuery(query="tulips", max_results=3)), True)
     # the search embedded its five itself (below inline_embed): all have vectors now
     assert eng.unembedded(["s:a"]) == {} and all(h.has_vector for h in hits)
     assert SearchEngine(None).unembedded(["s:a"]) == {}  # no embedder: nothing waits
