@@ -5,7 +5,8 @@ session's date; for each question of categories 1-4 with evidence, recall@k is
 |evidence ∩ top-k turns| / |evidence|, averaged overall and per category.
 
     .venv/bin/python -m bench.locomo --mode bm25|hybrid|both [--alpha A] [--engine-only]
-        [--before N] [--after N] [--set FIELD=VALUE ...] [--json]
+        [--before N] [--after N] [--set FIELD=VALUE ...] [--api messages|store]
+        [--conversations 1,2,3] [--json]
 
 By default through the public API on Redis (an embedded ``redis-server``, or
 ``BLACKBOARD_REDIS_URL``): each conversation is one agent's memory, each session written
@@ -15,6 +16,16 @@ caller's metadata is the turn's ``dia_id`` and an image's caption. ``--engine-on
 the fast path: the entries ``add_messages`` would write, straight into an in-process
 :class:`SearchEngine`. ``--set`` overrides a :class:`ScoringConfig` field (ablations);
 ``--before``/``--after`` the turns of context (:class:`ConversationConfig`).
+
+Through the stack every run is measured twice, and each figure says which it is: **at
+once** (the questions asked right after the writes: whatever the model has not embedded
+yet ranks by BM25 and the filters; ``pending`` is the mean count of the asked
+conversation's turns still waiting for a vector, from each result's ``dense_pending``) and
+**settled** (the same memory once every turn has its vector). Each is also reported on the
+two halves of the dev split (conversations 1-3 and 4-5, ``HALVES``): a technique is kept
+only where it gains on both. ``--api store`` writes each turn with a plain
+``AgentMemory.store`` (one entry per turn in the episodic level, as ``add_messages``; no
+conversation API, the caption in metadata).
 """
 
 from __future__ import annotations
@@ -46,6 +57,10 @@ CATEGORIES = {1: "multi-hop", 2: "temporal", 3: "open-domain", 4: "single-hop"}
 _DIA = re.compile(r"D\d+:\d+")
 
 
+#: The two-fold split of the dev conversations (1-based positions in the file).
+HALVES = {"conversations 1-3": (0, 1, 2), "conversations 4-5": (3, 4)}
+
+
 @dataclass(frozen=True, slots=True)
 class Result:
     mode: str
@@ -55,8 +70,16 @@ class Result:
     per_category: dict[str, tuple[int, float, float]]
     store_s: float
     query_ms_mean: float
-    index_s: float = 0.0  # stack: first recall per agent (bootstrap + embedding), not in query
+    index_s: float = 0.0  # stack: first recall per agent (bootstrap), not in query
     query_ms_p50: float = 0.0
+    #: "at once" (questions right after the writes) or "settled" (every turn embedded)
+    state: str = "settled"
+    #: per half of the split: (questions, R@5, R@10)
+    halves: dict[str, tuple[int, float, float]] | None = None
+    #: at once: mean turns of the asked conversation still without a vector per question
+    pending_mean: float = 0.0
+    #: settled: seconds from the end of the at-once questions until every turn had a vector
+    settle_s: float = 0.0
 
 
 def _parse_date(s: str) -> datetime:
@@ -120,37 +143,87 @@ def _config(alpha: float | None, config: ScoringConfig | None) -> ScoringConfig:
     return replace(cfg, alpha=alpha) if alpha is not None else cfg
 
 
+def load(conversations: list[int] | None = None) -> list[dict[str, Any]]:
+    """The dev conversations (``conversations``: 1-based positions, default all)."""
+    data: list[dict[str, Any]] = json.loads(DATA.read_text())
+    if conversations:
+        bad = [c for c in conversations if not 1 <= c <= len(data)]
+        if bad:
+            raise SystemExit(f"--conversations: {bad} not in 1-{len(data)}")
+        data = [data[c - 1] for c in conversations]
+    return data
+
+
 def run(
     mode: str, alpha: float | None = None, conv: ConversationConfig | None = None,
     config: ScoringConfig | None = None, engine_only: bool = False,
-    redis_url: str | None = None,
-) -> Result:
+    redis_url: str | None = None, api: str = "messages",
+    conversations: list[int] | None = None,
+) -> list[Result]:
     conv = conv or ConversationConfig()
     if not engine_only:
-        return asyncio.run(run_stack(mode, _config(alpha, config), conv, redis_url))
-    data = json.loads(DATA.read_text())
+        return asyncio.run(run_stack(mode, _config(alpha, config), conv, redis_url, api,
+                                     conversations))
+    data = load(conversations)
     embedder = MiniLMEmbedder() if mode == "hybrid" else None
     engine = SearchEngine(embedder, _config(alpha, config))
     t0 = time.perf_counter()
     for s in data:
         engine.add(engine_entries(s["sample_id"], s, conv))
     store_s = time.perf_counter() - t0
-    rec: dict[int, list[tuple[float, float]]] = defaultdict(list)
+    per: list[Asked] = []
     times = []
     for sample, cat, ev, question in _questions(data):
         t = time.perf_counter()
         got = ask(engine, sample, question, 10, alpha)
         times.append(time.perf_counter() - t)
-        rec[cat].append((len(ev & set(got[:5])) / len(ev), len(ev & set(got[:10])) / len(ev)))
-    return summarise(f"{mode} (engine)", rec, store_s, times)
+        per.append(_scored(sample, cat, ev, got, 0))
+    return [summarise(f"{mode} (engine)", per, store_s, times, data=data)]
+
+
+#: One question's outcome: (conversation, category, R@5, R@10, turns still unembedded).
+Asked = tuple[str, int, float, float, int]
+
+
+def _scored(sample: str, cat: int, ev: set[str], got: list[str], pending: int) -> Asked:
+    return (sample, cat, len(ev & set(got[:5])) / len(ev), len(ev & set(got[:10])) / len(ev),
+            pending)
+
+
+async def _store_turns(mem: Any, sample: dict[str, Any], conv: ConversationConfig,
+                       api: str) -> None:
+    if api == "messages":
+        mem.configure_conversation(conv)
+        for session, msgs in sessions_of(sample):
+            await mem.add_messages(session, msgs)
+        return
+    for _session, msgs in sessions_of(sample):  # one plain entry per turn, no context
+        for m in msgs:
+            # the level add_messages writes to (working memory keeps only 200 entries)
+            await mem.store(f"{m.speaker}: {m.text}", level="episodic",
+                            metadata=dict(m.metadata or {}))
+
+
+async def _ask_all(mems: dict[str, Any], questions: list[tuple[str, int, set[str], str]]
+                   ) -> tuple[list[Asked], list[float]]:
+    per: list[Asked] = []
+    times = []
+    for sample, cat, ev, question in questions:
+        t = time.perf_counter()
+        hits = await mems[sample].recall(question, limit=10)
+        times.append(time.perf_counter() - t)
+        got = [h.entry.metadata["dia_id"] for h in hits]
+        per.append(_scored(sample, cat, ev, got, getattr(hits, "dense_pending", 0)))
+    return per, times
 
 
 async def run_stack(
-    mode: str, cfg: ScoringConfig, conv: ConversationConfig, redis_url: str | None = None
-) -> Result:
-    """The benchmark through Redis: ``AgentMemory.add_messages`` per session,
-    ``AgentMemory.recall`` per question; one Retriever (one process serving the five
-    agents) shared by them."""
+    mode: str, cfg: ScoringConfig, conv: ConversationConfig, redis_url: str | None = None,
+    api: str = "messages", conversations: list[int] | None = None,
+) -> list[Result]:
+    """The benchmark through Redis: ``AgentMemory.add_messages`` per session (or ``store``
+    per turn), ``AgentMemory.recall`` per question; one Retriever (one process serving the
+    five agents) shared by them. Asked at once, then again once settled."""
     import os
     from contextlib import ExitStack
 
@@ -158,7 +231,8 @@ async def run_stack(
     from memory import AgentMemory
     from retrieval import Retriever
 
-    data = json.loads(DATA.read_text())
+    data = load(conversations)
+    questions = _questions(data)
     with ExitStack() as stack:
         url = redis_url or os.environ.get("BLACKBOARD_REDIS_URL")
         if not url:
@@ -171,52 +245,63 @@ async def run_stack(
                     for s in data}
             t0 = time.perf_counter()
             for s in data:
-                mem = mems[s["sample_id"]]
-                mem.configure_conversation(conv)
-                for session, msgs in sessions_of(s):
-                    await mem.add_messages(session, msgs)
+                await _store_turns(mems[s["sample_id"]], s, conv, api)
             store_s = time.perf_counter() - t0
             t0 = time.perf_counter()
-            for mem in mems.values():  # first recall: bootstrap the index, embed every turn
+            for mem in mems.values():  # first recall: bootstrap the index (no model wait)
                 await mem.recall("warm up", limit=1)
             index_s = time.perf_counter() - t0
-            rec: dict[int, list[tuple[float, float]]] = defaultdict(list)
-            times = []
-            for sample, cat, ev, question in _questions(data):
-                t = time.perf_counter()
-                hits = await mems[sample].recall(question, limit=10)
-                times.append(time.perf_counter() - t)
-                got = [h.entry.metadata["dia_id"] for h in hits]
-                rec[cat].append(
-                    (len(ev & set(got[:5])) / len(ev), len(ev & set(got[:10])) / len(ev))
-                )
+            at_once, t_once = await _ask_all(mems, questions)
+            t0 = time.perf_counter()
+            retr.semantic_timeout = 3600.0
+            for mem in mems.values():  # settle: the library's own wait for every vector
+                await mem.recall(MemoryQuery(query="warm up", max_results=1,
+                                             consistency="semantic"))
+            settle_s = time.perf_counter() - t0
+            settled, t_settled = await _ask_all(mems, questions)
             for mem in mems.values():
                 await mem.aclose()
             await retr.aclose()
-    return summarise(f"{mode} (stack)", rec, store_s, times, index_s)
+    name = f"{mode} ({'stack' if api == 'messages' else 'store'})"
+    return [summarise(name, at_once, store_s, t_once, index_s, "at once", data),
+            summarise(name, settled, store_s, t_settled, index_s, "settled", data, settle_s)]
+
+
+def _means(rows: list[Asked]) -> tuple[int, float, float]:
+    n = len(rows)
+    return n, sum(r[2] for r in rows) / max(1, n), sum(r[3] for r in rows) / max(1, n)
 
 
 def summarise(
-    mode: str, rec: dict[int, list[tuple[float, float]]], store_s: float, times: list[float],
-    index_s: float = 0.0,
+    mode: str, per: list[Asked], store_s: float, times: list[float], index_s: float = 0.0,
+    state: str = "settled", data: list[dict[str, Any]] | None = None, settle_s: float = 0.0,
 ) -> Result:
-    """Mean recall overall and per category from per-question (R@5, R@10)."""
+    """Mean recall overall, per category and per half of the split, from each question's
+    (conversation, category, R@5, R@10, pending)."""
     qt = sum(times)
-    allr = [r for rs in rec.values() for r in rs]
-    per = {
-        CATEGORIES[c]: (len(rs), sum(r[0] for r in rs) / len(rs), sum(r[1] for r in rs) / len(rs))
-        for c, rs in sorted(rec.items())
-    }
+    by_cat: dict[int, list[Asked]] = defaultdict(list)
+    for r in per:
+        by_cat[r[1]].append(r)
+    halves = None
+    if data is not None:
+        names = [s["sample_id"] for s in json.loads(DATA.read_text())]  # the split's order
+        halves = {}
+        for half, pos in HALVES.items():
+            want = {names[i] for i in pos if i < len(names)}
+            rows = [r for r in per if r[0] in want]
+            if rows:
+                halves[half] = _means(rows)
+    n, r5, r10 = _means(per)
     return Result(
-        mode,
-        len(allr),
-        sum(r[0] for r in allr) / len(allr),
-        sum(r[1] for r in allr) / len(allr),
-        per,
+        mode, n, r5, r10,
+        {CATEGORIES[c]: _means(rs) for c, rs in sorted(by_cat.items())},
         store_s,
-        1000 * qt / max(1, len(allr)),
+        1000 * qt / max(1, n),
         index_s,
         1000 * float(sorted(times)[len(times) // 2]) if times else 0.0,
+        state, halves,
+        sum(r[4] for r in per) / max(1, n),
+        settle_s,
     )
 
 
@@ -225,17 +310,20 @@ def _print(results: list[Result]) -> None:
     from rich.table import Table
 
     table = Table(title=f"LoCoMo dev evidence recall ({DATA.name})")
-    for col in ("mode", "category", "questions", "R@5", "R@10"):
+    for col in ("mode", "state", "category", "questions", "R@5", "R@10"):
         table.add_column(col, justify="right" if col in ("questions", "R@5", "R@10") else "left")
     for r in results:
-        table.add_row(r.mode, "overall", str(r.questions), f"{r.r5:.3f}", f"{r.r10:.3f}")
-        for name, (n, r5, r10) in r.per_category.items():
-            table.add_row("", name, str(n), f"{r5:.3f}", f"{r10:.3f}")
+        table.add_row(r.mode, r.state, "overall", str(r.questions), f"{r.r5:.3f}",
+                      f"{r.r10:.3f}")
+        for name, (n, r5, r10) in {**r.per_category, **(r.halves or {})}.items():
+            table.add_row("", "", name, str(n), f"{r5:.3f}", f"{r10:.3f}")
     Console().print(table)
     for r in results:
+        extra = (f", {r.pending_mean:.0f} turns of the conversation unembedded per question"
+                 if r.state == "at once" else f", settled after {r.settle_s:.1f} s more")
         Console().print(
-            f"{r.mode}: store {r.store_s:.1f} s, index {r.index_s:.1f} s, "
-            f"{r.query_ms_mean:.1f} ms/query (p50 {r.query_ms_p50:.1f})",
+            f"{r.mode} {r.state}: store {r.store_s:.1f} s, index {r.index_s:.1f} s, "
+            f"{r.query_ms_mean:.1f} ms/query (p50 {r.query_ms_p50:.1f}){extra}",
             style="dim",
         )
 
@@ -264,14 +352,23 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--engine-only", action="store_true",
                     help="in-process engine only (fast path), no Redis")
     ap.add_argument("--redis-url", default=None, help="default: $BLACKBOARD_REDIS_URL or embedded")
+    ap.add_argument("--api", choices=("messages", "store"), default="messages",
+                    help="write turns with add_messages (default) or one plain store each")
+    ap.add_argument("--conversations", default=None,
+                    help="comma-separated 1-based positions of the dev conversations")
     a = ap.parse_args(argv)
+    try:
+        convs = [int(x) for x in a.conversations.split(",")] if a.conversations else None
+    except ValueError:
+        raise SystemExit(f"--conversations {a.conversations!r}: expected e.g. 1,2,3") from None
     modes = ("bm25", "hybrid") if a.mode == "both" else (a.mode,)
     d = ConversationConfig()
     conv = replace(d, before=d.before if a.before is None else a.before,
                    after=d.after if a.after is None else a.after)
     cfg = _overrides(a.set)
-    results = [run(m, a.alpha, conv, cfg, engine_only=a.engine_only, redis_url=a.redis_url)
-               for m in modes]
+    results = [r for m in modes
+               for r in run(m, a.alpha, conv, cfg, engine_only=a.engine_only,
+                            redis_url=a.redis_url, api=a.api, conversations=convs)]
     if a.json:
         print(json.dumps([asdict(r) for r in results], indent=2))
     else:

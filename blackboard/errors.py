@@ -39,6 +39,7 @@ The whole tree (``pkg.module:`` marks classes defined above this package)::
     ├── NotReplicated                WAIT / WAITAOF: fewer acknowledgements than asked
     ├── retrieval.embedders.base: EmbedderUnavailable (ImportError)
     │   └── retrieval.embedders.openai: EmbeddingServiceError
+    ├── retrieval.completeness: EmbeddingBacklog (TimeoutError)
     ├── memory.errors: SemanticRecallUnavailable (NotImplementedError)
     ├── memory.remote_decode: RateLimited
     ├── consolidation.errors: ConsolidationError

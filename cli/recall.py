@@ -6,9 +6,10 @@ Mounted by :mod:`cli.app` (``register(app)``); the index is built for this one q
 
 ``--json`` shape (stable; extend, never rename): a list, best first, of
 ``{"rank", "id", "scope", "value", "text", "tags", "key", "created_at", "score", "fused",
-"dense", "bm25", "strength", "recency", "importance", "also_in"}`` (``text``: the value as
-a person reads it; ``dense``/``bm25`` null when that signal did not apply; ``also_in``: the
-other forms of the same fact folded into the hit, ``[{"id", "scope"}]``).
+"dense", "bm25", "strength", "recency", "importance", "also_in", "has_vector"}`` (``text``:
+the value as a person reads it; ``dense``/``bm25`` null when that signal did not apply;
+``also_in``: the other forms of the same fact folded into the hit, ``[{"id", "scope"}]``;
+``has_vector`` false when the entry could rank by keywords only).
 """
 
 from __future__ import annotations
@@ -39,6 +40,7 @@ def hit_record(rank: int, h: Any) -> dict[str, Any]:
         "bm25": h.bm25, "strength": h.strength, "recency": h.recency,
         "importance": h.importance,
         "also_in": [{"id": r.entry_id, "scope": r.scope} for r in h.also_in],
+        "has_vector": h.has_vector,
     }
 
 
@@ -51,10 +53,14 @@ def require_agent(memory_map: Any, agent: str) -> None:
             "entries (check the name; `blackboard acl grant` provisions an agent)")
 
 
-def _check_query(lens: str | None, levels: list[str] | None) -> None:
-    """Reject an unknown lens or level by name before connecting (exit 2)."""
+def _check_query(lens: str | None, levels: list[str] | None,
+                 consistency: str = "immediate") -> None:
+    """Reject an unknown lens, level or consistency by name before connecting (exit 2)."""
+    from typing import get_args
+
     from memory import MemoryLevel
     from retrieval.lens import known_lenses, resolve_lens
+    from retrieval.query import Consistency
 
     from .errors import usage
 
@@ -67,6 +73,9 @@ def _check_query(lens: str | None, levels: list[str] | None) -> None:
     for lv in levels or ():
         if lv not in {m.value for m in MemoryLevel}:
             usage(f"unknown level {lv!r}: use one of {', '.join(m.value for m in MemoryLevel)}")
+    if consistency not in get_args(Consistency):
+        usage(f"unknown consistency {consistency!r}: use one of "
+              f"{', '.join(get_args(Consistency))}")
 
 
 def _check_as_of(text: str | None) -> Any:
@@ -119,6 +128,9 @@ def register(app: typer.Typer) -> None:
         history: Annotated[
             bool, typer.Option("--history", help="Replaced beliefs too, after the current.")
         ] = False,
+        consistency: Annotated[str, typer.Option(
+            help="immediate: rank what is indexed now; semantic: first wait until every "
+                 "searched memory is embedded.")] = "immediate",
         redis_url: RedisUrl = None,
         json_out: Json = False,
     ) -> None:
@@ -129,7 +141,7 @@ def register(app: typer.Typer) -> None:
         from .output import console, err_console, print_json
 
         url = _need_url(redis_url)
-        _check_query(lens, level)
+        _check_query(lens, level, consistency)
         when = _check_as_of(as_of)
 
         async def main() -> None:
@@ -138,7 +150,7 @@ def register(app: typer.Typer) -> None:
                 AgentMemory(bb, agent, teams=team or ()) as mem,
             ):
                 require_agent(await mem.memory_map(), agent)
-                fields: dict[str, Any] = {"max_results": limit}
+                fields: dict[str, Any] = {"max_results": limit, "consistency": consistency}
                 if text.strip():
                     fields["query"] = text
                 if level:

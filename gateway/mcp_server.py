@@ -91,10 +91,14 @@ class Found(BaseModel):
     also_in: list[EntryRefOut] | None = Field(None, description="Other memories holding the "
                                               "same fact (copies, summaries, beliefs), folded "
                                               "into this one.")
+    has_vector: bool = Field(False, description="Whether it was searchable by meaning when "
+                             "recalled (false: matched by keywords and filters only).")
 
 
 class Recalled(BaseModel):
     memories: list[Found]
+    dense_pending: int = Field(0, description="Memories searched that were not yet "
+                               "searchable by meaning (0: every one was).")
 
 
 class Forgotten(BaseModel):
@@ -153,7 +157,7 @@ def _found(h: Hit, explain: bool) -> Found:
                  created=_iso(e.created_at), score=round(h.score, 4),
                  components=h.components.model_dump() if explain else None,
                  author=e.author, claimed_agents=e.claimed_agents or None,
-                 also_in=h.also_in or None)
+                 also_in=h.also_in or None, has_vector=h.has_vector)
 
 
 def build_mcp(caller_of: CallerOf) -> MCPServer:
@@ -260,7 +264,8 @@ def build_mcp(caller_of: CallerOf) -> MCPServer:
             mq = MemoryQuery.model_validate(
                 {k: v for k, v in q.items() if v is not None} | {"max_results": limit})
             hits = await caller.memory.recall(mq, limit=limit, explain=explain)
-        return Recalled(memories=[_found(Hit.of(h), explain) for h in hits])
+        return Recalled(memories=[_found(Hit.of(h), explain) for h in hits],
+                        dense_pending=getattr(hits, "dense_pending", 0))
 
     @mcp.tool(annotations=ToolAnnotations(title="Forget", destructive_hint=True,
                                           idempotent_hint=True))

@@ -17,6 +17,7 @@ from blackboard import (
     NotFound,
     deterministic_id,
 )
+from retrieval.completeness import RecallHits
 from retrieval.query import MemoryQuery, as_query
 from retrieval.reconcile import team_beliefs_first
 from retrieval.scoring import ScoredEntry
@@ -208,8 +209,10 @@ class AgentMemory:
         self._sessions.configs[self.access.check_write(self.scope_for(level, team))] = config
 
     async def recall(self, query: str | MemoryQuery, *, limit: int | None = None,
-                     explain: bool = False) -> list[ScoredEntry]:
-        """Recall -> ``list[ScoredEntry]``, in the query's order.
+                     explain: bool = False) -> RecallHits:
+        """Recall -> ``list[ScoredEntry]`` (a :class:`~retrieval.completeness.RecallHits`:
+        with ``dense_pending``, the searched entries still waiting for a vector; each hit's
+        ``has_vector``), in the query's order.
 
         Text or a :class:`MemoryQuery`, over the readable scopes, narrowed by the query's
         ``scopes`` (each checked) and ``levels`` (``"working"``, ``"semantic"`` or
@@ -224,7 +227,8 @@ class AgentMemory:
         hits = await self._retriever_for(q).recall(q, scopes)
         if q.order != "newest":  # a team's reconciled belief before a member's own
             hits = team_beliefs_first(hits)
-        return hits[: q.max_results]
+        # RecallHits: the hits with how many searched entries still wait for a vector
+        return RecallHits(hits[: q.max_results], getattr(hits, "dense_pending", 0))
 
     def _retriever_for(self, q: MemoryQuery) -> Retriever:
         if q.order == "newest":

@@ -30,8 +30,8 @@ except ImportError as exc:  # pragma: no cover - depends on the installation
     ) from exc
 
 from blackboard import Entry, EventType
+from retrieval.completeness import RecallHits
 from retrieval.query import MemoryQuery
-from retrieval.scoring import ScoredEntry
 
 from .levels import MemoryLevel
 from .memory_map import MemoryMap
@@ -211,7 +211,7 @@ class RemoteMemory:
     # -- recall and introspection ---------------------------------------------------------
 
     async def recall(self, query: str | MemoryQuery, *, limit: int | None = None,
-                     explain: bool = False) -> list[ScoredEntry]:
+                     explain: bool = False) -> RecallHits:
         """As :meth:`AgentMemory.recall`: hybrid recall over the readable scopes (a
         :class:`MemoryQuery` narrows it), best first, every score component included."""
         q = query if isinstance(query, MemoryQuery) else MemoryQuery(query=str(query))
@@ -222,7 +222,7 @@ class RemoteMemory:
         if explain:
             body["explain"] = True
         got = RecallResponse.model_validate(await self._call("POST", "/v1/recall", json=body))
-        return [h.to_scored() for h in got.hits]
+        return RecallHits([h.to_scored() for h in got.hits], got.dense_pending)
 
     async def list_tags(self, level: MemoryLevel | str | None = None, *,
                         team: str | None = None) -> dict[str, int]:

@@ -262,6 +262,9 @@ class Hit(BaseModel):
     #: The other forms of the same fact folded into this hit (copies, summaries, beliefs,
     #: episodes, team copies; ``MemoryQuery.collapse``), best-ranked first.
     also_in: list[EntryRefOut] = Field(default_factory=list)
+    #: Whether the entry had its vector when the search ran (False: ranked by BM25 and
+    #: the filters only).
+    has_vector: bool = False
 
     @classmethod
     def of(cls, s: ScoredEntry) -> Hit:
@@ -269,7 +272,8 @@ class Hit(BaseModel):
                    components=Components(dense=s.dense, bm25=s.bm25, fused=s.fused,
                                          strength=s.strength, recency=s.recency,
                                          importance=s.importance),
-                   also_in=[EntryRefOut(id=r.entry_id, scope=r.scope) for r in s.also_in])
+                   also_in=[EntryRefOut(id=r.entry_id, scope=r.scope) for r in s.also_in],
+                   has_vector=s.has_vector)
 
     def to_scored(self) -> ScoredEntry:
         from blackboard import EntryRef
@@ -278,13 +282,17 @@ class Hit(BaseModel):
         c = self.components
         return ScoredEntry(self.entry.to_entry(), self.scope, c.dense, c.bm25, c.fused,
                            c.strength, c.recency, c.importance, self.score,
-                           tuple(EntryRef(r.scope, r.id) for r in self.also_in))
+                           tuple(EntryRef(r.scope, r.id) for r in self.also_in),
+                           self.has_vector)
 
 
 class RecallResponse(BaseModel):
     hits: list[Hit]
     #: With ``explain``: the scopes searched, for a caller to see what was considered.
     scopes: list[str] | None = None
+    #: Entries of the searched scopes still waiting for a vector when the search ran
+    #: (0: the ranking used meaning for every entry).
+    dense_pending: int = 0
 
 
 class TagsOut(BaseModel):

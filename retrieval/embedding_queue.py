@@ -25,6 +25,12 @@ __all__ = ["EmbeddingQueue"]
 
 log = logging.getLogger(__name__)
 
+#: Entries taken from the engine's queue per background batch: small enough that the
+#: scopes being searched (taken first, :meth:`SearchEngine.take_pending`) get their
+#: vectors soon, larger than the engine's ``inline_embed`` so a search never waits for a
+#: backlog's batch (:meth:`EmbeddingQueue.settled`).
+TAKE = 128
+
 
 class EmbeddingQueue:
     """Adds entries to ``engine`` and stores the vectors it computes back in Redis.
@@ -116,7 +122,8 @@ class EmbeddingQueue:
                 return
             # Taken here, on the loop: once settled() returns, no batch is out of the
             # queue without its vectors in the engine.
-            batch = self.engine.take_pending(self.engine.embed_batch)
+            batch = self.engine.take_pending(
+                min(self.engine.embed_batch, max(TAKE, self.engine.inline_embed + 1)))
             if not batch:
                 continue
             if self.engine.waiting:

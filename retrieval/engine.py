@@ -16,6 +16,7 @@ from blackboard import Entry, ScopePolicy
 
 from .bm25 import BM25Index
 from .bm25_variants import BM25Params
+from .completeness import mark_vectors, unembedded
 from .dense import DenseIndex
 from .embedders.base import Embedder, default_embedder
 from .prf import entities, expansion_terms, rocchio
@@ -107,6 +108,9 @@ class SearchEngine:
         self._scopes: dict[str, ScopeIndex] = {}
         self._scope_of: dict[str, str] = {}  # entry id -> scope
         self._pending: Pending = []
+        #: Scopes searched lately, newest last: their entries are embedded first (what is
+        #: being searched gains meaning soonest while the model is behind the writes).
+        self._hot: dict[str, None] = {}
         self._out: list[_Out] = []  # batches taken, being embedded outside the lock
         self._counts_lock = threading.Lock()  # the embed counters, kept from any thread
         self._embed_calls = 0
@@ -264,6 +268,8 @@ class SearchEngine:
         keeps its event loop free."""
         with self._lock:
             live = [x for x in self._pending if _needs_vector(x)]
+            if self._hot and limit is not None and len(live) > limit:
+                live = _searched_first(live, self._hot)
             n = len(live) if limit is None else min(limit, len(live))
             todo, self._pending = live[:n], live[n:]
             if todo and self.embedder is not None:
@@ -420,10 +426,32 @@ class SearchEngine:
             cats = self._searched_locked(scopes, q.scopes)
             if self._pending or self._out:
                 self._flush_locked(self.inline_embed, cats)
+                self._heat(cats)
             qvec = None
             if q.query is not None and self.embedder is not None:
                 qvec = self.embedder.embed([q.query])[0]
             return self._rank_locked(q, cats, qvec, now, q.max_results if depth is None else depth)
+
+    def unembedded(self, scopes: Iterable[str]) -> dict[str, int]:
+        """Per scope of ``scopes``, indexed entries still waiting for a vector (none
+        listed: every one has its vector, or there is no embedder)."""
+        with self._lock:
+            cats = [c for s in scopes if (c := self._scopes.get(s)) is not None]
+            return unembedded(cats, self.embedder is not None)
+
+    def mark_vectors(self, hits: list[ScoredEntry], text: bool) -> list[ScoredEntry]:
+        """``hits`` of a search (``text``: by a text query) with ``has_vector`` saying
+        whether each had its vector when ranked."""
+        with self._lock:
+            return mark_vectors(hits, self._scopes, text and self.embedder is not None)
+
+    def _heat(self, cats: list[ScopeIndex]) -> None:
+        # the most recently searched scopes last; a bounded memory of them
+        for c in cats:
+            self._hot.pop(c.scope, None)
+            self._hot[c.scope] = None
+        while len(self._hot) > 64:
+            del self._hot[next(iter(self._hot))]
 
     def _searched_locked(
         self, scopes: list[str] | None, default: list[str] | None
@@ -504,6 +532,14 @@ class SearchEngine:
             self.config.prf_terms,
             lambda t: float(np.log(1 + n / (1 + bm.document_frequency(t)))),
         )
+
+
+def _searched_first(live: Pending, hot: dict[str, None]) -> Pending:
+    """``live`` with the entries of the ``hot`` scopes first (the most recently searched
+    first), each group in queue order."""
+    rank = {s: i for i, s in enumerate(reversed(hot))}
+    far = len(rank)
+    return sorted(live, key=lambda x: rank.get(x[0].scope, far))
 
 
 def _candidates(

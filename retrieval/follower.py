@@ -156,6 +156,10 @@ class IndexFollower:
         without embedding any itself (:meth:`EmbeddingQueue.settled`)."""
         await self._embeddings.settled(max_batch)
 
+    def wake_embedder(self) -> None:
+        """Have the background embedder go on with what is queued (a no-op when busy)."""
+        self._embeddings.wake()
+
     def positions(self, scopes: Sequence[str]) -> dict[str, str]:
         """The last feed id applied for each of ``scopes`` (``0-0``: none), now."""
         return {s: self._applied.get(s, "0-0") for s in scopes}

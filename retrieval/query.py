@@ -20,14 +20,18 @@ from blackboard.validation import TAG_PATTERN, validate_tag
 from .lens import LensPreset, known_lenses, resolve_lens
 
 __all__ = [
-    "FusionMethod", "MemoryQuery", "RecallOrder", "TagFilter", "as_query", "json_number",
-    "past_instant",
+    "Consistency", "FusionMethod", "MemoryQuery", "RecallOrder", "TagFilter", "as_query",
+    "json_number", "past_instant",
 ]
 
 FusionMethod = Literal["convex", "rrf"]
 # "relevance": ranked by score (the hybrid retriever); "newest": listed newest first straight
 # from the scopes' Redis indexes (the structured retriever; no text, no index needed).
 RecallOrder = Literal["relevance", "newest"]
+#: ``immediate``: rank what is indexed now (entries still waiting for a vector by BM25 and
+#: the filters; the result says how many, :mod:`retrieval.completeness`); ``semantic``:
+#: first wait until every entry of the searched scopes has its vector (bounded).
+Consistency = Literal["immediate", "semantic"]
 # An open end of ``time_range`` (None) stands for these bounds of ``created_at`` (ms).
 _TIME_MIN, _TIME_MAX = 0, 1 << 62
 
@@ -118,6 +122,8 @@ class MemoryQuery(BaseModel):
     ``collapse`` (default on): each fact once -- a memory and the entries derived from it
     (copies, summaries, beliefs, episodes, team copies) come back as one hit, the others
     in its ``also_in`` (:mod:`retrieval.collapse`); off: every form, as ranked.
+    ``consistency="semantic"`` waits until the searched scopes are embedded (see
+    :data:`Consistency`).
     """
 
     model_config = ConfigDict(frozen=True, extra="forbid")
@@ -142,6 +148,7 @@ class MemoryQuery(BaseModel):
     as_of: datetime | None = None
     include_history: bool = Field(default=False, strict=True)
     collapse: bool = Field(default=True, strict=True)
+    consistency: Consistency = "immediate"
 
     @model_validator(mode="before")
     @classmethod

@@ -18,6 +18,7 @@ from typing import Any, Literal
 from blackboard import Blackboard
 
 from .collapse import collapse
+from .completeness import RecallHits, wait_embedded
 from .embedders.base import Embedder
 from .engine import SearchEngine
 from .follower import IndexFollower
@@ -48,6 +49,8 @@ class Retriever:
     ``snapshot_dir``: load the index from / save it to this directory. ``rewriter``
     (optional, e.g. :class:`~retrieval.rewrite.LLMQueryRewriter`): text queries are also
     searched in its rewrites, the rankings fused (:func:`~retrieval.rewrite.fuse_rankings`).
+    ``semantic_timeout``: at most this long a ``consistency="semantic"`` query waits for its
+    scopes' vectors (then :class:`~retrieval.completeness.EmbeddingBacklog`).
     """
 
     def __init__(
@@ -62,8 +65,10 @@ class Retriever:
         block_ms: int = 1000,
         write_back: bool = True,
         rewriter: QueryRewriter | None = None,
+        semantic_timeout: float = 30.0,
     ) -> None:
         self.bb = bb
+        self.semantic_timeout = semantic_timeout
         self.rewriter = rewriter
         self.engine = engine if engine is not None else SearchEngine(embedder, config)
         self.wait_timeout = wait_timeout
@@ -82,17 +87,24 @@ class Retriever:
     async def recall(
         self, q: MemoryQuery | str, scopes: Sequence[str] | None = None, *,
         limit: int | None = None, explain: bool = False,
-    ) -> list[ScoredEntry]:
+    ) -> RecallHits:
         """The best hits for ``q`` (a query, or text) in ``scopes`` (default: the query's
-        ``scopes``), best first. Sees every write acknowledged before the call (bounded
-        wait)."""
+        ``scopes``), best first, each saying whether it had its vector, with the count of
+        entries still waiting for one (:class:`~retrieval.completeness.RecallHits`). Sees
+        every write acknowledged before the call (bounded wait)."""
         q = as_query(q, limit, explain)
         names = list(dict.fromkeys(scopes if scopes is not None else q.scopes or ()))
         if not names:
-            return []
+            return RecallHits()
         rewrites = await self.rewriter(q.query) if self.rewriter and q.query else []
         fol = self.follower
         await fol.follow(names)
+        if q.consistency == "semantic":
+            # every write acknowledged before the call indexed, then embedded: the search
+            # below then ranks them all by meaning (a vector arriving during a search must
+            # not make that search's ranking pass for a complete one)
+            await fol.sync(names, self.wait_timeout)
+            await self._embedded(names)
         # A small batch being embedded: wait for it here, off the loop, not in the search.
         await fol.settled(self.engine.inline_embed)
         # Read-your-writes without paying the round trip on top of the search: ask Redis for
@@ -103,6 +115,10 @@ class Retriever:
         if fol.behind(ids, seen):
             await fol.catch_up_to(ids, self.wait_timeout)
             hits = self._search(q, names)
+        if q.consistency == "semantic" and self.engine.unembedded(names):
+            # writes the read-your-writes check brought in since: their vectors too
+            await self._embedded(names)
+            hits = self._search(q, names)
         if rewrites:
             more = [self._search(q.model_copy(update={"query": r}), names) for r in rewrites]
             hits = fuse_rankings([hits, *more], q.max_results * (1 + len(more)))
@@ -112,7 +128,15 @@ class Retriever:
         if q.explain:
             for h in hits:
                 log.info("recall %r: %s", q.query, h.explain())
-        return hits
+        # counted as the recall returns: a vector that arrived during the search lowers it
+        pending = sum(self.engine.unembedded(names).values())
+        return RecallHits(self.engine.mark_vectors(hits, q.query is not None), pending)
+
+    async def _embedded(self, names: list[str]) -> None:
+        """Wait until every entry of ``names`` has its vector (``EmbeddingBacklog`` past
+        ``semantic_timeout``)."""
+        await wait_embedded(lambda: self.engine.unembedded(names),
+                            self.follower.wake_embedder, self.semantic_timeout)
 
     def _search(self, q: MemoryQuery, names: list[str]) -> list[ScoredEntry]:
         now = self.bb.now_ms()  # decay and recency on the clock the entries were stamped with

@@ -134,6 +134,9 @@ class ScoredEntry:
     [0, 1], ``score`` the final weighted sum used for ranking. ``also_in``: where else the
     same fact was found (copies, summaries, beliefs... collapsed into this hit by
     :mod:`retrieval.collapse`), best-ranked first.
+    [0, 1], ``score`` the final weighted sum used for ranking. ``has_vector``: whether the
+    entry had its vector when the search ran (False: it could rank by BM25 and the filters
+    only; set by the retriever, :mod:`retrieval.completeness`).
     """
 
     entry: Entry
@@ -146,6 +149,7 @@ class ScoredEntry:
     importance: float
     score: float
     also_in: tuple[EntryRef, ...] = ()
+    has_vector: bool = False
 
     def explain(self) -> str:
         """A one-line account of the hit: its text first, then where it is and the score."""

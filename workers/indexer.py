@@ -21,7 +21,8 @@ import functools
 import logging
 from collections import defaultdict
 from collections.abc import Awaitable, Callable, Collection, Iterable, Sequence
-from typing import Literal
+from dataclasses import dataclass
+from typing import Any, Literal
 
 import numpy as np
 
@@ -45,6 +46,10 @@ ABANDON_AFTER_S = 1.0
 _EMBED = frozenset({EventType.WRITTEN, EventType.UPDATED})
 #: Entries embedded per partition visit (one model batch); the rest stay queued.
 _PER_VISIT = 64
+#: Entries per model call, gathered over partition visits: the model embeds a large call
+#: faster per text than several small ones (it sorts a call's texts by length, so a batch
+#: pads little); measured 1.3 - 1.5x between calls of 300 and of 37 LoCoMo turns.
+_MODEL_BATCH = 128
 
 
 def _current(e: Entry, embedder: Embedder) -> bool:
@@ -99,6 +104,16 @@ async def run_index_batch(bb: Blackboard, events: Iterable[Event], embedder: Emb
     return await reembed(bb, todo, embedder) if todo else 0
 
 
+@dataclass(eq=False)
+class _Flight:
+    """A batch handed to the model: each entry with its partition's queue, and the
+    thread's future."""
+
+    todo: list[tuple[VectorQueue, Entry]]
+    embedder: Embedder
+    task: asyncio.Future[Any]
+
+
 class IndexRole:
     """The loop of the ``index`` role. ``partitions``: the partitions to read (a
     collection, or a callable giving the current set, as partition leases do; None: all).
@@ -150,6 +165,11 @@ class IndexRole:
         self.adopted = 0
         self._prepared = False  # writes queue for us (see start)
         self.abandoned = 0
+        #: The batch the model is embedding (in a thread) while the loop reads the next,
+        #: and the entries gathered for the next model call.
+        self._flight: _Flight | None = None
+        self._gathered: list[tuple[VectorQueue, Entry]] = []
+        self._in_hand: set[tuple[str, str]] = set()  # (scope, id) of both
 
     async def start(self) -> None:
         """Make writes queue their entries, carry over the backlog of the bus consumer
@@ -227,30 +247,57 @@ class IndexRole:
         if not self._prepared:
             await self._prepare()
         idle = self.block_ms / 1000
-        while not self._stopping.is_set():
-            took = 0
-            for p in self._current_partitions():
-                # Members whose entries are gone (evicted while the model lagged) cost no
-                # embedding: skip through up to 10 batches of them before the next
-                # partition, so the queue's head stays at entries still alive.
-                for _ in range(10):
-                    items = await self.bb.vector_queue(p).take(self.count)
-                    if not items:
-                        break
-                    took += len(items)
-                    embedded = await self._index(p, items)
-                    self.batches += 1
-                    if embedded or self._stopping.is_set():
-                        break
+        try:
+            while not self._stopping.is_set():
+                took = await self._round()
                 if self._stopping.is_set():
-                    return
-            self.streak.succeeded()
-            if took:
-                idle = self.block_ms / 1000
-                continue
-            with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(self._stopping.wait(), idle)
-            idle = min(idle * 2, 4 * self.block_ms / 1000)
+                    break
+                self.streak.succeeded()
+                if took:
+                    idle = self.block_ms / 1000
+                    continue
+                await self._land()  # nothing more to read: settle the batch in flight
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(self._stopping.wait(), idle)
+                idle = min(idle * 2, 4 * self.block_ms / 1000)
+            await self._land()  # a stop lets the batch in hand finish (stop() bounds it)
+        finally:  # a failure or cancel: the entries in hand stay queued
+            self._flight = None
+            self._gathered = []
+            self._in_hand = set()
+
+    async def _round(self) -> int:
+        """One visit of every partition; -> queue members taken."""
+        took = 0
+        for p in self._current_partitions():
+            # Members whose entries are gone (evicted while the model lagged) cost no
+            # embedding: skip through up to 10 batches of them before the next
+            # partition, so the queue's head stays at entries still alive.
+            for _ in range(10):
+                items = await self._take(p)
+                if not items:
+                    break
+                took += len(items)
+                embedded = await self._index(p, items)
+                self.batches += 1
+                if embedded or self._stopping.is_set():
+                    break
+            if self._stopping.is_set():
+                break
+        if self._gathered and self.embedder is not None:
+            await self._launch(self.embedder)
+        return took
+
+    async def _take(self, partition: int) -> list[Queued]:
+        """The partition's longest waiting entries, less those the model has in hand (they
+        stay queued until settled)."""
+        # One visit's worth (and what is in hand): a larger read would fetch entries the
+        # visit cannot embed, only to read them again on the next (Redis and the loop
+        # share the cores with the model).
+        hand = self._in_hand
+        items = await self.bb.vector_queue(partition).take(
+            min(self.count, _PER_VISIT + len(hand)))
+        return [q for q in items if (q.scope, q.entry_id) not in hand] if hand else items
 
     async def _index(self, partition: int, items: list[Queued]) -> int:
         """Embed and settle one partition's batch of queued entries; -> how many needed
@@ -278,25 +325,59 @@ class IndexRole:
             order = {(q.scope, q.entry_id): i for i, q in enumerate(items)}
             todo.sort(key=lambda e: order[(e.scope, e.id)])
             todo = todo[:_PER_VISIT]
-            await self._embed(vq, todo, self.embedder)
+            self._gathered += [(vq, e) for e in todo]
+            self._in_hand.update((e.scope, e.id) for e in todo)
+            if len(self._gathered) >= _MODEL_BATCH:
+                await self._launch(self.embedder)
         return len(todo)
 
-    async def _embed(self, vq: VectorQueue, todo: list[Entry], embedder: Embedder) -> None:
-        for i in range(0, len(todo), _PER_VISIT):
-            part = todo[i : i + _PER_VISIT]
-            try:
-                vecs = await asyncio.to_thread(embedder.embed, [entry_text(e) for e in part])
-            except Exception:
-                self.failures += 1
-                log.exception("embedding %d entries failed; they stay queued", len(part))
-                await self._count_failure(vq, part)
-                continue
-            by_scope: dict[str, list[tuple[str, int | None, bytes]]] = defaultdict(list)
-            for e, v in zip(part, vecs, strict=True):
-                by_scope[e.scope].append((e.id, e.version, np.asarray(v, np.float32).tobytes()))
-                self._attempts.pop((e.scope, e.id), None)
-            for scope, its in by_scope.items():
-                self.embedded += await vq.settle(scope, its, embedder.name)
+    async def _launch(self, embedder: Embedder) -> None:
+        """Hand the gathered entries to the model once it is done with the batch in
+        flight: the loop reads and filters the next batch while the model runs, so the
+        model waits for Redis only for the settling of one batch, not for every read."""
+        done = await self._wait_flight()
+        todo, self._gathered = self._gathered, []
+        texts = [entry_text(e) for _, e in todo]
+        self._flight = _Flight(todo, embedder,
+                               asyncio.ensure_future(asyncio.to_thread(embedder.embed, texts)))
+        if done is not None:
+            await self._settle(*done)
+
+    async def _land(self) -> None:
+        """Wait for the batch in flight, if any, and settle it."""
+        done = await self._wait_flight()
+        if done is not None:
+            await self._settle(*done)
+
+    async def _wait_flight(self) -> tuple[_Flight, Any] | None:
+        """The batch in flight and its vectors (or the exception the model raised), once
+        the model is done with it; None when nothing is in flight."""
+        f = self._flight
+        if f is None:
+            return None
+        try:
+            got: Any = await asyncio.shield(f.task)
+        except Exception as exc:
+            got = exc
+        self._flight = None
+        return f, got
+
+    async def _settle(self, f: _Flight, got: Any) -> None:
+        self._in_hand.difference_update((e.scope, e.id) for _, e in f.todo)
+        if isinstance(got, Exception):
+            self.failures += 1
+            log.error("embedding %d entries failed; they stay queued", len(f.todo),
+                      exc_info=got)
+            for vq, e in f.todo:
+                await self._count_failure(vq, [e])
+            return
+        by_scope: dict[str, tuple[VectorQueue, list[tuple[str, int | None, bytes]]]] = {}
+        for (vq, e), v in zip(f.todo, got, strict=True):
+            by_scope.setdefault(e.scope, (vq, []))[1].append(
+                (e.id, e.version, np.asarray(v, np.float32).tobytes()))
+            self._attempts.pop((e.scope, e.id), None)
+        for scope, (vq, its) in by_scope.items():
+            self.embedded += await vq.settle(scope, its, f.embedder.name)
 
     async def _count_failure(self, vq: VectorQueue, part: list[Entry]) -> None:
         """One more failed attempt for each of ``part``; those at ``max_deliveries`` leave

@@ -133,7 +133,8 @@ async def recall(body: RecallRequest, caller: CallerDep) -> RecallResponse:
     """Hybrid recall with the full query model; each hit carries every score component."""
     hits = await caller.memory.recall(body, explain=body.explain)
     scopes = caller.memory.recall_scopes(body.scopes, body.levels) if body.explain else None
-    return RecallResponse(hits=[Hit.of(h) for h in hits], scopes=scopes)
+    return RecallResponse(hits=[Hit.of(h) for h in hits], scopes=scopes,
+                          dense_pending=getattr(hits, "dense_pending", 0))
 
 
 @router.get("/tags", response_model=TagsOut, responses=_READ)

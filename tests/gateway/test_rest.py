@@ -184,8 +184,15 @@ def test_metrics_show_the_recall_index_catching_up(gateway):
                 break
             time.sleep(0.05)
         assert seen[-1] == 0, seen
-        hits = c.post("/v1/recall", json={"query": "budget", "max_results": 100}).json()["hits"]
+        got = c.post("/v1/recall", json={"query": "budget", "max_results": 100}).json()
+        hits = got["hits"]
         assert len(hits) == 100 and all(h["components"]["dense"] is not None for h in hits)
+        # issue 31: the response says how complete it was
+        assert got["dense_pending"] == 0 and all(h["has_vector"] for h in hits)
+        bad = c.post("/v1/recall", json={"query": "budget", "consistency": "eventual"})
+        assert bad.status_code == 422 and "consistency" in bad.text
+        ok = c.post("/v1/recall", json={"query": "budget", "consistency": "semantic"})
+        assert ok.status_code == 200 and ok.json()["dense_pending"] == 0
 
 
 def test_readyz_loads_what_is_missing(gateway):

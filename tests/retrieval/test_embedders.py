@@ -176,3 +176,19 @@ def test_openai_embedder_timeout_and_dim_mismatch() -> None:
         OpenAIEmbedder("m", 8, "http://127.0.0.1:9/v1", retries=1, backoff=0.01, timeout=0.5).embed(
             ["x"]
         )
+
+
+@needs_minilm
+def test_minilm_embeds_long_texts_whole() -> None:
+    # Issue 31: a text beyond the model's 256 tokens is cut into windows pooled together,
+    # not truncated: a fact said after the 256th token still moves its vector.
+    e = MiniLMEmbedder()
+    filler = " ".join(["The committee reviewed the quarterly minutes in detail."] * 40)
+    fact = "Later, the giraffe at the zoo escaped and ate the mayor's tulips."
+    long_doc, filler_only, q = e.embed([f"{filler} {fact}", filler,
+                                        "giraffe escaped and ate tulips"])
+    assert len(e._windows([filler])[0]) > 1  # the filler alone is longer than a window
+    assert float(long_doc @ q) > float(filler_only @ q) + 0.05
+    # a text within one window gets exactly the vector it had alone
+    short = e.embed(["A man is eating food."])[0]
+    np.testing.assert_allclose(e.embed(["A man is eating food.", filler])[0], short, atol=1e-4)
