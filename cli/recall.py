@@ -88,8 +88,11 @@ def _check_as_of(text: str | None) -> Any:
 
     from .errors import usage
 
+    day = text.strip()
+    if len(day) == 10 and day[4] == "-" and day[7] == "-":  # a day alone: its start (UTC)
+        day += "T00:00:00"
     try:
-        return MemoryQuery.model_validate({"as_of": text}).as_of
+        return MemoryQuery.model_validate({"as_of": day}).as_of
     except ValidationError as exc:
         msg = exc.errors()[0]["msg"].removeprefix("Value error, ")
         usage(f"--as-of {text!r}: {msg}")

@@ -21,7 +21,7 @@ from .lens import LensPreset, known_lenses, resolve_lens
 
 __all__ = [
     "Consistency", "FusionMethod", "MemoryQuery", "RecallOrder", "TagFilter", "as_query",
-    "json_number", "past_instant",
+    "instant_input", "json_number", "past_instant",
 ]
 
 FusionMethod = Literal["convex", "rrf"]
@@ -219,6 +219,7 @@ class MemoryQuery(BaseModel):
             raise ValueError(f"must be in [0, 1] (got {v})")
         return v
 
+    _as_of_text = field_validator("as_of", mode="before")(lambda v: instant_input(v))
     _as_of = field_validator("as_of")(lambda v: None if v is None else past_instant(v))
 
     @field_validator("scopes", "levels")
@@ -251,6 +252,22 @@ class MemoryQuery(BaseModel):
             or self.key_pattern is not None
             or self.min_strength is not None
         )
+
+
+#: An instant as text: an RFC 3339 date-time (the offset optional: naive means UTC).
+_DATE_TIME = re.compile(
+    r"\d{4}-\d{2}-\d{2}[Tt ]\d{2}:\d{2}:\d{2}(?:\.\d+)?(?:[Zz]|[+-]\d{2}:\d{2})?")
+
+
+def instant_input(v: Any) -> Any:
+    """Before parsing an ``as_of``: a datetime as is, text only as a date-time (not a date
+    alone, not a number of seconds: what the schema's ``date-time`` format says)."""
+    if v is None or isinstance(v, datetime):
+        return v
+    if isinstance(v, str) and _DATE_TIME.fullmatch(v.strip()):
+        return v.strip()
+    raise ValueError("not a valid datetime: expected ISO 8601 YYYY-MM-DDTHH:MM:SS[+HH:MM], "
+                     f"got {str(v)[:40]!r}")
 
 
 def past_instant(v: datetime) -> datetime:

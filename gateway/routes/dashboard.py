@@ -18,11 +18,11 @@ from typing import Annotated, Any
 from fastapi import APIRouter, FastAPI, Query, Request
 from fastapi.responses import FileResponse
 from fastapi.staticfiles import StaticFiles
-from pydantic import AfterValidator, BaseModel, ConfigDict, Field
+from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field
 
 from memory import MemoryLevel
 from memory.wire import RecallRequest
-from retrieval.query import past_instant
+from retrieval.query import instant_input, past_instant
 
 from ..dash import beliefs as beliefs_mod
 from ..dash import entry as entry_mod
@@ -85,7 +85,8 @@ async def edges(caller: CallerDep) -> dict[str, Any]:
 @router.get("/beliefs")
 async def beliefs(
     caller: CallerDep,
-    as_of: Annotated[datetime | None, Query(), AfterValidator(past_instant)] = None,
+    as_of: Annotated[datetime | None, Query(), BeforeValidator(instant_input),
+                     AfterValidator(past_instant)] = None,
 ) -> dict[str, Any]:
     """Facts with evidence and supersession chains; procedures. ``as_of`` (ISO 8601, not in
     the future; naive means UTC): each fact's version as it stood then."""

@@ -42,6 +42,7 @@ CROSS_FIELD = (
     "order='newest'", "needs order='relevance'",
     "takes no argument", "needs a subject",  # a lens's argument
     "not valid Unicode", "lone surrogate",  # strings nested in value/metadata
+    "is in the future",  # as_of: against the clock of the request
 )
 
 

@@ -245,4 +245,10 @@ def test_as_of_and_history_over_rest(gateway):
             assert r.status_code == 422 and r.json()["field"] == "as_of", r.text
             v = c.get("/v1/dashboard/beliefs", params={"as_of": bad})
             assert v.status_code == 422 and "as_of" in str(v.json()["field"]), v.text
-        assert c.get("/v1/dashboard/beliefs", params={"as_of": "2024-01-01"}).status_code == 200
+        assert c.get("/v1/dashboard/beliefs",
+                     params={"as_of": "2024-01-01T00:00:00"}).status_code == 200  # naive: UTC
+        for bad in ("2024-01-01", "1700000000"):  # what the schema's date-time is not
+            r = c.post("/v1/recall", json={"query": "anything", "as_of": bad})
+            assert r.status_code == 422 and r.json()["field"] == "as_of", r.text
+            v = c.get("/v1/dashboard/beliefs", params={"as_of": bad})
+            assert v.status_code == 422 and "as_of" in str(v.json()["field"]), v.text
