@@ -13,6 +13,7 @@ import time
 import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 from urllib.parse import quote
@@ -350,6 +351,24 @@ def test_beliefs_show_evidence_chains_and_procedures(page: Page, demo: Demo) -> 
     items = json.dumps(f"{card} details.chain li")  # the page is live: it catches up
     page.wait_for_function(f"document.querySelectorAll({items}).length >= {len(chain)}",
                            timeout=30_000)
+
+    # As of just before the move (issue 25), the card shows what was believed then, as the
+    # API says it; "now" brings the current belief back.
+    at_ms = int(chain[moved_at]["valid_from"]) - 1
+    at = datetime.fromtimestamp(at_ms / 1000, UTC).strftime("%Y-%m-%dT%H:%M:%S.%f")[:23]
+    then = demo.api(demo.a2, "GET", f"/v1/dashboard/beliefs?as_of={at}Z")
+    was = next(f for f in then["facts"] if f["key"] == key)["current"]["statement"]
+    assert "Springfield" in was, was
+    page.fill("form.as-of input[name=as_of]", at)
+    page.click("form.as-of button[type=submit]")
+    page.wait_for_function(f"document.getElementById('view').dataset.asOf === {json.dumps(at)}",
+                           timeout=30_000)
+    assert "Springfield" in page.locator(f"{card} .fact-head").inner_text()
+    shot(page, "beliefs-as-of")
+    page.click("form.as-of button[type=button]")
+    page.wait_for_function("document.getElementById('view').dataset.asOf === ''",
+                           timeout=30_000)
+    assert "Shelbyville" in page.locator(f"{card} .fact-head").inner_text()
 
 
 # -- 6. workers -------------------------------------------------------------------------

@@ -1,6 +1,7 @@
 // View 5, beliefs and skills: semantic facts with their evidence (support, contradict,
 // context), confidence components and the supersession chain over time; learned
-// procedures with their steps, support and success rate.
+// procedures with their steps, support and success rate; "as of" an instant, each fact as
+// it was believed then (GET /v1/dashboard/beliefs?as_of=).
 import {api} from './api.js';
 import {h, fill, bar, fmtNum, fmtTime, clip, entryLink} from './dom.js';
 import {throttle} from './live.js';
@@ -47,24 +48,47 @@ function procCard(p) {
       (p.description ? ` — ${p.description}` : '')));
 }
 
+// "As of": each fact as it was believed at an instant (UTC, to the millisecond); empty is
+// now (and live). A refused instant (in the future) is said next to the field.
+function asOfForm(onChange) {
+  const input = h('input', {type: 'datetime-local', name: 'as_of', step: '0.001'});
+  const err = h('span.as-of-error.muted');
+  const form = h('form.as-of', {onsubmit: (e) => { e.preventDefault(); onChange(input.value); }},
+    h('label', null, h('span', null, 'as of (UTC) '), input), ' ',
+    h('button', {type: 'submit'}, 'show'), ' ',
+    h('button', {type: 'button', onclick: () => { input.value = ''; onChange(''); }}, 'now'),
+    ' ', err);
+  return {form, err};
+}
+
 export default function beliefsView(root, ctx) {
   const facts = h('div#facts');
   const procs = h('div#procedures');
-  fill(root, h('h1', null, 'Beliefs & skills'),
+  let asOf = '';
+  const {form, err} = asOfForm((v) => { asOf = v; load(); });
+  fill(root, h('h1', null, 'Beliefs & skills'), form,
     h('div.grid2', null, h('section', null, h('h2', null, 'Facts'), facts),
       h('section', null, h('h2', null, 'Procedures'), procs)));
   let stopped = false;
   const load = async () => {
+    const at = asOf;
     try {
-      const d = await api('/v1/dashboard/beliefs');
-      if (stopped) return;
+      const d = await api('/v1/dashboard/beliefs' +
+        (at ? `?as_of=${encodeURIComponent(at.length === 16 ? at + ':00' : at)}Z` : ''));
+      if (stopped || at !== asOf) return;
+      fill(err);
       fill(facts, d.facts.length ? d.facts.map(factCard) : h('p.muted', null, 'no facts learned yet'));
       fill(procs, d.procedures.length ? d.procedures.map(procCard) : h('p.muted', null, 'no procedures learned yet'));
+      root.dataset.asOf = at;  // what the page shows (tests wait on it)
       ctx.ready();
-    } catch (e) { if (!stopped) ctx.fail(e); }
+    } catch (e) {
+      if (stopped) return;
+      if (at) fill(err, e.message || String(e)); else ctx.fail(e);
+    }
   };
   load();
-  const refresh = throttle(() => { if (!stopped) load(); }, 1000);
+  // Live only for now: a past instant's beliefs do not change.
+  const refresh = throttle(() => { if (!stopped && !asOf) load(); }, 1000);
   const off = ctx.hub.on((ev) => { if (/semantic|procedural/.test(ev.scope)) refresh(); });
   return {dispose() { stopped = true; off(); }};
 }
