@@ -2,7 +2,7 @@
 
 For each canonical key touched by the batch (see :mod:`.facts` for extraction and keys)
 one draft is written, carrying the believed claim, evidence links with a stance, the
-confidence and its components, and a status. Rules:
+confidence and its components, and a status (the weighing is :mod:`.claims`). Rules:
 
 * Contradiction is judged only within one canonical key. Against a claim, a fact
   *supports* (same object, same polarity), *contradicts* (same object, opposite polarity;
@@ -55,17 +55,17 @@ Data model, added by issue 25 (all additive; beliefs written before read compati
 
 from __future__ import annotations
 
-import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
-from enum import StrEnum
 from typing import Any, Literal
 
 from pydantic import BaseModel, Field
 
 from blackboard import Entry
-from retrieval.truth import CADENCE_DAYS, belief_valid_from
+from retrieval.truth import CADENCE_DAYS
 
+from . import claims
+from .claims import BeliefStatus, Claim, Stance, stance_of
 from .draft import Draft
 from .evidence import with_snapshots
 from .facts import (
@@ -101,19 +101,6 @@ __all__ = [
 _DAY_MS = 86_400_000
 
 
-class Stance(StrEnum):
-    SUPPORT = "support"
-    CONTRADICT = "contradict"
-    CONTEXT = "context"
-
-
-class BeliefStatus(StrEnum):
-    ACTIVE = "active"
-    STALE = "stale"
-    SUPERSEDED = "superseded"
-    INVALIDATED = "invalidated"
-
-
 @dataclass(frozen=True, slots=True)
 class SemanticParams:
     """``half_life_days``: evidence weight halves every this many days; ``count_scale``:
@@ -133,19 +120,6 @@ class SemanticParams:
             raise ValueError("stale_below must be in [0, 1)")
         if not 0.0 < self.update_discount <= 1.0:
             raise ValueError("update_discount must be in (0, 1]")
-
-
-Claim = tuple[str, bool]  # (object slug, negated)
-
-
-def stance_of(fact: Fact, claim: Claim, functional: bool) -> Stance:
-    """Stance of ``fact`` toward ``claim`` under the same canonical key."""
-    obj, neg = claim
-    if fact.object_key == obj:
-        return Stance.SUPPORT if fact.negated == neg else Stance.CONTRADICT
-    if functional and not fact.negated and not neg:
-        return Stance.CONTRADICT
-    return Stance.CONTEXT
 
 
 def superseded_metadata(
@@ -174,34 +148,6 @@ def superseded_value(old: Entry, by: str, valid_to_ms: int | None = None) -> Any
     return out
 
 
-@dataclass(frozen=True, slots=True)
-class _Prior:
-    claim: Claim
-    weight: float
-    count: int
-    agents: tuple[str, ...]
-    last_ms: int
-    weighted_at: int
-
-
-def _prior(entry: Entry) -> _Prior | None:
-    v = entry.value if isinstance(entry.value, dict) else {}
-    obj = v.get("object")
-    if not isinstance(obj, str):
-        return None
-    m = entry.metadata
-    last = int(m.get("last_supported_ms", entry.created_at))
-    agents = m.get("agents", [])
-    return _Prior(
-        claim=(slug(obj), bool(v.get("negated", False))),
-        weight=float(m.get("support_weight", 1.0)),
-        count=int(m.get("source_count", 1)),
-        agents=tuple(a for a in agents if isinstance(a, str)),
-        last_ms=last,
-        weighted_at=int(m.get("weighted_at_ms", last)),
-    )
-
-
 class FactOut(BaseModel):
     entry: int = Field(description="Index [i] of the entry stating the fact.")
     subject: str
@@ -226,119 +172,6 @@ _SYSTEM = (
     "denied fact negated. Use short predicates such as 'is', 'has', 'uses', 'prefers', "
     "'lives in'. Give the index of the entry stating each fact."
 )
-
-
-def _weighed(facts: list[Fact], now_ms: int, half_life: float) -> list[Fact]:
-    """``facts`` each with its weight ``0.5 ** (age / half_life)``."""
-    return [
-        Fact(
-            f.subject,
-            f.predicate,
-            f.object,
-            f.negated,
-            f.source,
-            f.at,
-            f.agent,
-            0.5 ** (max(0, now_ms - f.at) / half_life),
-            f.kind,
-        )
-        for f in facts
-    ]
-
-
-def _aged_prior(existing: Entry | None, now_ms: int, half_life: float) -> _Prior | None:
-    """The existing belief's claim and evidence, its weight aged to ``now_ms``."""
-    prior = _prior(existing) if existing is not None else None
-    if prior is None:
-        return None
-    # The stored weight was computed at weighted_at_ms; age it from there only.
-    age = max(0, now_ms - prior.weighted_at)
-    return _Prior(
-        prior.claim,
-        prior.weight * 0.5 ** (age / half_life),
-        prior.count,
-        prior.agents,
-        prior.last_ms,
-        now_ms,
-    )
-
-
-def _contrary_times(fs: list[Fact], c: Claim, prior: _Prior | None, functional: bool) -> list[int]:
-    """When something contrary to ``c`` was stated: its contradicting facts, and the prior's
-    newest support when the prior holds another claim."""
-    out = [f.at for f in fs if stance_of(f, c, functional) is Stance.CONTRADICT]
-    if prior is not None and prior.claim != c:
-        out.append(prior.last_ms)
-    return out
-
-
-def _discounted(weight: float, at: int, contrary: list[int], discount: float) -> float:
-    """``weight`` of evidence stated at ``at``: times ``discount`` once something contrary
-    was stated after it (a later statement updates an earlier one)."""
-    return weight * discount if any(t > at for t in contrary) else weight
-
-
-def _support(
-    fs: list[Fact], c: Claim, prior: _Prior | None, functional: bool, discount: float = 1.0
-) -> tuple[float, int]:
-    """Supporting weight of ``c`` (the prior's included when it is ``c``), each piece
-    discounted when a contrary statement came after it, and its newest support: the claim
-    drafted is the one maximal in this order."""
-    contrary = _contrary_times(fs, c, prior, functional) if discount < 1.0 else []
-    sup = [f for f in fs if stance_of(f, c, functional) is Stance.SUPPORT]
-    w = sum(_discounted(f.weight, f.at, contrary, discount) for f in sup)
-    last = max((f.at for f in sup), default=-1)
-    if prior is not None and prior.claim == c:
-        w += _discounted(prior.weight, prior.last_ms, contrary, discount)
-        last = max(last, prior.last_ms)
-    return round(w, 9), last
-
-
-def _winning_claim(
-    fs: list[Fact], prior: _Prior | None, functional: bool, discount: float = 1.0
-) -> Claim:
-    """The claim with the most (update-discounted) supporting weight (the prior's counted
-    for its own claim), a tie going to the most recent support, then to the first claim in
-    sorted order."""
-    candidates = {(f.object_key, f.negated) for f in fs}
-    if prior is not None:
-        candidates.add(prior.claim)
-    return max(sorted(candidates), key=lambda c: _support(fs, c, prior, functional, discount))
-
-
-def _standing(
-    fs: list[Fact], claim: Claim, prior: _Prior | None, functional: bool, discount: float
-) -> tuple[float, float]:
-    """The claim's update-discounted support and the discounted weight against it (its
-    contradicting facts, and the prior's when it holds another claim), each discounted when
-    the other side spoke after it: what ``invalidated`` compares."""
-    support, _ = _support(fs, claim, prior, functional, discount)
-    pro = [f.at for f in fs if stance_of(f, claim, functional) is Stance.SUPPORT]
-    if prior is not None and prior.claim == claim:
-        pro.append(prior.last_ms)
-    against = sum(
-        _discounted(f.weight, f.at, pro, discount)
-        for f in fs
-        if stance_of(f, claim, functional) is Stance.CONTRADICT
-    )
-    if prior is not None and prior.claim != claim:
-        against += _discounted(prior.weight, prior.last_ms, pro, discount)
-    return support, round(against, 9)
-
-
-def _valid_from(
-    fs: list[Fact], claim: Claim, prior: _Prior | None, existing: Entry | None, functional: bool
-) -> int:
-    """When ``claim`` became what is believed (valid time): the prior's own start when it
-    already held ``claim``; else the first support after the last contrary statement."""
-    if prior is not None and prior.claim == claim and existing is not None:
-        return belief_valid_from(existing)
-    sup = sorted(f.at for f in fs if stance_of(f, claim, functional) is Stance.SUPPORT)
-    if not sup:
-        return prior.last_ms if prior is not None else 0
-    before = [t for t in _contrary_times(fs, claim, prior, functional) if t < sup[-1]]
-    last_con = max(before, default=-1)
-    return min(t for t in sup if t > last_con)
 
 
 def _display_forms(fs: list[Fact], claim: Claim, existing: Entry | None) -> tuple[str, str]:
@@ -392,96 +225,6 @@ def _context_evidence(fs: list[Fact], es: list[Entry]) -> list[dict[str, Any]]:
     return out
 
 
-def _stances(fs: list[Fact], claim: Claim, functional: bool) -> tuple[list[Fact], list[Fact]]:
-    """The facts supporting ``claim`` and those contradicting it."""
-    sup = [f for f in fs if stance_of(f, claim, functional) is Stance.SUPPORT]
-    con = [f for f in fs if stance_of(f, claim, functional) is Stance.CONTRADICT]
-    return sup, con
-
-
-def _prior_share(prior: _Prior | None, claim: Claim) -> tuple[_Prior | None, float]:
-    """The prior when it backs ``claim``, and the weight it holds against ``claim``."""
-    if prior is None:
-        return None, 0.0
-    if prior.claim == claim:
-        return prior, 0.0
-    return None, prior.weight
-
-
-def _newest_support(sup: list[Fact], kept: _Prior | None, now_ms: int) -> int:
-    """The time of the newest support (a fact's or the backing prior's), else ``now_ms``."""
-    return max([f.at for f in sup] + ([kept.last_ms] if kept is not None else []), default=now_ms)
-
-
-@dataclass(frozen=True, slots=True)
-class _Tally:
-    """The evidence for the drafted claim: distinct supporting sources, agents, supporting
-    and contradicting weight, newest support, whether any fact contradicts it."""
-
-    count: int
-    agents: list[str]
-    support: float
-    contradiction: float
-    last_ms: int
-    contested: bool
-
-
-def _tally(
-    fs: list[Fact], claim: Claim, prior: _Prior | None, functional: bool, now_ms: int
-) -> _Tally:
-    """The evidence for ``claim``: ``fs``'s and the prior's (for it or against it)."""
-    sup, con = _stances(fs, claim, functional)
-    kept, against = _prior_share(prior, claim)
-    return _Tally(
-        count=len({f.source for f in sup}) + (kept.count if kept is not None else 0),
-        agents=sorted(
-            {f.agent for f in sup if f.agent} | set(kept.agents if kept is not None else ())
-        ),
-        support=sum(f.weight for f in sup) + (kept.weight if kept is not None else 0.0),
-        contradiction=sum(f.weight for f in con) + against,
-        last_ms=_newest_support(sup, kept, now_ms),
-        contested=bool(con),
-    )
-
-
-def _confidence(t: _Tally, recency: float, count_scale: float) -> tuple[float, dict[str, Any]]:
-    """``confidence`` and its components, as stored (rounded)."""
-    count_score = 1.0 - math.exp(-t.count / count_scale)
-    diversity = len(t.agents) / (len(t.agents) + 1)
-    s_w, c_w = t.support, t.contradiction
-    balance = s_w / (s_w + c_w) if s_w + c_w > 0 else 1.0
-    confidence = min(
-        1.0, max(0.0, balance * (0.5 * count_score + 0.25 * diversity + 0.25 * recency))
-    )
-    components = {
-        "source_count": t.count,
-        "count_score": round(count_score, 6),
-        "agents": len(t.agents),
-        "diversity": round(diversity, 6),
-        "support_weight": round(s_w, 6),
-        "contradiction_weight": round(c_w, 6),
-        "balance": round(balance, 6),
-        "recency": round(recency, 6),
-    }
-    return confidence, components
-
-
-def _status(stale: bool, standing: float, against: float) -> BeliefStatus:
-    """``invalidated`` when the (update-discounted) weight against the claim outweighs its
-    support, else ``stale`` when its newest support is old, else ``active``."""
-    if against > standing:
-        return BeliefStatus.INVALIDATED
-    return BeliefStatus.STALE if stale else BeliefStatus.ACTIVE
-
-
-def _revision(prior: _Prior | None, claim: Claim, contested: bool) -> str:
-    if prior is None:
-        return "new"
-    if prior.claim != claim:
-        return "changed"
-    return "contested" if contested else "reinforced"
-
-
 class SemanticTransformer:
     name = "semantic"
     version = "2"  # 2: update-discounted claims, valid time, a version per change
@@ -495,8 +238,8 @@ class SemanticTransformer:
             model = ctx.llm.model
         groups: dict[str, list[Fact]] = {}
         by_id = {e.id: e for e in es}
-        weighed = weigh_feedback(_weighed(facts, ctx.now_ms, p.half_life_days * _DAY_MS), by_id)
-        for f in weighed:
+        half_life = p.half_life_days * _DAY_MS
+        for f in weigh_feedback(claims.weighed(facts, ctx.now_ms, half_life), by_id):
             groups.setdefault(canonical_key(f, p.functional), []).append(f)
         out: list[Draft] = []
         for key, fs in sorted(groups.items()):
@@ -528,7 +271,7 @@ class SemanticTransformer:
         # differ from the final version's, which cites the late facts too.
         first = self._belief(key, early, [], by_id, ctx, p, model)
         existing = ctx.existing.get(key)
-        prior = _prior(existing) if existing is not None else None
+        prior = claims.prior_of(existing) if existing is not None else None
         held = _claim_of(first)
         if held == _claim_of(final) or (prior is not None and prior.claim == held):
             return [final]
@@ -578,23 +321,23 @@ class SemanticTransformer:
         functional = is_functional(fs[0], p.functional)
         half_life = p.half_life_days * _DAY_MS
         existing = ctx.existing.get(key)
-        prior = _aged_prior(existing, ctx.now_ms, half_life)
-        claim = _winning_claim(fs, prior, functional, p.update_discount)
+        prior = claims.aged_prior(existing, ctx.now_ms, half_life)
+        claim = claims.winning_claim(fs, prior, functional, p.update_discount)
         subject, obj = _display_forms(fs, claim, existing)
         reference = prior.claim if prior is not None else claim
         evidence = with_snapshots(
             _fact_evidence(fs, reference, functional) + _context_evidence(fs, es), by_id
         )
-        tally = _tally(fs, claim, prior, functional, ctx.now_ms)
+        tally = claims.tally(fs, claim, prior, functional, ctx.now_ms)
         recency = 0.5 ** (max(0, ctx.now_ms - tally.last_ms) / half_life)
-        confidence, components = _confidence(tally, recency, p.count_scale)
+        confidence, components = claims.confidence(tally, recency, p.count_scale)
         components["operator_confirmed"] = sum(  # confirmations backing the claim
             1 for f in fs if feedback_kind(by_id.get(f.source)) == "confirm"
             and stance_of(f, claim, functional) is Stance.SUPPORT)
-        standing, against = _standing(fs, claim, prior, functional, p.update_discount)
-        status = _status(recency < p.stale_below, standing, against)
-        revision = _revision(prior, claim, tally.contested)
-        valid_from = _valid_from(fs, claim, prior, existing, functional)
+        standing, against = claims.standing(fs, claim, prior, functional, p.update_discount)
+        status = claims.status_of(recency < p.stale_below, standing, against)
+        revision = claims.revision_of(prior, claim, tally.contested)
+        valid_from = claims.valid_from(fs, claim, prior, existing, functional)
         supersedes = existing.id if existing is not None else None
         pred, neg = fs[0].predicate, claim[1]
         kind, subject_type = classify(fs[-1])

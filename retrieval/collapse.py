@@ -36,9 +36,10 @@ its sentences are never shown twice and it never stands in for them.
   ``provenance``, no ``origin_id``) -- the caller's own words, the freshest when it stored
   the same sentence again (whoever wrote it: the same words in a team scope show with
   their own ``author``);
-- else (only derived forms matched) the member covering the most sources (a belief with
-  several supporting entries, a summary of several steps adds to a one-source copy);
-  ties to the best-ranked.
+- else (only derived forms matched) a team's belief when one states it (the team's
+  current truth, every member's evidence: :mod:`.reconcile`), else the member covering
+  the most sources (a belief with several supporting entries, a summary of several steps
+  adds to a one-source copy); ties to the best-ranked.
 
 The hit keeps its own scores, so the list is in rank order of each class's best form and
 a hit's ``score`` may be below the next one's. ``also_in`` lists every other member (ids
@@ -56,6 +57,7 @@ from typing import Any
 from blackboard import Entry, EntryRef
 from blackboard.entry import scope_owner
 
+from .reconcile import is_team_belief
 from .scoring import ScoredEntry
 from .text import entry_text, origin_of
 
@@ -295,12 +297,14 @@ def _build(hits: Sequence[ScoredEntry], cls: _Classes, spans: set[int]) -> list[
 
 
 def _representative(hits: Sequence[ScoredEntry], own: list[int]) -> int:
-    """The member that shows: the newest original (ties: best-ranked), else the derived
-    member with the most sources (ties: best-ranked). ``own`` is in rank order."""
+    """The member that shows: the newest original (ties: best-ranked), else a team's
+    belief, else the derived member with the most sources (ties: best-ranked). ``own`` is
+    in rank order."""
     originals = [i for i in own if not is_derived(hits[i].entry)]
     if originals:
         return max(originals, key=lambda i: (hits[i].entry.created_at, -i))
-    return max(own, key=lambda i: (len(hits[i].entry.source), -i))
+    return max(own, key=lambda i: (is_team_belief(hits[i].entry), len(hits[i].entry.source),
+                                   -i))
 
 
 def _with_also_in(hit: ScoredEntry, others: list[ScoredEntry]) -> ScoredEntry:

@@ -18,7 +18,7 @@ from blackboard import Entry
 
 from .scoring import ScoredEntry
 
-__all__ = ["team_beliefs_first"]
+__all__ = ["is_team_belief", "team_beliefs_first"]
 
 
 def _key(h: ScoredEntry) -> str | None:
@@ -28,9 +28,13 @@ def _key(h: ScoredEntry) -> str | None:
     return k if isinstance(k, str) else None
 
 
-def _is_team_belief(h: ScoredEntry) -> bool:
-    e = getattr(h, "entry", None)
+def is_team_belief(e: object) -> bool:
+    """A live team belief (its team's current truth on its key)."""
     return isinstance(e, Entry) and bool(e.metadata.get("team_belief")) and not e.superseded_by
+
+
+def _is_team_belief(h: ScoredEntry) -> bool:
+    return is_team_belief(getattr(h, "entry", None))
 
 
 def team_beliefs_first(hits: Sequence[ScoredEntry]) -> list[ScoredEntry]:

@@ -4,6 +4,7 @@ where it ranks, and that nothing is lost (every hit shows or is in an ``also_in`
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import replace
 from typing import Any
 
 from hypothesis import given, settings
@@ -242,3 +243,16 @@ def test_every_hit_shows_once_or_is_listed_once(hits: list[ScoredEntry]) -> None
     keys = [" ".join(h.entry.text.casefold().split()) for h in got]
     assert len(keys) == len(set(keys))
     assert collapse(got) == got
+
+
+def test_a_teams_belief_shows_for_its_members_beliefs_on_the_same_claim() -> None:
+    """Issue 25: an agent's recall over its team shows the team's current belief (every
+    member's evidence), its own belief of the same sentence folded into it, whatever the
+    sources each names or the rank each has."""
+    mine = entry("b1", "agent:a1:ltm:semantic", "Acme Corp lives in Shelbyville",
+                 sources=["s1", "s2", "s3"])
+    team = entry("tb", "team:ops:ltm:semantic", "Acme Corp lives in Shelbyville",
+                 sources=["b1"])
+    team = replace(team, metadata={**team.metadata, "team_belief": True})
+    [hit] = collapse(ranked(mine, team))
+    assert hit.entry.id == "tb" and refs(hit) == ["b1"]
