@@ -6,6 +6,7 @@ import json
 import os
 import subprocess
 import sys
+from typing import Any
 
 import pytest
 
@@ -97,13 +98,23 @@ async def _check_truth(url: str, agents: list[str]) -> None:
                 then = await mem.recall(facts.model_copy(update={"as_of": before}))
                 said = [place(h.entry.text) for h in then if place(h.entry.text)]
                 assert said and said[0] == "Springfield", (a, said)
-                hist = await mem.recall(facts.model_copy(update={"include_history": True}))
-                chain = sorted((h.entry for h in hist
-                                if h.entry.key == "fact:acme-corp:lives_in"),
-                               key=lambda e: e.created_at)
-                # every stored status is true: only the last version is live
-                assert [e.metadata["status"] == "superseded" for e in chain] == (
-                    [True] * (len(chain) - 1) + [False])
+                # every form (the team's belief states the agent's sentence: each fact once
+                # would fold one into the other), the replaced versions too
+                hist = await mem.recall(facts.model_copy(
+                    update={"include_history": True, "collapse": False}))
+                chains: dict[str, list[Any]] = {}
+                for h in hist:
+                    if h.entry.key == "fact:acme-corp:lives_in":
+                        chains.setdefault(h.entry.scope, []).append(h.entry)
+                # every stored status is true: in each scope only the last version is live
+                for scope_chain in chains.values():
+                    # in valid time (a batch that moved the fact writes both versions at once)
+                    scope_chain.sort(key=lambda e: (int(e.metadata.get("valid_from_ms", 0)),
+                                                    e.created_at))
+                    assert [e.metadata["status"] == "superseded" for e in scope_chain] == (
+                        [True] * (len(scope_chain) - 1) + [False]), [
+                        (e.scope, e.text, e.metadata["status"]) for e in scope_chain]
+                chain = chains.get(f"agent:{a}:ltm:semantic", [])
                 assert chain and place(chain[0].text) == "Springfield"
                 # the beliefs view picks the same versions now and as of before the move
                 cur = _current(chain, None)

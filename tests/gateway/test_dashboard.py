@@ -307,17 +307,19 @@ def test_beliefs_show_evidence_chains_and_procedures(page: Page, demo: Demo) -> 
     f0 = page.locator("#facts article.fact").first
     assert f0.locator(".bar").count() == 4
     assert f0.locator(".evidence li").count() == len(api["facts"][0]["current"]["evidence"])
-    moved = [f for f in api["facts"] if len(f["chain"]) > 1]
+    moved = [i for i, f in enumerate(api["facts"]) if len(f["chain"]) > 1]
     if moved:  # the demo's supplier move: the belief changed and the old one is kept
-        chain = page.locator(f"article.fact[data-key='{moved[0]['key']}'] details.chain li")
-        assert chain.count() == len(moved[0]["chain"])
+        # (the card in its place: a team's belief has the key of its members' beliefs)
+        chain = page.locator("#facts article.fact").nth(moved[0]).locator("details.chain li")
+        assert chain.count() == len(api["facts"][moved[0]]["chain"])
     shot(page, "beliefs")
 
     # Live: a new fact observed by agent2 reaches the page once consolidated, then changes:
     # the new belief supersedes the old, and the card shows both in its history.
     subject = f"Vendor{uuid.uuid4().hex[:5]}"
     key = f"fact:{subject.lower()}:lives_in"
-    card = f"article.fact[data-key='{key}']"
+    mine = "agent:agent2:ltm:semantic"  # (its team's belief has the same key: another card)
+    card = f"article.fact[data-key='{key}'][data-scope='{mine}']"
 
     def observe(place: str, n: int, task: str) -> None:
         for i in range(n):
@@ -338,7 +340,7 @@ def test_beliefs_show_evidence_chains_and_procedures(page: Page, demo: Demo) -> 
     # claim changes exactly once, and only the newest version is active; the card shows
     # every version the API has.
     api = demo.api(demo.a2, "GET", "/v1/dashboard/beliefs")
-    chain = next(f for f in api["facts"] if f["key"] == key)["chain"]
+    chain = next(f for f in api["facts"] if f["key"] == key and f["scope"] == mine)["chain"]
     assert [c["status"] for c in chain] == ["superseded"] * (len(chain) - 1) + ["active"]
     places = ["Shelbyville" if "Shelbyville" in c["statement"] else "Springfield"
               for c in chain]
@@ -357,7 +359,8 @@ def test_beliefs_show_evidence_chains_and_procedures(page: Page, demo: Demo) -> 
     at_ms = int(chain[moved_at]["valid_from"]) - 1
     at = datetime.fromtimestamp(at_ms / 1000, UTC).strftime("%Y-%m-%dT%H:%M:%S.%f")[:23]
     then = demo.api(demo.a2, "GET", f"/v1/dashboard/beliefs?as_of={at}Z")
-    was = next(f for f in then["facts"] if f["key"] == key)["current"]["statement"]
+    was = next(f for f in then["facts"]
+               if f["key"] == key and f["scope"] == mine)["current"]["statement"]
     assert "Springfield" in was, was
     page.fill("form.as-of input[name=as_of]", at)
     page.click("form.as-of button[type=submit]")

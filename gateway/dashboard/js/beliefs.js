@@ -21,7 +21,7 @@ function evidenceList(ev) {
 function factCard(f) {
   const c = f.current;
   const comp = c.confidence_components || {};
-  return h('article.fact', {dataset: {key: f.key}},
+  return h('article.fact', {dataset: {key: f.key, scope: f.scope}},
     h('div.fact-head', null, entryLink(f.scope, c.id, c.statement),
       h('span.status', {dataset: {status: c.status}}, c.status),
       h('span.conf', null, `confidence ${fmtNum(c.confidence, 2)}`)),
