@@ -8,7 +8,7 @@ components, its status and the revision a new version is.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from enum import StrEnum
 from typing import Any
 
@@ -94,20 +94,7 @@ def prior_of(entry: Entry) -> Prior | None:
 
 def weighed(facts: list[Fact], now_ms: int, half_life: float) -> list[Fact]:
     """``facts`` each with its weight ``0.5 ** (age / half_life)``."""
-    return [
-        Fact(
-            f.subject,
-            f.predicate,
-            f.object,
-            f.negated,
-            f.source,
-            f.at,
-            f.agent,
-            0.5 ** (max(0, now_ms - f.at) / half_life),
-            f.kind,
-        )
-        for f in facts
-    ]
+    return [replace(f, weight=0.5 ** (max(0, now_ms - f.at) / half_life)) for f in facts]
 
 
 def aged_prior(existing: Entry | None, now_ms: int, half_life: float) -> Prior | None:
@@ -127,18 +114,29 @@ def aged_prior(existing: Entry | None, now_ms: int, half_life: float) -> Prior |
     )
 
 
-def _contrary_times(fs: list[Fact], c: Claim, prior: Prior | None, functional: bool) -> list[int]:
+#: When a statement was made: (time in ms, place within its entry) -- ``Fact.when``; a
+#: prior's newest support is known to the ms only, and counts as its entry's first place.
+When = tuple[int, int]
+
+
+def _prior_when(prior: Prior) -> When:
+    return (prior.last_ms, 0)
+
+
+def _contrary_times(fs: list[Fact], c: Claim, prior: Prior | None, functional: bool
+                    ) -> list[When]:
     """When something contrary to ``c`` was stated: its contradicting facts, and the prior's
     newest support when the prior holds another claim."""
-    out = [f.at for f in fs if stance_of(f, c, functional) is Stance.CONTRADICT]
+    out = [f.when for f in fs if stance_of(f, c, functional) is Stance.CONTRADICT]
     if prior is not None and prior.claim != c:
-        out.append(prior.last_ms)
+        out.append(_prior_when(prior))
     return out
 
 
-def _discounted(weight: float, at: int, contrary: list[int], discount: float) -> float:
+def _discounted(weight: float, at: When, contrary: list[When], discount: float) -> float:
     """``weight`` of evidence stated at ``at``: times ``discount`` once something contrary
-    was stated after it (a later statement updates an earlier one)."""
+    was stated after it (a later statement updates an earlier one, a later sentence of one
+    message too)."""
     return weight * discount if any(t > at for t in contrary) else weight
 
 
@@ -150,10 +148,10 @@ def _support(
     drafted is the one maximal in this order."""
     contrary = _contrary_times(fs, c, prior, functional) if discount < 1.0 else []
     sup = [f for f in fs if stance_of(f, c, functional) is Stance.SUPPORT]
-    w = sum(_discounted(f.weight, f.at, contrary, discount) for f in sup)
+    w = sum(_discounted(f.weight, f.when, contrary, discount) for f in sup)
     last = max((f.at for f in sup), default=-1)
     if prior is not None and prior.claim == c:
-        w += _discounted(prior.weight, prior.last_ms, contrary, discount)
+        w += _discounted(prior.weight, _prior_when(prior), contrary, discount)
         last = max(last, prior.last_ms)
     return round(w, 9), last
 
@@ -177,16 +175,16 @@ def standing(
     contradicting facts, and the prior's when it holds another claim), each discounted when
     the other side spoke after it: what ``invalidated`` compares."""
     support, _ = _support(fs, claim, prior, functional, discount)
-    pro = [f.at for f in fs if stance_of(f, claim, functional) is Stance.SUPPORT]
+    pro = [f.when for f in fs if stance_of(f, claim, functional) is Stance.SUPPORT]
     if prior is not None and prior.claim == claim:
-        pro.append(prior.last_ms)
+        pro.append(_prior_when(prior))
     against = sum(
-        _discounted(f.weight, f.at, pro, discount)
+        _discounted(f.weight, f.when, pro, discount)
         for f in fs
         if stance_of(f, claim, functional) is Stance.CONTRADICT
     )
     if prior is not None and prior.claim != claim:
-        against += _discounted(prior.weight, prior.last_ms, pro, discount)
+        against += _discounted(prior.weight, _prior_when(prior), pro, discount)
     return support, round(against, 9)
 
 
@@ -197,12 +195,12 @@ def valid_from(
     already held ``claim``; else the first support after the last contrary statement."""
     if prior is not None and prior.claim == claim and existing is not None:
         return belief_valid_from(existing)
-    sup = sorted(f.at for f in fs if stance_of(f, claim, functional) is Stance.SUPPORT)
+    sup = sorted(f.when for f in fs if stance_of(f, claim, functional) is Stance.SUPPORT)
     if not sup:
         return prior.last_ms if prior is not None else 0
     before = [t for t in _contrary_times(fs, claim, prior, functional) if t < sup[-1]]
-    last_con = max(before, default=-1)
-    return min(t for t in sup if t > last_con)
+    last_con = max(before, default=(-1, 0))
+    return min(t for t in sup if t > last_con)[0]
 
 
 def _stances(fs: list[Fact], claim: Claim, functional: bool) -> tuple[list[Fact], list[Fact]]:

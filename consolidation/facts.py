@@ -149,7 +149,9 @@ _NEG_SURFACE = {
 @dataclass(frozen=True, slots=True)
 class Fact:
     """One asserted triple. ``source`` is the entry id, ``at`` its time (ms), ``agent`` the
-    first actor of the entry (None when unknown), ``weight`` its evidence weight."""
+    first actor of the entry (None when unknown), ``weight`` its evidence weight, ``pos``
+    its place among the facts its entry states (one message can say where Acme was and
+    where it is now: the later sentence is the later statement)."""
 
     subject: str
     predicate: str
@@ -160,6 +162,12 @@ class Fact:
     agent: str | None = None
     weight: float = 1.0
     kind: str | None = None  # a belief kind the LLM named (consolidation.kinds), else None
+    pos: int = 0
+
+    @property
+    def when(self) -> tuple[int, int]:
+        """When it was stated, finer than ``at``: (time, place within its entry)."""
+        return (self.at, self.pos)
 
     @property
     def subject_key(self) -> str:
@@ -277,8 +285,8 @@ def extract_facts(entries: Iterable[Entry]) -> list[Fact]:
         agent = actors[0] if actors else None
         explicit = _explicit(e)
         triples = [explicit] if explicit is not None else facts_from_text(entry_text(e))
-        for s, p, o, neg in triples:
+        for pos, (s, p, o, neg) in enumerate(triples):
             if slug(s) and slug(o) and p:
                 subj = s if explicit is not None else _speaker_for_self(s, e)
-                out.append(Fact(subj, p, o, neg, e.id, e.created_at, agent))
+                out.append(Fact(subj, p, o, neg, e.id, e.created_at, agent, pos=pos))
     return out

@@ -22,6 +22,7 @@ the drafted claim's support.
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import replace
 from typing import Any
 
 from blackboard import Entry
@@ -50,8 +51,8 @@ def feedback_weight(e: Entry | None) -> float:
 def weigh_feedback(facts: list[Fact], by_id: Mapping[str, Entry]) -> list[Fact]:
     """``facts`` with the weight of those a feedback entry states multiplied by
     :data:`FEEDBACK_WEIGHT`."""
-    return [Fact(f.subject, f.predicate, f.object, f.negated, f.source, f.at, f.agent,
-                 f.weight * feedback_weight(by_id.get(f.source))) for f in facts]
+    return [replace(f, weight=f.weight * feedback_weight(by_id.get(f.source)))
+            for f in facts]
 
 
 def read_claim(belief: Mapping[str, Any], claim: str) -> dict[str, Any] | None:

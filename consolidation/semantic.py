@@ -181,7 +181,7 @@ def _display_forms(fs: list[Fact], claim: Claim, existing: Entry | None) -> tupl
     if not asserting:
         assert existing is not None
         return existing.value["subject"], existing.value["object"]
-    latest = max(asserting, key=lambda f: (f.at, f.source))
+    latest = max(asserting, key=lambda f: (f.at, f.source, f.pos))
     return latest.subject, latest.object
 
 
@@ -194,12 +194,14 @@ def _fact_evidence(fs: list[Fact], reference: Claim, functional: bool) -> list[d
             "weight": round(f.weight, 6),
             "agent": f.agent,
             "at": f.at,
+            # its place among its entry's statements (a later sentence, a later statement)
+            **({"pos": f.pos} if f.pos else {}),
             "claim": statement(f.subject, f.predicate, f.object, f.negated),
             # the asserted object, so a team can weigh the link against its own claim
             "object": f.object,
             "negated": f.negated,
         }
-        for f in sorted(fs, key=lambda f: (f.at, f.source, f.object_key, f.negated))
+        for f in sorted(fs, key=lambda f: (f.at, f.source, f.pos, f.object_key, f.negated))
     ]
 
 
@@ -285,7 +287,7 @@ class SemanticTransformer:
     async def _llm_facts(self, es: list[Entry], ctx: TransformContext) -> list[Fact]:
         assert ctx.llm is not None
         out = await ctx.llm.complete_json(_SYSTEM, render_batch(es), FactsOut)
-        facts = []
+        facts: list[Fact] = []
         for f in out.facts:
             if not 0 <= f.entry < len(es):
                 raise InvalidLLMOutput(f"fact cites entry [{f.entry}] of {len(es)}")
@@ -303,6 +305,8 @@ class SemanticTransformer:
                         e.created_at,
                         actors[0] if actors else None,
                         kind=f.kind,
+                        # in the order the model listed them: its reading of the text
+                        pos=sum(g.source == e.id for g in facts),
                     )
                 )
         return facts

@@ -17,8 +17,9 @@ Rules, per canonical key:
   (The team scope itself is writable by every member, as any team entry is: a member can
   write a forged team belief there, which the next draft takes as its prior.)
 * **Views.** Each agent has one current view: the claim (object, negation) of its newest
-  fact link (by time, then entry id). An agent that said "Springfield" twice and later
-  "Shelbyville" now says Shelbyville: its own later statement updates its earlier one.
+  fact link (by time, then entry id, then place in the entry). An agent that said
+  "Springfield" twice and later "Shelbyville" now says Shelbyville, in two messages or in
+  one: its own later statement updates its earlier one.
   Views are stored in the team belief's ``metadata["views"]`` with how many of the agent's
   links back that view; a link no newer than the agent's stored view is already counted
   (a replayed or re-delivered agent belief changes nothing).
@@ -46,6 +47,7 @@ from typing import Any
 
 from blackboard import Entry
 from blackboard.entry import scope_owner
+from retrieval.truth import belief_valid_from
 
 from .draft import Draft
 from .evidence import evidence_links, is_belief
@@ -61,9 +63,10 @@ __all__ = ["TeamBeliefParams", "TeamBeliefsTransformer", "team_beliefs"]
 _DAY_MS = 86_400_000
 
 Claim = tuple[str, bool]
-#: Metadata of an agent belief that is about that entry, not about the claim.
+#: Fields of an agent belief (metadata and value) that are about that entry and its own
+#: valid time, not about the claim: the team's version has its own.
 _NOT_COPIED = frozenset({"provenance", "supersedes", "superseded_by", "superseded_at",
-                         "evidence_kept", "views"})
+                         "evidence_kept", "views", "valid_from_ms", "valid_to_ms"})
 
 
 @dataclass(frozen=True, slots=True)
@@ -88,10 +91,11 @@ class _Link:
     at: int
     entry: str
     raw: Mapping[str, Any]
+    pos: int = 0  # its place among the statements of its entry (consolidation.facts.Fact)
 
     @property
-    def order(self) -> tuple[int, str]:
-        return (self.at, self.entry)
+    def order(self) -> tuple[int, str, int]:
+        return (self.at, self.entry, self.pos)
 
 
 def _claim_of(ln: Mapping[str, Any]) -> Claim | None:
@@ -124,7 +128,9 @@ def _fact_links(belief: Entry, owner: str | None = None
                   "at": min(at, belief.created_at) if isinstance(at, int) else at}
         claim, agent, at = _claim_of(ln), ln.get("agent"), ln.get("at")
         if claim is not None and isinstance(agent, str) and isinstance(at, int):
-            facts.append(_Link(agent, claim, at, ln["entry"], ln))
+            pos = ln.get("pos", 0)
+            facts.append(_Link(agent, claim, at, ln["entry"], ln,
+                               pos if isinstance(pos, int) else 0))
         else:
             other.append(ln)
     return facts, other
@@ -136,10 +142,16 @@ class _View:
     at: int
     entry: str
     count: int
+    pos: int = 0
+
+    @property
+    def order(self) -> tuple[int, str, int]:
+        return (self.at, self.entry, self.pos)
 
     def to_json(self) -> dict[str, Any]:
         return {"object": self.claim[0], "negated": self.claim[1], "at": self.at,
-                "entry": self.entry, "count": self.count}
+                "entry": self.entry, "count": self.count,
+                **({"pos": self.pos} if self.pos else {})}
 
 
 def _stored_views(existing: Entry | None) -> dict[str, _View]:
@@ -148,7 +160,7 @@ def _stored_views(existing: Entry | None) -> dict[str, _View]:
     for agent, v in (raw or {}).items():
         try:
             out[agent] = _View((str(v["object"]), bool(v["negated"])), int(v["at"]),
-                               str(v["entry"]), int(v["count"]))
+                               str(v["entry"]), int(v["count"]), int(v.get("pos", 0)))
         except (KeyError, TypeError, ValueError):
             continue  # a damaged view is rebuilt from the links that come
     return out
@@ -160,11 +172,11 @@ def _update_views(views: dict[str, _View], links: Iterable[_Link]) -> list[_Link
     fresh = []
     for ln in sorted(links, key=lambda x: x.order):
         cur = views.get(ln.agent)
-        if cur is not None and ln.order <= (cur.at, cur.entry):
+        if cur is not None and ln.order <= cur.order:
             continue
         fresh.append(ln)
         count = cur.count + 1 if cur is not None and cur.claim == ln.claim else 1
-        views[ln.agent] = _View(ln.claim, ln.at, ln.entry, count)
+        views[ln.agent] = _View(ln.claim, ln.at, ln.entry, count, ln.pos)
     return fresh
 
 
@@ -218,11 +230,13 @@ def _evidence(new: list[_Link], other: list[Mapping[str, Any]], existing: Entry 
     """Fact links (carried over and new, restanced toward ``claim``), newest kept, every
     view's link kept; then the batch's context links."""
     carried = _fact_links(existing)[0] if existing is not None else []
-    by_entry = {ln.entry: ln for ln in [*carried, *new]}
-    must = {v.entry for v in views.values()}
+    # one link per statement: an entry stating two towns is two links
+    by_entry = {(ln.entry, ln.pos): ln for ln in [*carried, *new]}
+    must = {(v.entry, v.pos) for v in views.values()}
     ranked = sorted(by_entry.values(), key=lambda x: x.order, reverse=True)
-    keep = [ln for ln in ranked if ln.entry in must]
-    keep += [ln for ln in ranked if ln.entry not in must][: max(0, max_links - len(keep))]
+    keep = [ln for ln in ranked if (ln.entry, ln.pos) in must]
+    keep += [ln for ln in ranked if (ln.entry, ln.pos) not in must][
+        : max(0, max_links - len(keep))]
     out = [{**ln.raw, "stance": _stance(ln, claim, functional).value}
            for ln in sorted(keep, key=lambda x: x.order)]
     seen = {ln["entry"] for ln in out}
@@ -248,6 +262,26 @@ def _display(beliefs: list[Entry], claim: Claim,
     obj = next((str(ln["object"]) for ln in evidence
                 if slug(str(ln.get("object", ""))) == claim[0]), claim[0])
     return beliefs[-1], obj
+
+
+def _functional(key: str) -> bool:
+    return key.count(":") == 2  # fact:<subject>:<predicate> (see facts.py)
+
+
+def _valid_from(views: Mapping[str, _View], new: list[_Link], claim: Claim,
+                functional: bool, existing: Entry | None) -> int:
+    """When ``claim`` became the team's belief (valid time, as :mod:`.semantic` keeps it):
+    the previous version's start when it held ``claim`` already; else the first statement
+    backing ``claim`` (a view, or a link of the batch) after the last one against it,
+    never before the previous version began (a chain runs forward in valid time)."""
+    if existing is not None and _claim_of_belief(existing) == claim:
+        return belief_valid_from(existing)
+    said = [(v.claim, v.order) for v in views.values()] + [(ln.claim, ln.order) for ln in new]
+    sup = sorted(o for c, o in said if c == claim)
+    con = [o for c, o in said if _against(c, claim, functional)]
+    last_con = max((o for o in con if o < sup[-1]), default=None)
+    start = min(o for o in sup if last_con is None or o > last_con)[0]
+    return max(start, belief_valid_from(existing)) if existing is not None else start
 
 
 def _revision(existing: Entry | None, claim: Claim, contradicting: int) -> str:
@@ -299,32 +333,35 @@ class TeamBeliefsTransformer:
             return None  # every link already counted: nothing to reconcile
         if not views:
             return None  # agent beliefs without fact links: nothing to believe
-        functional = key.count(":") == 2  # fact:<subject>:<predicate> (see facts.py)
+        functional = _functional(key)
         claim = _winner(views)
         half_life = p.half_life_days * _DAY_MS
         conf, comps, agents, last = _confidence(views, claim, functional, ctx.now_ms,
                                                 half_life)
         evidence = _evidence(new, other, existing, views, claim, functional, p.max_links)
-        return self._make(key, beliefs, existing, claim, conf, comps, agents, last, views,
-                          evidence, ctx)
+        since = _valid_from(views, new, claim, functional, existing)
+        return self._make(key, beliefs, existing, claim, conf, comps, agents, (since, last),
+                          views, evidence, ctx)
 
     def _make(self, key: str, beliefs: list[Entry], existing: Entry | None, claim: Claim,
-              conf: float, comps: dict[str, Any], agents: list[str], last: int,
-              views: Mapping[str, _View], evidence: list[dict[str, Any]],
-              ctx: TransformContext) -> Draft:
+              conf: float, comps: dict[str, Any], agents: list[str],
+              span: tuple[int, int], views: Mapping[str, _View],
+              evidence: list[dict[str, Any]], ctx: TransformContext) -> Draft:
+        since, last = span  # valid from; newest support
         # The display form (and any field an agent belief carries: kind, subject type...)
         # from the newest agent belief asserting the claim, else the newest one.
         base, obj = _display(beliefs, claim, evidence)
         revision = _revision(existing, claim, comps["contradicting_agents"])
         pred, subject = str(base.value["predicate"]), str(base.value.get("subject", ""))
-        value = {**base.value, "object": obj, "negated": claim[1],
+        value = {**{k: v for k, v in base.value.items() if k not in _NOT_COPIED},
+                 "object": obj, "negated": claim[1],
                  "statement": statement(subject, pred, obj, claim[1]),
                  "canonical_key": key, "status": "active", "confidence": round(conf, 6),
                  "confidence_components": comps, "evidence": evidence,
                  "supersedes": existing.id if existing is not None else None,
-                 "revision": revision}
+                 "revision": revision, "valid_from_ms": since}
         meta = {**{k: v for k, v in base.metadata.items() if k not in _NOT_COPIED},
-                "kind": "fact", "canonical_key": key, "status": "active",
+                "kind": "fact", "canonical_key": key, "status": "active", "valid_from_ms": since,
                 "confidence": round(conf, 6), "support_weight": comps["support_weight"],
                 "contradiction_weight": comps["contradiction_weight"],
                 "source_count": comps["source_count"], "agents": agents,

@@ -14,10 +14,12 @@ Recall (:func:`current_truth`), over hits already ranked:
 
 * default: superseded and invalidated beliefs are left out (the superseded ones are also
   pre-filtered by tag, :func:`truth_filter`, so they cost nothing);
-* ``include_history``: they stay, each placed after the current belief of its key;
-* ``as_of``: per canonical key, the version whose valid time holds that instant (the one
-  with the latest ``valid_from`` not after it, the latest recorded on a tie, unless its
-  valid time had already ended); other entries only when created by then.
+* a key's *chain* is per scope: a team's belief and a member's on the same canonical key
+  are two holders' versions, neither hides nor orders the other;
+* ``include_history``: they stay, each placed after the current belief of its chain;
+* ``as_of``: per chain, the version whose valid time holds that instant (the one with the
+  latest ``valid_from`` not after it, the latest recorded on a tie, unless its valid time
+  had already ended); other entries only when created by then.
 
 Beliefs are re-scored by their confidence and freshness
 (``score * (1 - w + w * confidence) * (1 - w + w * freshness)``, w = :data:`BELIEF_WEIGHT`);
@@ -143,9 +145,9 @@ def _rescored(h: ScoredEntry, now_ms: int) -> ScoredEntry:
 
 
 def _as_of_pick(hits: list[ScoredEntry], at_ms: int) -> list[ScoredEntry]:
-    """Per belief key, the version valid at ``at_ms`` (see the module); other entries only
+    """Per chain (scope, key), the version valid at ``at_ms`` (see the module); others only
     when created by then."""
-    best: dict[str, ScoredEntry] = {}
+    best: dict[tuple[str, str], ScoredEntry] = {}
     out: list[ScoredEntry] = []
     for h in hits:
         e = h.entry
@@ -155,7 +157,8 @@ def _as_of_pick(hits: list[ScoredEntry], at_ms: int) -> list[ScoredEntry]:
             continue
         if belief_valid_from(e) > at_ms:
             continue
-        k, cur = belief_key(e), best.get(belief_key(e))
+        k = (e.scope, belief_key(e))  # each holder's own chain of versions
+        cur = best.get(k)
         rank = (belief_valid_from(e), e.created_at)
         if cur is None or rank > (belief_valid_from(cur.entry), cur.entry.created_at):
             best[k] = h
@@ -167,13 +170,13 @@ def _as_of_pick(hits: list[ScoredEntry], at_ms: int) -> list[ScoredEntry]:
 
 
 def _history_after_current(hits: list[ScoredEntry]) -> list[ScoredEntry]:
-    """Hits in order, except that no version of a belief key precedes the key's current
+    """Hits in order, except that no version in a chain (scope, key) precedes its current
     version: each key's versions take the key's positions, current first, then the newest
     recorded."""
-    groups: dict[str, list[int]] = {}
+    groups: dict[tuple[str, str], list[int]] = {}
     for i, h in enumerate(hits):
         if is_belief(h.entry):
-            groups.setdefault(belief_key(h.entry), []).append(i)
+            groups.setdefault((h.entry.scope, belief_key(h.entry)), []).append(i)
     out = list(hits)
     for idx in groups.values():
         if len(idx) < 2:

@@ -79,11 +79,12 @@ async def _check_truth(url: str, agents: list[str]) -> None:
 
     async with Blackboard.connect(url) as bb:
         for a in agents:
-            # as of just before the move, as this agent's memory recorded it: the valid_from
-            # of its first Shelbyville belief
-            moves = [int(e.metadata["valid_from_ms"]) for e in await bb.scope(
-                f"agent:{a}:ltm:semantic").entries(limit=1000)
-                if e.key == "fact:acme-corp:lives_in" and "Shelbyville" in e.text]
+            # as of just before the move, as the memory this agent reads recorded it: the
+            # valid_from of the first Shelbyville belief, its own or its team's (whichever
+            # member heard of the move first)
+            moves = [int(e.metadata["valid_from_ms"]) for s in (f"agent:{a}", f"team:{TEAM}")
+                     for e in await bb.scope(f"{s}:ltm:semantic").entries(limit=1000)
+                     if e.key == "fact:acme-corp:lives_in" and "Shelbyville" in e.text]
             before = datetime.fromtimestamp((min(moves) - 1) / 1000, UTC)
             async with AgentMemory(bb, a, teams=[TEAM]) as mem:
                 for scopes in (None, [f"team:{TEAM}"]):

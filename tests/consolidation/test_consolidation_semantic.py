@@ -190,6 +190,20 @@ async def test_a_later_statement_updates_an_earlier_one() -> None:
     assert marked["status"] == "superseded" and marked["valid_to_ms"] == T0 + 5 * MIN
 
 
+async def test_a_later_sentence_of_one_message_updates_an_earlier_one() -> None:
+    """One message telling the old and the new place (one entry, one instant): the later
+    sentence is the later statement, whichever town it names, and each evidence link says
+    which sentence it is."""
+    t = get_transformer("semantic")
+    for first, then in (("Springfield", "Shelbyville"), ("Shelbyville", "Springfield")):
+        both = make_entry("m1", f"Alice lives in {first}. Alice lives in {then}.", at=5,
+                          agent="a1")
+        [d] = await t([both], ctx())
+        assert d.value["object"] == then, first
+        assert sorted((ln.get("pos", 0), ln["object"]) for ln in d.value["evidence"]) == [
+            (0, first), (1, then)]
+
+
 async def test_a_batch_that_changes_a_belief_leaves_both_versions() -> None:
     """Springfield then Shelbyville in one batch: the Springfield version (valid until the
     move) is drafted first, superseded by the Shelbyville one, so "as of" before the move

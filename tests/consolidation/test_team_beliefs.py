@@ -138,3 +138,41 @@ async def test_a_member_speaks_only_for_itself() -> None:
     assert "x3" not in by and by["x1"]["agent"] == by["x2"]["agent"] == "agent1"
     team_scope_belief = replace(A2, scope="team:ops:ltm:semantic", id="tb")
     assert await run([team_scope_belief]) == []  # speaks for no member
+
+
+async def test_one_message_telling_the_move_leaves_the_later_sentence_as_the_view() -> None:
+    """An agent's message stating the old and the new town gives two links on one entry at
+    one instant: its view is the later sentence (``pos``), whatever their sorted order."""
+    one = [link("e7", "agent1", "Springfield", 7), {**link("e7", "agent1", "Shelbyville", 7),
+                                                   "pos": 1}]
+    for links in (one, one[::-1]):
+        [d] = await run([agent_belief("b7", "agent1", "Shelbyville", links)])
+        assert d.metadata["views"]["agent1"]["object"] == "shelbyville", links
+        assert d.metadata["views"]["agent1"]["pos"] == 1
+        # a replay changes nothing: the view already counts both links
+        assert await run([agent_belief("b7", "agent1", "Shelbyville", links)],
+                         {KEY: as_entry(d, "t7")}) == []
+
+
+async def test_the_team_belief_has_its_own_valid_time() -> None:
+    """Not a member belief's: from the view that made the team believe the claim, kept
+    while the claim holds, and never before the previous version began."""
+    a1 = replace(A1, value={**A1.value, "valid_from_ms": T0 + MIN},
+                 metadata={**A1.metadata, "valid_from_ms": T0 + MIN, "valid_to_ms": T0})
+    [d] = await run([a1])
+    assert d.value["object"] == "Shelbyville"  # agent1's own later word
+    assert d.metadata["valid_from_ms"] == d.value["valid_from_ms"] == T0 + 7 * MIN
+    assert "valid_to_ms" not in d.metadata and "valid_to_ms" not in d.value
+    first = as_entry(d, "t1")
+    # agents 2 and 3 back the same town: a reinforced version keeps the start
+    [d2] = await run([A2, A3], {KEY: first})
+    assert d2.value["revision"] == "reinforced"
+    assert d2.metadata["valid_from_ms"] == T0 + 7 * MIN
+    # a team that held Springfield moves when a member's later word tips it
+    old = agent_belief("b0", "agent1", "Springfield", [
+        link("e1", "agent1", "Springfield", 1), link("e2", "agent1", "Springfield", 2)])
+    [s] = await run([old])
+    assert s.metadata["valid_from_ms"] == T0 + MIN
+    [moved] = await run([A2], {KEY: as_entry(s, "t0")})
+    assert moved.value["object"] == "Shelbyville" and moved.value["revision"] == "changed"
+    assert moved.metadata["valid_from_ms"] == T0 + 8 * MIN  # agent2's move

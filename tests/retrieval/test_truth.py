@@ -72,6 +72,29 @@ def test_as_of_answers_with_the_version_valid_then() -> None:
     assert at(T0 - 100) == []
 
 
+def test_as_of_reads_each_holders_chain_on_its_own() -> None:
+    """A team's belief and a member's on one key are two chains: the team's moving first
+    (another member heard of the move) neither hides nor ends the member's own version."""
+    import dataclasses
+
+    team = dataclasses.replace(
+        belief("t1", "Shelbyville", T0 + 50, valid_from_ms=T0 + 40),
+        scope="team:ops:ltm:semantic")
+    hits = [*chain(), hit(team, 1.0)]
+
+    def at(ms: int) -> list[str]:
+        q = MemoryQuery(query="acme", as_of=datetime.fromtimestamp(ms / 1000, UTC))
+        return sorted(h.entry.id for h in current_truth(hits, q, T0 + 200))
+
+    assert at(T0 + 10) == ["b1"]  # the team held nothing yet
+    assert at(T0 + 60) == ["b1", "r1", "t1"]  # the member still held Springfield
+    assert at(T0 + 96) == ["b2", "r1", "t1"]
+    # history: each chain's current version before its own replaced ones
+    q = MemoryQuery(query="acme", include_history=True)
+    ids = [h.entry.id for h in current_truth(hits, q, T0 + 200)]
+    assert ids.index("b2") < ids.index("b1") and "t1" in ids
+
+
 def test_beliefs_written_before_valid_time_are_read_compatibly() -> None:
     e = belief("b0", "Springfield", T0)
     e = _superseded(e, "bx")
