@@ -74,12 +74,16 @@ class Retire:
     the holder of the key must still be ``entry_id`` at ``version`` (else the write raises
     VersionConflict and writes nothing; the caller re-reads and retries). Its ``metadata``
     and ``value`` (``None``: unchanged) are then replaced by these, so the replaced belief's
-    stored status tells the truth (``superseded``, ``superseded_by``)."""
+    stored status tells the truth (``superseded``, ``superseded_by``). ``key``: the key the
+    holder is stored under when it is not the request's own (a former form of it, such as
+    a belief key from before kinds joined it); the request's key must then have no live
+    holder, or the write raises VersionConflict."""
 
     entry_id: str
     version: int
     metadata: Mapping[str, Any]
     value: Any = None
+    key: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -151,8 +155,9 @@ def encode_write(req: WriteRequest, scope_id: str, max_entry_bytes: int) -> Enco
 
 
 def _retire_args(req: WriteRequest, max_entry_bytes: int) -> tuple[str, ...]:
-    """ARGV[15..18] of write.lua: the replaced holder's id, version, new metadata and new
-    value ('' = unchanged); nothing when the request retires no holder."""
+    """ARGV[15..19] of write.lua: the replaced holder's id, version, new metadata, new
+    value ('' = unchanged) and the key it holds when another ('' = the request's); nothing
+    when the request retires no holder."""
     r = req.retire
     if r is None:
         return ()
@@ -163,7 +168,8 @@ def _retire_args(req: WriteRequest, max_entry_bytes: int) -> tuple[str, ...]:
     meta_json = encode_metadata(r.metadata)
     value_json = "" if r.value is None else encode_json(r.value, "value")
     check_size(value_json, meta_json, max_entry_bytes)
-    return (r.entry_id, str(r.version), meta_json, value_json)
+    held = validate_key(r.key) if r.key is not None and r.key != req.key else ""
+    return (r.entry_id, str(r.version), meta_json, value_json, held)
 
 
 def _check_author(author: object) -> str:

@@ -25,10 +25,11 @@ Canonical keys are made by code, never by a model: subject and object are slugs
 stemming); the predicate is one of the canonical names above (``is``, ``has``, ``uses``,
 ``prefers``, ``lives_in``) or, for other explicit predicates, its slug with ``_``.
 A *functional* predicate (one value at a time; default ``lives_in``, ``prefers``) keys on
-``fact:<subject>:<predicate>`` so a different object contradicts; any other predicate keys
-on ``fact:<subject>:<predicate>:<object>`` so only a negation contradicts, except a count
-(``has 3 dogs``), which keys on its noun (``fact:<subject>:has:dog``) and holds one value
-at a time like a functional predicate.
+its subject and predicate (``fact:<kind>:<subject type>:<subject>:<predicate>``, see
+:mod:`retrieval.belief_keys` and :func:`.kinds.canonical_key`) so a different object
+contradicts; any other predicate adds ``:<object>`` so only a negation contradicts, except
+a count (``has 3 dogs``), which keys on its noun (``...:has:dog``) and holds one value at
+a time like a functional predicate.
 """
 
 from __future__ import annotations
@@ -47,12 +48,12 @@ from .text import entry_text, slug, split_sentences
 __all__ = [
     "DEFAULT_FUNCTIONAL",
     "Fact",
-    "canonical_key",
     "canonical_predicate",
     "counted_noun",
     "extract_facts",
     "facts_from_text",
     "is_functional",
+    "key_rest",
     "statement",
 ]
 
@@ -187,14 +188,12 @@ def canonical_predicate(predicate: str) -> str:
     return slug(p).replace("-", "_")
 
 
-def canonical_key(fact: Fact, functional: frozenset[str] = DEFAULT_FUNCTIONAL) -> str:
-    """``fact:<subject>:<predicate>`` for a functional predicate, else
-    ``fact:<subject>:<predicate>:<object>`` (all parts slugs), the object of a count being
-    its noun (``has 3 dogs``: ``fact:<s>:has:dog``: one count at a time)."""
-    base = f"fact:{fact.subject_key}:{fact.predicate}"
+def key_rest(fact: Fact, functional: frozenset[str] = DEFAULT_FUNCTIONAL) -> str | None:
+    """What a key names after the predicate: nothing for a functional predicate, a count's
+    noun (``has 3 dogs``: ``dog``, one count at a time), else the object's slug."""
     if fact.predicate in functional:
-        return base
-    return f"{base}:{counted_noun(fact.object_key) or fact.object_key}"
+        return None
+    return counted_noun(fact.object_key) or fact.object_key
 
 
 def is_functional(fact: Fact, functional: frozenset[str] = DEFAULT_FUNCTIONAL) -> bool:

@@ -1,4 +1,5 @@
-"""Belief kinds and subject types, assigned by code (the LLM path may name a kind).
+"""Belief kinds and subject types, assigned by code, and the canonical key that carries
+them (the LLM path may name a kind: it sets the belief's cadence, not its key).
 
 Kinds (each with its revalidation cadence, :data:`retrieval.truth.CADENCE_DAYS`):
 ``operator_preference``, ``project_state``, ``world_fact``, ``self_model``,
@@ -20,13 +21,13 @@ Kinds (each with its revalidation cadence, :data:`retrieval.truth.CADENCE_DAYS`)
 
 from __future__ import annotations
 
-from .facts import Fact
+from dataclasses import replace
 
-__all__ = ["KINDS", "SUBJECT_TYPES", "classify"]
+from retrieval.belief_keys import KINDS, SUBJECT_TYPES, BeliefKey
 
-KINDS = ("operator_preference", "project_state", "world_fact", "self_model",
-         "relationship_fact", "tooling_state")
-SUBJECT_TYPES = ("entity", "project", "tool", "agent", "global")
+from .facts import DEFAULT_FUNCTIONAL, Fact, key_rest
+
+__all__ = ["KINDS", "SUBJECT_TYPES", "canonical_key", "classify"]
 
 _SELF = frozenset({"agent", "assistant", "self", "the-agent"})
 _PROJECT = frozenset({"project", "release", "launch", "sprint", "milestone", "roadmap", "repo",
@@ -60,3 +61,13 @@ def classify(fact: Fact) -> tuple[str, str]:
     if obj & _RELATION:
         return "relationship_fact", "entity"
     return "world_fact", "global" if subj & _GLOBAL else "entity"
+
+
+def canonical_key(fact: Fact, functional: frozenset[str] = DEFAULT_FUNCTIONAL) -> str:
+    """The key of the belief ``fact`` states (:class:`retrieval.belief_keys.BeliefKey`):
+    kind and subject type classified from the key's own parts (the object only as the key
+    names it), so every statement on one slot -- Springfield, then Shelbyville -- keys
+    alike."""
+    rest = key_rest(fact, functional)
+    kind, subject_type = classify(replace(fact, object=rest or ""))
+    return str(BeliefKey(kind, subject_type, fact.subject_key, fact.predicate, rest))

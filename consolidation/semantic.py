@@ -62,6 +62,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, Field
 
 from blackboard import Entry
+from retrieval.belief_keys import BeliefKey
 from retrieval.truth import CADENCE_DAYS
 
 from . import claims
@@ -71,14 +72,13 @@ from .evidence import with_snapshots
 from .facts import (
     DEFAULT_FUNCTIONAL,
     Fact,
-    canonical_key,
     canonical_predicate,
     extract_facts,
     is_functional,
     statement,
 )
 from .feedback import feedback_kind, weigh_feedback
-from .kinds import classify
+from .kinds import canonical_key
 from .llm.errors import InvalidLLMOutput
 from .params import parse_params
 from .prompt import render_batch
@@ -344,8 +344,12 @@ class SemanticTransformer:
         valid_from = claims.valid_from(fs, claim, prior, existing, functional)
         supersedes = existing.id if existing is not None else None
         pred, neg = fs[0].predicate, claim[1]
-        kind, subject_type = classify(fs[-1])
-        kind = next((f.kind for f in reversed(fs) if f.kind), kind)  # the LLM's, if named
+        parts = BeliefKey.parse(key)
+        assert parts is not None and parts.kind is not None  # made by canonical_key
+        subject_type = parts.subject_type
+        # The LLM's kind, if named, sets the cadence; the key keeps the code's (a model
+        # naming kinds differently between batches would fork the slot's key).
+        kind = next((f.kind for f in reversed(fs) if f.kind), parts.kind)
         cadence = CADENCE_DAYS[kind] * _DAY_MS
         fresh = round(0.5 ** (max(0, ctx.now_ms - tally.last_ms) / cadence), 6)
         lifecycle = {

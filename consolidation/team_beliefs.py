@@ -47,6 +47,7 @@ from typing import Any
 
 from blackboard import Entry
 from blackboard.entry import scope_owner
+from retrieval.belief_keys import BeliefKey
 from retrieval.truth import belief_valid_from
 
 from .draft import Draft
@@ -265,7 +266,8 @@ def _display(beliefs: list[Entry], claim: Claim,
 
 
 def _functional(key: str) -> bool:
-    return key.count(":") == 2  # fact:<subject>:<predicate> (see facts.py)
+    parts = BeliefKey.parse(key)  # a key naming no object: one value at a time
+    return parts is not None and parts.single_valued
 
 
 def _valid_from(views: Mapping[str, _View], new: list[_Link], claim: Claim,

@@ -16,6 +16,7 @@ from collections.abc import Sequence
 
 from blackboard import Entry
 
+from .belief_keys import slot_of_key
 from .scoring import ScoredEntry
 
 __all__ = ["is_team_belief", "team_beliefs_first"]
@@ -25,7 +26,7 @@ def _key(h: ScoredEntry) -> str | None:
     # A custom retriever may answer with hits of its own kind: those have no key.
     e = getattr(h, "entry", None)
     k = e.metadata.get("canonical_key") if isinstance(e, Entry) else None
-    return k if isinstance(k, str) else None
+    return slot_of_key(k) if isinstance(k, str) else None  # either key form
 
 
 def is_team_belief(e: object) -> bool:

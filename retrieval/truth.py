@@ -35,6 +35,7 @@ from typing import Any
 
 from blackboard import Entry
 
+from .belief_keys import CADENCE_DAYS, DEFAULT_KIND, slot_of_key
 from .query import MemoryQuery, TagFilter
 from .scoring import ScoredEntry
 
@@ -53,16 +54,6 @@ __all__ = [
     "truth_filter",
 ]
 
-#: Revalidation cadence (days) of each belief kind; freshness halves every cadence.
-CADENCE_DAYS: dict[str, float] = {
-    "operator_preference": 30.0,
-    "project_state": 7.0,
-    "world_fact": 90.0,
-    "self_model": 14.0,
-    "relationship_fact": 60.0,
-    "tooling_state": 3.0,
-}
-DEFAULT_KIND = "world_fact"
 #: How much confidence and freshness each move a belief's score (0: not at all).
 BELIEF_WEIGHT = 0.25
 _DAY_MS = 86_400_000
@@ -74,7 +65,10 @@ def is_belief(e: Entry) -> bool:
 
 
 def belief_key(e: Entry) -> str:
-    return str(e.metadata.get("canonical_key") or e.key or e.id)
+    """The slot a belief's versions chain on (its canonical key without kind and subject
+    type, :mod:`.belief_keys`: a version stored under a key of the older form is in the
+    same chain)."""
+    return slot_of_key(str(e.metadata.get("canonical_key") or e.key or e.id))
 
 
 def belief_status(e: Entry) -> str:

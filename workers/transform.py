@@ -5,13 +5,14 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass, replace
 
-from blackboard import Blackboard, Entry, NotFound, WriteRequest
+from blackboard import Blackboard, Entry, NotFound, Scope, WriteRequest
 from blackboard.request import Retire
 from consolidation.draft import Draft
 from consolidation.llm.protocol import LLMClient
 from consolidation.semantic import draft_entry, superseded_metadata, superseded_value
 from consolidation.transformer import Similarity, TransformContext, get_transformer
 from memory.subscriptions import MemorySubscription
+from retrieval.belief_keys import BeliefKey
 
 __all__ = ["TransformBridge", "draft_request"]
 
@@ -37,7 +38,8 @@ def draft_request(
         until = d.metadata.get("valid_from_ms") if changed else None
         valid_to = until if isinstance(until, int) else None
         retire = Retire(old.id, old.version, superseded_metadata(old, entry_id, now_ms, valid_to),
-                        superseded_value(old, entry_id, valid_to))
+                        superseded_value(old, entry_id, valid_to),
+                        old.key if old.key != d.key else None)
     return WriteRequest(
         value=d.value,
         tags=d.tags,
@@ -108,7 +110,7 @@ class TransformBridge:
         out: dict[str, Entry] = {}
         for k in sorted(keys):
             try:
-                e = await scope.get_by_key(k)
+                e = await self._holder(scope, k)
                 if batch.intersection(e.source):
                     prev = e.metadata.get("supersedes")
                     if not isinstance(prev, str):
@@ -118,3 +120,17 @@ class TransformBridge:
                 continue
             out[k] = e
         return out
+
+    @staticmethod
+    async def _holder(scope: Scope, key: str) -> Entry:
+        """The live entry holding ``key``, else one holding a key it had before (a belief
+        stored before kinds joined its key: the new version supersedes it)."""
+        parts = BeliefKey.parse(key)
+        for name in [key, *(parts.former() if parts is not None else [])]:
+            try:
+                e = await scope.get_by_key(name)
+            except NotFound:
+                continue
+            if name == key or e.superseded_by is None:
+                return e
+        raise NotFound(f"no entry holds key {key!r}")

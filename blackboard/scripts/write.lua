@@ -19,7 +19,10 @@
 --   compare-and-set retirement, so the replaced entry's stored status is true (the caller
 --   computes it); a different holder or version is 'VERSION_CONFLICT <expected> <actual>'
 --   (actual 0: another entry holds the key) and nothing is written. Without [15] the
---   holder is only tagged and linked, as before.
+--   holder is only tagged and linked, as before. [19] (optional) the key the holder is
+--   stored under when it is a former form of [5] (a belief key from before kinds joined
+--   it): [5] must then have no live holder (else 'VERSION_CONFLICT <expected> 0'); the
+--   former key keeps pointing at the retired holder.
 -- Author: the entry's `author` field says who wrote it, never taken from the value, metadata
 --   or tags. In `agent:<a>` / `agent:<a>:...` scopes it is `a` (the ACL lets no other agent
 --   user write there). Elsewhere (team, collective) it is ARGV[14] after a proof the script
@@ -84,7 +87,20 @@ local supersede = false
 local update_target = false
 local expired_target = false
 if key ~= '' then
-  local target = redis.call('HGET', KEYS[4], key)
+  local holder_key = key
+  local former = ARGV[19] or ''
+  if ARGV[13] == 'supersede' and former ~= '' and former ~= key then
+    local cur = redis.call('HGET', KEYS[4], key)
+    if cur then
+      want_entry_types(cur)
+      local c = redis.call('HMGET', KEYS[1] .. 'e:' .. cur, 'version', 'retired')
+      if c[1] and not c[2] then
+        return redis.error_reply('VERSION_CONFLICT ' .. ARGV[16] .. ' 0')
+      end
+    end
+    holder_key = former
+  end
+  local target = redis.call('HGET', KEYS[4], holder_key)
   if target then
     local tkey = KEYS[1] .. 'e:' .. target
     want_entry_types(target)

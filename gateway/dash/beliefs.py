@@ -9,7 +9,7 @@ from typing import Any
 
 from blackboard import BlackboardError, Entry
 from memory import MemoryLevel, parse_scope
-from retrieval.truth import belief_valid_from, belief_valid_to
+from retrieval.truth import belief_key, belief_valid_from, belief_valid_to
 
 from ..caller import Caller
 from .scopes import find_entries, owner_first, visible_scopes
@@ -69,13 +69,13 @@ async def _facts(caller: Caller, scopes: list[str], visible: list[str],
     for s in scopes:
         chains: dict[str, list[Entry]] = defaultdict(list)
         for e in await caller.bb.scope(s).entries(all_of=["fact"], limit=LIMIT):
-            key = e.metadata.get("canonical_key") or e.key or e.id
-            chains[str(key)].append(e)
-        for key, es in chains.items():
+            chains[belief_key(e)].append(e)  # a version under an older key form too
+        for es in chains.values():
             es.sort(key=lambda x: (x.created_at, x.id))
             current = _current(es, at_ms)
             if current is None:
                 continue
+            key = str(current.metadata.get("canonical_key") or current.key or current.id)
             row = _fact_row(current)
             evidence: list[dict[str, Any]] = [ev for ev in row["evidence"]
                                               if isinstance(ev, dict) and "entry" in ev]

@@ -387,3 +387,30 @@ async def test_supersede_retires_the_holder_compare_and_set(
     assert got.value == {"claim": "x", "status": "superseded"}
     assert (await s.get_by_key("k")).id == new.id
     await assert_consistent(s)
+
+
+async def test_supersede_retires_a_holder_under_a_former_key(
+    bb: Blackboard, snapshot: Any, assert_consistent: Any
+) -> None:
+    """A holder stored under a former form of the key (a belief key from before kinds
+    joined it) is retired by the write that takes the new key, compare-and-set; once the
+    new key has a live holder, a second such write is refused and writes nothing."""
+    from blackboard.request import Retire
+
+    s = bb.scope(SCOPE)
+    old = await s.write({"claim": "x"}, key="fact:a:lives_in", metadata={"status": "active"})
+    new = await s.write({"claim": "y"}, key="fact:world_fact:entity:a:lives_in",
+                        key_mode="supersede",
+                        retire=Retire(old.id, old.version, {"status": "superseded"},
+                                      key="fact:a:lives_in"))
+    got = await s.get(old.id)
+    assert got.superseded_by == new.id and got.metadata == {"status": "superseded"}
+    assert (await s.get_by_key("fact:world_fact:entity:a:lives_in")).id == new.id
+    before = snapshot()
+    with pytest.raises(VersionConflict):  # the new key has its live holder already
+        await s.write({"claim": "z"}, key="fact:world_fact:entity:a:lives_in",
+                      key_mode="supersede",
+                      retire=Retire(got.id, got.version, {"status": "superseded"},
+                                    key="fact:a:lives_in"))
+    assert snapshot() == before
+    await assert_consistent(s)

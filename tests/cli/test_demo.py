@@ -12,6 +12,8 @@ import pytest
 
 from cli.demo_agents import PROCEDURES
 
+KEY = "fact:world_fact:entity:acme-corp:lives_in"
+
 pytestmark = [pytest.mark.slow, pytest.mark.process]  # the CLI as a process
 
 
@@ -37,10 +39,10 @@ def test_demo_consolidates_every_level_and_exits_0(redis_url: str, clean_redis: 
     assert all(tuple(v["steps"]) == PROCEDURES[v["task_kind"]]
                for v in live if v["status"] == "learned")
     facts = {e["key"] for e in report["semantic"]}
-    assert "fact:acme-corp:lives_in" in facts
+    assert KEY in facts
     # the move late in the run changed the belief: the live one names the new town
     live = [e for e in report["semantic"]
-            if e["key"] == "fact:acme-corp:lives_in" and "superseded" not in e["tags"]]
+            if e["key"] == KEY and "superseded" not in e["tags"]]
     assert live and live[-1]["value"]["object"].lower() == "shelbyville"
     assert report["episodes"] and report["team"]
     assert all(len(e["value"]["steps"]) > 1 for e in report["episodes"])  # none cut short
@@ -66,6 +68,15 @@ def test_demo_recall_gives_current_truth_as_of_and_history(
     asyncio.run(_check_truth(redis_url, ["agent1", "agent2"]))
 
 
+async def _versions(bb: Any, scopes: list[str]) -> list[tuple[Any, ...]]:
+    """Every version on the moved key: what a failure message needs to be read."""
+    from retrieval.truth import belief_valid_from, belief_valid_to
+
+    return [(s, e.value.get("object"), e.metadata.get("status"), belief_valid_from(e),
+             belief_valid_to(e), e.created_at) for s in scopes
+            for e in await bb.scope(s).entries(limit=1000) if e.key == KEY]
+
+
 async def _check_truth(url: str, agents: list[str]) -> None:
     from datetime import UTC, datetime
 
@@ -84,7 +95,7 @@ async def _check_truth(url: str, agents: list[str]) -> None:
             # member heard of the move first)
             moves = [int(e.metadata["valid_from_ms"]) for s in (f"agent:{a}", f"team:{TEAM}")
                      for e in await bb.scope(f"{s}:ltm:semantic").entries(limit=1000)
-                     if e.key == "fact:acme-corp:lives_in" and "Shelbyville" in e.text]
+                     if e.key == KEY and "Shelbyville" in e.text]
             before = datetime.fromtimestamp((min(moves) - 1) / 1000, UTC)
             async with AgentMemory(bb, a, teams=[TEAM]) as mem:
                 for scopes in (None, [f"team:{TEAM}"]):
@@ -98,14 +109,16 @@ async def _check_truth(url: str, agents: list[str]) -> None:
                 assert all(h.entry.metadata.get("status") != "superseded" for h in now)
                 then = await mem.recall(facts.model_copy(update={"as_of": before}))
                 said = [place(h.entry.text) for h in then if place(h.entry.text)]
-                assert said and said[0] == "Springfield", (a, said)
+                assert said and said[0] == "Springfield", (a, said, before, await _versions(
+                    bb, [f"agent:{x}:ltm:semantic" for x in agents] + [
+                        f"team:{TEAM}:ltm:semantic"]))
                 # every form (the team's belief states the agent's sentence: each fact once
                 # would fold one into the other), the replaced versions too
                 hist = await mem.recall(facts.model_copy(
                     update={"include_history": True, "collapse": False}))
                 chains: dict[str, list[Any]] = {}
                 for h in hist:
-                    if h.entry.key == "fact:acme-corp:lives_in":
+                    if h.entry.key == KEY:
                         chains.setdefault(h.entry.scope, []).append(h.entry)
                 # every stored status is true: in each scope only the last version is live
                 for scope_chain in chains.values():

@@ -150,7 +150,7 @@ async def test_semantic_llm_path_end_to_end(chat_server: ChatServer) -> None:
     async with client(chat_server) as c:
         ctx = TransformContext("e", "agent:a1:ltm:semantic", llm=c, now_ms=T0)
         [d] = await get_transformer("semantic")(es, ctx)
-    assert d.key == "fact:alice:lives_in" and d.provenance.model == "test-model"
+    assert d.key == "fact:world_fact:entity:alice:lives_in" and d.provenance.model == "test-model"
     assert "[0]" in chat_server.requests[0]["messages"][1]["content"]
 
 

@@ -9,7 +9,8 @@ import pytest
 
 from blackboard.entry import Entry
 from consolidation import TransformContext, get_transformer
-from consolidation.facts import canonical_key, extract_facts
+from consolidation.facts import extract_facts
+from consolidation.kinds import canonical_key
 from consolidation.semantic import draft_entry, superseded_metadata
 from tests.consolidation.cons_support import MIN, T0, make_entry
 
@@ -34,7 +35,7 @@ def belief(eid: str, obj: str, *, weight: float, count: int, at: int = T0) -> En
             "last_supported_ms": at,
             "weighted_at_ms": T0 + 10 * MIN,
         },
-        key="fact:alice:lives_in",
+        key="fact:world_fact:entity:alice:lives_in",
         created_at=at,
     )
 
@@ -51,10 +52,10 @@ def test_canonical_keys() -> None:
     ]
     keys = [(canonical_key(f), f.negated) for f in extract_facts(es)]
     assert keys == [
-        ("fact:alice:lives_in", False),
-        ("fact:user:prefers", False),
-        ("fact:bob:uses:vim", True),
-        ("fact:project-x:deployed_on:k8s", False),
+        ("fact:world_fact:entity:alice:lives_in", False),
+        ("fact:operator_preference:entity:user:prefers", False),
+        ("fact:tooling_state:entity:bob:uses:vim", True),
+        ("fact:project_state:project:project-x:deployed_on:k8s", False),
     ]
 
 
@@ -67,7 +68,7 @@ async def test_new_belief_confidence_and_context() -> None:
     ]
     [d] = await get_transformer("semantic")(es, ctx())
     v = d.value
-    assert d.key == "fact:alice:lives_in" and d.supersedes is None
+    assert d.key == "fact:world_fact:entity:alice:lives_in" and d.supersedes is None
     assert v["statement"] == "Alice lives in Paris" and v["revision"] == "new"
     assert [(e["entry"], e["stance"]) for e in v["evidence"]] == [
         ("n1", "support"),
@@ -96,7 +97,7 @@ async def test_changed_belief_supersedes_old_entry() -> None:
         make_entry("c2", "Alice took a train to Paris.", at=1, agent="a2"),  # no pattern: context
         make_entry("c3", "alice lives in paris", at=2, agent="a3"),
     ]
-    [d] = await get_transformer("semantic")(es, ctx({"fact:alice:lives_in": old}))
+    [d] = await get_transformer("semantic")(es, ctx({"fact:world_fact:entity:alice:lives_in": old}))
     v = d.value
     assert d.supersedes == "old1" and v["supersedes"] == "old1" and v["revision"] == "changed"
     assert v["object"] == "paris" and v["negated"] is False  # display from the latest fact
@@ -113,7 +114,7 @@ async def test_changed_belief_supersedes_old_entry() -> None:
 async def test_strong_belief_is_contested_not_flipped() -> None:
     old = belief("old2", "Paris", weight=5.0, count=5)
     es = [make_entry("k1", "Alice lives in Berlin.", at=0, agent="a1")]
-    [d] = await get_transformer("semantic")(es, ctx({"fact:alice:lives_in": old}))
+    [d] = await get_transformer("semantic")(es, ctx({"fact:world_fact:entity:alice:lives_in": old}))
     assert d.value["object"] == "Paris" and d.value["revision"] == "contested"
     assert d.value["evidence"][0]["stance"] == "contradict"
     assert d.supersedes == "old2" and d.value["confidence_components"]["source_count"] == 5
@@ -122,7 +123,7 @@ async def test_strong_belief_is_contested_not_flipped() -> None:
 async def test_reinforced_belief_accumulates() -> None:
     old = belief("old3", "Paris", weight=1.0, count=2)
     es = [make_entry("r1", "Alice lives in Paris.", at=0, agent="a1")]
-    [d] = await get_transformer("semantic")(es, ctx({"fact:alice:lives_in": old}))
+    [d] = await get_transformer("semantic")(es, ctx({"fact:world_fact:entity:alice:lives_in": old}))
     assert d.value["revision"] == "reinforced" and d.value["evidence"][0]["stance"] == "support"
     c = d.value["confidence_components"]
     assert c["source_count"] == 3 and c["agents"] == 2  # a1 plus the stored a9
@@ -136,11 +137,12 @@ async def test_contradiction_only_within_one_key() -> None:
     ]
     out = await get_transformer("semantic")(es, ctx())
     by_key = {d.key: d for d in out}
-    assert sorted(by_key) == ["fact:bob:uses:emacs", "fact:bob:uses:vim"]
-    emacs = by_key["fact:bob:uses:emacs"].value
+    assert sorted(by_key) == ["fact:tooling_state:entity:bob:uses:emacs",
+                              "fact:tooling_state:entity:bob:uses:vim"]
+    emacs = by_key["fact:tooling_state:entity:bob:uses:emacs"].value
     assert [e["stance"] for e in emacs["evidence"] if e["entry"] == "u2"] == ["support"]
     assert emacs["confidence_components"]["contradiction_weight"] == 0
-    vim = by_key["fact:bob:uses:vim"].value
+    vim = by_key["fact:tooling_state:entity:bob:uses:vim"].value
     # Equal weight for both polarities: the most recent (the negation) wins.
     assert vim["negated"] is True and vim["statement"] == "Bob does not use vim"
     assert {e["entry"]: e["stance"] for e in vim["evidence"] if e["claim"]} == {
@@ -181,7 +183,7 @@ async def test_a_later_statement_updates_an_earlier_one() -> None:
     [d0] = await t(said, ctx(now=T0 + 2 * MIN))
     old = draft_entry(d0, ctx(now=T0 + 2 * MIN))
     es = [make_entry("m1", "Alice lives in Shelbyville.", at=5, agent="a1")]
-    [d] = await t(es, ctx({"fact:alice:lives_in": old}))
+    [d] = await t(es, ctx({"fact:world_fact:entity:alice:lives_in": old}))
     assert d.value["object"] == "Shelbyville" and d.value["revision"] == "changed"
     assert d.value["status"] == "active" and d.supersedes == old.id
     assert d.metadata["valid_from_ms"] == T0 + 5 * MIN
@@ -241,7 +243,8 @@ def test_messages_speak_for_their_speaker_and_counts_key_on_the_noun() -> None:
     fs = extract_facts([said("Ana", "I now live in Porto.", 0), said("Bo", "I live in Rome.", 1),
                         said("Ana", "I have 3 cats.", 2), said("Ana", "I have 4 cats now.", 3)])
     assert [canonical_key(f) for f in fs] == [
-        "fact:ana:lives_in", "fact:bo:lives_in", "fact:ana:has:cat", "fact:ana:has:cat"]
+        "fact:world_fact:entity:ana:lives_in", "fact:world_fact:entity:bo:lives_in",
+        "fact:world_fact:entity:ana:has:cat", "fact:world_fact:entity:ana:has:cat"]
     assert [f.object for f in fs][2:] == ["3 cats", "4 cats now"]
 
 

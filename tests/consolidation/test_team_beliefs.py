@@ -12,7 +12,7 @@ from retrieval.reconcile import team_beliefs_first
 from retrieval.scoring import ScoredEntry
 from tests.consolidation.cons_support import MIN, T0
 
-KEY = "fact:acme-corp:lives_in"
+KEY = "fact:world_fact:entity:acme-corp:lives_in"
 
 
 def link(entry: str, agent: str, town: str, at: int) -> dict[str, Any]:

@@ -317,7 +317,7 @@ def test_beliefs_show_evidence_chains_and_procedures(page: Page, demo: Demo) -> 
     # Live: a new fact observed by agent2 reaches the page once consolidated, then changes:
     # the new belief supersedes the old, and the card shows both in its history.
     subject = f"Vendor{uuid.uuid4().hex[:5]}"
-    key = f"fact:{subject.lower()}:lives_in"
+    key = f"fact:world_fact:entity:{subject.lower()}:lives_in"
     mine = "agent:agent2:ltm:semantic"  # (its team's belief has the same key: another card)
     card = f"article.fact[data-key='{key}'][data-scope='{mine}']"
 

@@ -21,7 +21,7 @@ async def consolidate(bb: Blackboard, done: set[str] | None = None) -> Entry:
     done.update(e.id for e in stm)
     reqs = await TransformBridge(bb)(EDGE, SEM, stm, bb.now_ms())
     await bb.scope(SEM).write_many(reqs)
-    return await bb.scope(SEM).get_by_key("fact:acme-corp:lives_in")
+    return await bb.scope(SEM).get_by_key("fact:world_fact:entity:acme-corp:lives_in")
 
 
 async def test_confirm_and_correct_are_evidence_that_moves_the_belief(bb: Blackboard) -> None:

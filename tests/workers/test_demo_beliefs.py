@@ -29,7 +29,7 @@ from workers.worker import Worker
 
 pytestmark = pytest.mark.slow  # three agents' full demo run, consolidated
 
-KEY = "fact:acme-corp:lives_in"
+KEY = "fact:world_fact:entity:acme-corp:lives_in"
 AGENTS = ["agent1", "agent2", "agent3"]
 FAST = WorkerSettings(heartbeat_ms=200, lease_ttl_ms=1000, block_ms=200, claim_idle_ms=500,
                       trigger_check_ms=100, edges_refresh_ms=300)

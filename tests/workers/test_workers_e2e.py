@@ -138,7 +138,7 @@ async def test_every_role_consolidates_through_worker_processes(
 
         async def paris() -> Entry | None:
             try:
-                return await sem.get_by_key("fact:alice:lives_in")
+                return await sem.get_by_key("fact:world_fact:entity:alice:lives_in")
             except NotFound:
                 return None
 
@@ -181,7 +181,7 @@ async def test_every_role_consolidates_through_worker_processes(
             return e if e is not None and e.value["object"] == "Rome" else None
 
         new = await until(rome, 25, "the Rome belief")
-        assert new.id != old.id and new.key == "fact:alice:lives_in"
+        assert new.id != old.id and new.key == "fact:world_fact:entity:alice:lives_in"
         was = await sem.get(old.id)  # kept, not rewritten
         assert "superseded" in was.tags and was.superseded_by == new.id
         assert was.value["object"] == "Paris"
