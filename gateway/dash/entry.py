@@ -47,15 +47,23 @@ def _link(e: Entry | None, entry_id: str) -> dict[str, Any]:
     prov = e.metadata.get("provenance") if isinstance(e.metadata, dict) else None
     p = prov if isinstance(prov, dict) else {}
     return {"id": e.id, "scope": e.scope, "text": e.text[:300], "missing": False,
-            "raw": not e.source and not p.get("sources"),
+            "raw": not sources_of(e),
             "transformer": p.get("transformer"), "transformer_version": p.get("version")}
 
 
+def merged_of(e: Entry) -> list[str]:
+    """The duplicates dedupe merged into ``e`` (and deleted): copies, not its origin."""
+    got = e.metadata.get("merged_from")
+    return [str(x) for x in got] if isinstance(got, list) else []
+
+
 def sources_of(e: Entry) -> list[str]:
-    """The ids ``e`` derives from: its ``source`` and its provenance's sources."""
+    """The ids ``e`` derives from: its ``source`` and its provenance's sources, but not
+    the duplicates merged into it (dedupe adds those to ``source``)."""
     prov = e.metadata.get("provenance")
     more = prov.get("sources", []) if isinstance(prov, dict) else []
-    return list(dict.fromkeys([*e.source, *(str(x) for x in more)]))
+    merged = set(merged_of(e))
+    return [i for i in dict.fromkeys([*e.source, *(str(x) for x in more)]) if i not in merged]
 
 
 async def entry_detail(caller: Caller, scope: str, entry_id: str) -> dict[str, Any]:
@@ -86,6 +94,7 @@ async def entry_detail(caller: Caller, scope: str, entry_id: str) -> dict[str, A
         "curve": _curve(e, policy.decay_rate, tick_ms, policy.evict_threshold, now),
         "provenance": prov if isinstance(prov, dict) else None,
         "sources": [_link(found.get(i), i) for i in src_ids],
+        "merged": merged_of(e),
         "derived": [_link(d, d.id) for d in sorted(derived, key=lambda d: d.created_at)],
         "derived_scopes": sorted(targets),
     }

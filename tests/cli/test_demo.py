@@ -88,15 +88,24 @@ async def _check_truth(url: str, agents: list[str]) -> None:
     def place(text: str) -> str | None:
         return next((p for p in ("Shelbyville", "Springfield") if p in text), None)
 
+    def instant(ms: int) -> datetime:
+        return datetime.fromtimestamp(ms / 1000, UTC)
+
+    async def moves(scopes: list[str]) -> int:
+        """When the first Shelbyville belief among ``scopes`` became valid."""
+        return min([int(e.metadata["valid_from_ms"]) for s in scopes
+                    for e in await bb.scope(f"{s}:ltm:semantic").entries(limit=1000)
+                    if e.key == KEY and "Shelbyville" in e.text])
+
     async with Blackboard.connect(url) as bb:
+        # The move as the whole memory recorded it: before it, nobody believed Shelbyville.
+        # (The agents run at their own pace: the one that moves second may not have heard
+        # of Acme Corp yet at that instant, and then has nothing to say as of then.)
+        first_move = await moves([f"agent:{a}" for a in agents] + [f"team:{TEAM}"])
+        answered = 0
         for a in agents:
-            # as of just before the move, as the memory this agent reads recorded it: the
-            # valid_from of the first Shelbyville belief, its own or its team's (whichever
-            # member heard of the move first)
-            moves = [int(e.metadata["valid_from_ms"]) for s in (f"agent:{a}", f"team:{TEAM}")
-                     for e in await bb.scope(f"{s}:ltm:semantic").entries(limit=1000)
-                     if e.key == KEY and "Shelbyville" in e.text]
-            before = datetime.fromtimestamp((min(moves) - 1) / 1000, UTC)
+            own_move = await moves([f"agent:{a}"])
+            before = instant(own_move - 1)  # as this agent's own memory recorded it
             async with AgentMemory(bb, a, teams=[TEAM]) as mem:
                 for scopes in (None, [f"team:{TEAM}"]):
                     hits = await mem.recall(MemoryQuery(query="where is Acme Corp",
@@ -107,11 +116,18 @@ async def _check_truth(url: str, agents: list[str]) -> None:
                 now = [h for h in await mem.recall(facts) if place(h.entry.text)]
                 assert now and place(now[0].entry.text) == "Shelbyville"
                 assert all(h.entry.metadata.get("status") != "superseded" for h in now)
-                then = await mem.recall(facts.model_copy(update={"as_of": before}))
+                then = await mem.recall(facts.model_copy(
+                    update={"as_of": instant(first_move - 1)}))
                 said = [place(h.entry.text) for h in then if place(h.entry.text)]
-                assert said and said[0] == "Springfield", (a, said, before, await _versions(
+                assert "Shelbyville" not in said, (a, said, first_move, await _versions(
                     bb, [f"agent:{x}:ltm:semantic" for x in agents] + [
                         f"team:{TEAM}:ltm:semantic"]))
+                answered += said[:1] == ["Springfield"]
+                # its own memory, as of just before its own move: Springfield
+                mine = await mem.recall(facts.model_copy(
+                    update={"as_of": before, "scopes": [f"agent:{a}:ltm:semantic"]}))
+                said = [place(h.entry.text) for h in mine if place(h.entry.text)]
+                assert said[:1] == ["Springfield"], (a, said)
                 # every form (the team's belief states the agent's sentence: each fact once
                 # would fold one into the other), the replaced versions too
                 hist = await mem.recall(facts.model_copy(
@@ -135,3 +151,5 @@ async def _check_truth(url: str, agents: list[str]) -> None:
                 old = _current(chain, int(before.timestamp() * 1000))
                 assert cur is not None and place(cur.text) == "Shelbyville"
                 assert old is not None and place(old.text) == "Springfield"
+        # the agent that moved first had heard Springfield before (the script says so)
+        assert answered >= 1

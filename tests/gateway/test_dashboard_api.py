@@ -205,3 +205,17 @@ def test_recall_without_text_lists_by_filters_and_counts_no_exclusions(
         r = c.post("/v1/dashboard/recall", json={"tag_filter": {"all_of": ["keep"]}}).json()
     assert [h["entry"]["id"] for h in r["hits"]] == [e["id"]]
     assert r["candidates"] is None and not any(r["excluded"].values())
+
+
+def test_a_dedupe_survivor_is_a_raw_step_merged_with_its_duplicates() -> None:
+    """Dedupe adds the duplicates it deleted to the survivor's ``source``: the entry view
+    lists them as merged copies, not as what the entry was derived from."""
+    from blackboard import Entry
+    from gateway.dash.entry import merged_of, sources_of
+
+    e = Entry(id="keep", scope="agent:a1:working", value="Globex prefers email invoices.",
+              source=("dup1", "dup2", "origin"), metadata={"merged_from": ["dup1", "dup2"]})
+    assert sources_of(e) == ["origin"] and merged_of(e) == ["dup1", "dup2"]
+    raw = Entry(id="k2", scope="agent:a1:working", value="x", source=("d",),
+                metadata={"merged_from": ["d"]})
+    assert sources_of(raw) == []

@@ -78,7 +78,11 @@ function renderEntry(el, d) {
     h('section.grid2', null,
       h('div#sources', null, h('h2', null, 'Derived from'),
         p ? h('p.muted', null, `by ${p.transformer} v${p.version} on edge ${p.edge}${p.model ? ` (model ${p.model})` : ''}`) : null,
-        linkList(d.sources, 'nothing: a raw step')),
+        linkList(d.sources, 'nothing: a raw step'),
+        (d.merged || []).length
+          ? h('p.muted#merged', null, `merged with ${d.merged.length} duplicate(s), deleted by dedupe: `,
+            d.merged.map((i) => h('code', null, i + ' ')))
+          : null),
       h('div#derived', null, h('h2', null, 'Derived into'), linkList(d.derived, 'nothing yet'))));
   requestAnimationFrame(() => drawCurve(canvas, d));
 }
