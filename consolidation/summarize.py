@@ -1,6 +1,8 @@
-"""``summarize`` (working -> stm): an extractive summary by centrality within a budget.
+"""``summarize`` (working -> stm): what a batch of working memory amounts to, in a budget.
 
-LLM-free path: sentences of the batch are ranked by LexRank-style centrality (PageRank
+LLM-free path: the batch's steps are rolled up, a line per task (:mod:`.rollup`: its
+steps, its outcome, where it failed); the other entries' sentences (facts stated, free
+text) are ranked by LexRank-style centrality (PageRank
 over the cosine-similarity graph of TF-IDF vectors, or of ``ctx.similarity`` embeddings
 when given), then chosen greedily best first while they fit the token budget and are not
 redundant with a chosen sentence; the chosen ones are emitted in chronological order.
@@ -9,7 +11,7 @@ redundant with a chosen sentence; the chosen ones are emitted in chronological o
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 from pydantic import BaseModel, Field
@@ -19,6 +21,7 @@ from blackboard import Entry
 from .draft import Draft
 from .params import parse_params
 from .prompt import render_batch
+from .rollup import fit, rollups
 from .signals import chronological, occurred_at
 from .text import (
     count_tokens,
@@ -134,6 +137,21 @@ def extractive_summary(
     return [sentences[i] for i in chosen]
 
 
+def _rolled_up(
+    es: Sequence[Entry], params: SummarizeParams, similarity: Similarity | None
+) -> tuple[list[str], str]:
+    """The LLM-free summary: a line per task (:mod:`.rollup`), then the chosen sentences
+    of everything else (facts stated, free text), within the budget; and its method. The
+    free text keeps at least half the budget when the tasks' short lines need more."""
+    tasks, rest = rollups(es)
+    short = sum(count_tokens(t.line(with_steps=False)) for t in tasks)
+    room = max(1, params.budget - min(short, params.budget // 2))
+    kept = extractive_summary(rest, replace(params, budget=room), similarity) if rest else []
+    lines = fit(tasks, params.budget - sum(count_tokens(s) for s in kept))
+    method = "lexrank-embedding" if similarity else "lexrank-tfidf"
+    return [*lines, *kept], ("rollup+" + method if tasks else method)
+
+
 class SummaryOut(BaseModel):
     """LLM output of ``summarize``."""
 
@@ -148,7 +166,7 @@ _SYSTEM = (
 
 class Summarizer:
     name = "summarize"
-    version = "1"
+    version = "2"  # 2: tasks rolled up
 
     async def __call__(self, batch: Sequence[Entry], ctx: TransformContext) -> list[Draft]:
         params = parse_params(SummarizeParams, ctx.params, self.name)
@@ -166,9 +184,8 @@ class Summarizer:
             sentences = split_sentences(text)
             model, method = ctx.llm.model, "llm"
         else:
-            sentences = extractive_summary(es, params, ctx.similarity)
+            sentences, method = _rolled_up(es, params, ctx.similarity)
             text = " ".join(sentences)
-            method = "lexrank-embedding" if ctx.similarity else "lexrank-tfidf"
         start, end = occurred_at(es[0]), occurred_at(es[-1])
         value = {
             "text": text,

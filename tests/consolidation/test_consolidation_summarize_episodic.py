@@ -132,3 +132,50 @@ async def test_last_outcome_wins_and_shuffle_is_stable() -> None:
     assert await get_transformer("episodic")(b, ctx) == await get_transformer("episodic")(
         _episodes_batch(), ctx
     )
+
+
+def _steps(task: str, kind: str, actions: list[str], fail_last: bool, at: int,
+           error: str | None = None) -> list:
+    base = {f"task:{task}", f"task_kind:{kind}"}
+    out = [make_entry(f"{task}-p", f"a1 plans {kind} task {task}.", at=at,
+                      tags=base | {"plan"})]
+    for i, act in enumerate(actions):
+        bad = fail_last and i == len(actions) - 1
+        meta = {"error": error} if bad and error else {}
+        out.append(make_entry(f"{task}-{i}", f"a1 ran {act} for {task}: "
+                              f"{'failed' if bad else 'done'}.", at=at + 1 + i,
+                              tags=base | {f"action_type:{act}", "failure" if bad else "success"},
+                              **meta))
+    return out
+
+
+async def test_steps_roll_up_a_line_per_task_and_facts_are_kept() -> None:
+    """Issue 26 item 1: the steps are said once per task (what, how many, how it ended,
+    where it failed); a fact stated among them is kept word for word."""
+    fact = "Globex prefers email invoices."
+    batch = [*_steps("t1", "invoice", ["fetch", "post"], True, 0, "TimeoutError: ledger"),
+             make_entry("f1", fact, at=5, tags={"fact", "task:t1"}),
+             *_steps("t2", "support", ["read", "reply"], False, 10)]
+    ctx = TransformContext("edge-sum", "agent:a1:stm", now_ms=T0)
+    [d] = await get_transformer("summarize")(random.Random(3).sample(batch, len(batch)), ctx)
+    assert d.value["sentences"] == [
+        "a1 handled invoice task t1: 2 steps (fetch, post), failed at post (TimeoutError: "
+        "ledger).",
+        "a1 handled support task t2: 2 steps (read, reply), done.",
+        fact]
+    assert d.metadata["method"] == "rollup+lexrank-tfidf"
+    assert set(d.sources) == {e.id for e in batch}
+
+
+async def test_many_tasks_tally_in_one_line_and_keep_their_failures() -> None:
+    batch = []
+    for i in range(30):
+        batch += _steps(f"t{i}", "invoice" if i % 2 else "reconcile",
+                        ["load", "match", "write"], i in (7, 20), i * 10)
+    ctx = TransformContext("edge-sum", "agent:a1:stm", params={"budget": 60}, now_ms=T0)
+    [d] = await get_transformer("summarize")(batch, ctx)
+    assert d.value["sentences"] == [
+        "a1 handled 30 tasks (15 invoice, 15 reconcile): 28 done, 2 failed.",
+        "a1 handled invoice task t7: 3 steps, failed at write.",
+        "a1 handled reconcile task t20: 3 steps, failed at write."]
+    assert d.metadata["tokens"] <= 60
