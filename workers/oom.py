@@ -10,7 +10,8 @@ themselves once memory is freed. Each loop says so in one line, at most once per
 from __future__ import annotations
 
 import logging
-import time
+
+from .notice import Throttle
 
 __all__ = ["OomNotice"]
 
@@ -22,11 +23,9 @@ class OomNotice:
 
     def __init__(self, what: str, every_s: float = 30.0) -> None:
         self.what, self.every_s = what, every_s
-        self._said = float("-inf")
+        self._throttle = Throttle(every_s)
 
     def say(self, doing: str = "waiting for memory to be freed") -> None:
-        now = time.monotonic()
-        if now - self._said >= self.every_s:
-            self._said = now
+        if self._throttle.due():
             log.warning("%s: Redis is over its maxmemory and refuses writes; %s",
                         self.what, doing)

@@ -12,6 +12,8 @@ from __future__ import annotations
 import logging
 import time
 
+from .notice import Throttle
+
 __all__ = ["OutageNotice"]
 
 log = logging.getLogger("workers")
@@ -23,14 +25,13 @@ class OutageNotice:
     def __init__(self, what: str, every_s: float = 30.0) -> None:
         self.what, self.every_s = what, every_s
         self._since: float | None = None
-        self._said = float("-inf")
+        self._throttle = Throttle(every_s)
 
     def failed(self, exc: BaseException) -> None:
         now = time.monotonic()
         if self._since is None:
             self._since = now
-        if now - self._said >= self.every_s:
-            self._said = now
+        if self._throttle.due():
             reason = " ".join(str(exc).split())[:200]
             log.error("%s: Redis unreachable for %.0f s (%s); retrying each tick",
                       self.what, now - self._since, reason)
@@ -39,4 +40,5 @@ class OutageNotice:
         if self._since is not None:
             log.warning("%s: Redis answers again after %.0f s", self.what,
                         time.monotonic() - self._since)
-            self._since, self._said = None, float("-inf")
+            self._since = None
+            self._throttle.reset()
