@@ -114,13 +114,13 @@ def aged_prior(existing: Entry | None, now_ms: int, half_life: float) -> Prior |
     )
 
 
-#: When a statement was made: (time in ms, place within its entry) -- ``Fact.when``; a
-#: prior's newest support is known to the ms only, and counts as its entry's first place.
-When = tuple[int, int]
+#: When a statement was made: (time in ms, write order, place within its entry) --
+#: ``Fact.when``; a prior's newest support is known to the ms only, and comes first in it.
+When = tuple[int, str, int]
 
 
 def _prior_when(prior: Prior) -> When:
-    return (prior.last_ms, 0)
+    return (prior.last_ms, "", 0)
 
 
 def _contrary_times(fs: list[Fact], c: Claim, prior: Prior | None, functional: bool
@@ -188,19 +188,26 @@ def standing(
     return support, round(against, 9)
 
 
+def valid_since(
+    fs: list[Fact], claim: Claim, prior: Prior | None, existing: Entry | None, functional: bool
+) -> When:
+    """When ``claim`` became what is believed: the prior's own start when it already held
+    ``claim``; else the first support after the last contrary statement."""
+    if prior is not None and prior.claim == claim and existing is not None:
+        return (belief_valid_from(existing), "", 0)
+    sup = sorted(f.when for f in fs if stance_of(f, claim, functional) is Stance.SUPPORT)
+    if not sup:
+        return (prior.last_ms if prior is not None else 0, "", 0)
+    before = [t for t in _contrary_times(fs, claim, prior, functional) if t < sup[-1]]
+    last_con = max(before, default=(-1, "", 0))
+    return min(t for t in sup if t > last_con)
+
+
 def valid_from(
     fs: list[Fact], claim: Claim, prior: Prior | None, existing: Entry | None, functional: bool
 ) -> int:
-    """When ``claim`` became what is believed (valid time): the prior's own start when it
-    already held ``claim``; else the first support after the last contrary statement."""
-    if prior is not None and prior.claim == claim and existing is not None:
-        return belief_valid_from(existing)
-    sup = sorted(f.when for f in fs if stance_of(f, claim, functional) is Stance.SUPPORT)
-    if not sup:
-        return prior.last_ms if prior is not None else 0
-    before = [t for t in _contrary_times(fs, claim, prior, functional) if t < sup[-1]]
-    last_con = max(before, default=(-1, 0))
-    return min(t for t in sup if t > last_con)[0]
+    """:func:`valid_since` in valid time (ms)."""
+    return valid_since(fs, claim, prior, existing, functional)[0]
 
 
 def _stances(fs: list[Fact], claim: Claim, functional: bool) -> tuple[list[Fact], list[Fact]]:

@@ -42,7 +42,7 @@ from blackboard import Entry
 from retrieval.updates import subject_words
 
 from .fact_forms import EXTRA_VERBS, dated, possessive
-from .signals import actors_of
+from .signals import actors_of, occurred_at, origin_id
 from .text import entry_text, slug, split_sentences
 
 __all__ = [
@@ -149,7 +149,8 @@ _NEG_SURFACE = {
 
 @dataclass(frozen=True, slots=True)
 class Fact:
-    """One asserted triple. ``source`` is the entry id, ``at`` its time (ms), ``agent`` the
+    """One asserted triple. ``source`` is the entry id, ``at`` the time (ms) what it records
+    happened (``signals.occurred_at``: a copy's original's, not the copy's), ``agent`` the
     first actor of the entry (None when unknown), ``weight`` its evidence weight, ``pos``
     its place among the facts its entry states (one message can say where Acme was and
     where it is now: the later sentence is the later statement)."""
@@ -164,11 +165,14 @@ class Fact:
     weight: float = 1.0
     kind: str | None = None  # a belief kind the LLM named (consolidation.kinds), else None
     pos: int = 0
+    #: The id of the entry as first written (``signals.origin_id``: a copy's original; a
+    #: ULID, in write order): orders statements written within one millisecond.
+    seq: str = ""
 
     @property
-    def when(self) -> tuple[int, int]:
-        """When it was stated, finer than ``at``: (time, place within its entry)."""
-        return (self.at, self.pos)
+    def when(self) -> tuple[int, str, int]:
+        """When it was stated, finer than ``at``: (time, write order, place in its entry)."""
+        return (self.at, self.seq, self.pos)
 
     @property
     def subject_key(self) -> str:
@@ -287,5 +291,6 @@ def extract_facts(entries: Iterable[Entry]) -> list[Fact]:
         for pos, (s, p, o, neg) in enumerate(triples):
             if slug(s) and slug(o) and p:
                 subj = s if explicit is not None else _speaker_for_self(s, e)
-                out.append(Fact(subj, p, o, neg, e.id, e.created_at, agent, pos=pos))
+                out.append(Fact(subj, p, o, neg, e.id, occurred_at(e), agent, pos=pos,
+                                seq=origin_id(e)))
     return out

@@ -82,7 +82,7 @@ from .kinds import canonical_key
 from .llm.errors import InvalidLLMOutput
 from .params import parse_params
 from .prompt import render_batch
-from .signals import actors_of, chronological
+from .signals import actors_of, chronological, occurred_at, origin_id
 from .text import entry_text, slug, words
 from .transformer import TransformContext, register_transformer
 
@@ -181,7 +181,7 @@ def _display_forms(fs: list[Fact], claim: Claim, existing: Entry | None) -> tupl
     if not asserting:
         assert existing is not None
         return existing.value["subject"], existing.value["object"]
-    latest = max(asserting, key=lambda f: (f.at, f.source, f.pos))
+    latest = max(asserting, key=lambda f: (f.when, f.source))
     return latest.subject, latest.object
 
 
@@ -196,12 +196,14 @@ def _fact_evidence(fs: list[Fact], reference: Claim, functional: bool) -> list[d
             "at": f.at,
             # its place among its entry's statements (a later sentence, a later statement)
             **({"pos": f.pos} if f.pos else {}),
+            # the order it was written in, when the cited entry is a copy (team views)
+            **({"seq": f.seq} if f.seq and f.seq != f.source else {}),
             "claim": statement(f.subject, f.predicate, f.object, f.negated),
             # the asserted object, so a team can weigh the link against its own claim
             "object": f.object,
             "negated": f.negated,
         }
-        for f in sorted(fs, key=lambda f: (f.at, f.source, f.pos, f.object_key, f.negated))
+        for f in sorted(fs, key=lambda f: (f.when, f.source, f.object_key, f.negated))
     ]
 
 
@@ -220,7 +222,7 @@ def _context_evidence(fs: list[Fact], es: list[Entry]) -> list[dict[str, Any]]:
                     "stance": Stance.CONTEXT.value,
                     "weight": 0.0,
                     "agent": actors[0] if actors else None,
-                    "at": e.created_at,
+                    "at": occurred_at(e),
                     "claim": None,
                 }
             )
@@ -264,15 +266,17 @@ class SemanticTransformer:
         version with its valid time, so "as of" an instant before the change answers with
         what was believed then."""
         final = self._belief(key, fs, es, by_id, ctx, p, model)
-        split = final.metadata["valid_from_ms"]
-        early = [f for f in fs if f.at < split]
-        late = [f for f in fs if f.at >= split]
+        existing = ctx.existing.get(key)
+        since = claims.valid_since(
+            fs, _claim_of(final), claims.prior_of(existing) if existing is not None else None,
+            existing, is_functional(fs[0], p.functional))
+        early = [f for f in fs if f.when < since]  # stated before, in write order
+        late = [f for f in fs if f.when >= since]
         if not early or not late:
             return [final]
         # From the early facts alone, no context links: its sources (hence its id) then
         # differ from the final version's, which cites the late facts too.
         first = self._belief(key, early, [], by_id, ctx, p, model)
-        existing = ctx.existing.get(key)
         prior = claims.prior_of(existing) if existing is not None else None
         held = _claim_of(first)
         if held == _claim_of(final) or (prior is not None and prior.claim == held):
@@ -302,11 +306,12 @@ class SemanticTransformer:
                         f.object.strip(),
                         f.negated,
                         e.id,
-                        e.created_at,
+                        occurred_at(e),
                         actors[0] if actors else None,
                         kind=f.kind,
                         # in the order the model listed them: its reading of the text
                         pos=sum(g.source == e.id for g in facts),
+                        seq=origin_id(e),
                     )
                 )
         return facts

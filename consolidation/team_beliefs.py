@@ -17,7 +17,7 @@ Rules, per canonical key:
   (The team scope itself is writable by every member, as any team entry is: a member can
   write a forged team belief there, which the next draft takes as its prior.)
 * **Views.** Each agent has one current view: the claim (object, negation) of its newest
-  fact link (by time, then entry id, then place in the entry). An agent that said
+  fact link (by time, then write order, then place in the entry). An agent that said
   "Springfield" twice and later "Shelbyville" now says Shelbyville, in two messages or in
   one: its own later statement updates its earlier one.
   Views are stored in the team belief's ``metadata["views"]`` with how many of the agent's
@@ -93,10 +93,11 @@ class _Link:
     entry: str
     raw: Mapping[str, Any]
     pos: int = 0  # its place among the statements of its entry (consolidation.facts.Fact)
+    seq: str = ""  # the order it was written in, when the entry is a copy (Fact.seq)
 
     @property
     def order(self) -> tuple[int, str, int]:
-        return (self.at, self.entry, self.pos)
+        return (self.at, self.seq or self.entry, self.pos)
 
 
 def _claim_of(ln: Mapping[str, Any]) -> Claim | None:
@@ -129,9 +130,10 @@ def _fact_links(belief: Entry, owner: str | None = None
                   "at": min(at, belief.created_at) if isinstance(at, int) else at}
         claim, agent, at = _claim_of(ln), ln.get("agent"), ln.get("at")
         if claim is not None and isinstance(agent, str) and isinstance(at, int):
-            pos = ln.get("pos", 0)
+            pos, seq = ln.get("pos", 0), ln.get("seq", "")
             facts.append(_Link(agent, claim, at, ln["entry"], ln,
-                               pos if isinstance(pos, int) else 0))
+                               pos if isinstance(pos, int) else 0,
+                               seq if isinstance(seq, str) else ""))
         else:
             other.append(ln)
     return facts, other
@@ -144,15 +146,17 @@ class _View:
     entry: str
     count: int
     pos: int = 0
+    seq: str = ""
 
     @property
     def order(self) -> tuple[int, str, int]:
-        return (self.at, self.entry, self.pos)
+        return (self.at, self.seq or self.entry, self.pos)
 
     def to_json(self) -> dict[str, Any]:
         return {"object": self.claim[0], "negated": self.claim[1], "at": self.at,
                 "entry": self.entry, "count": self.count,
-                **({"pos": self.pos} if self.pos else {})}
+                **({"pos": self.pos} if self.pos else {}),
+                **({"seq": self.seq} if self.seq else {})}
 
 
 def _stored_views(existing: Entry | None) -> dict[str, _View]:
@@ -161,7 +165,8 @@ def _stored_views(existing: Entry | None) -> dict[str, _View]:
     for agent, v in (raw or {}).items():
         try:
             out[agent] = _View((str(v["object"]), bool(v["negated"])), int(v["at"]),
-                               str(v["entry"]), int(v["count"]), int(v.get("pos", 0)))
+                               str(v["entry"]), int(v["count"]), int(v.get("pos", 0)),
+                               str(v.get("seq", "")))
         except (KeyError, TypeError, ValueError):
             continue  # a damaged view is rebuilt from the links that come
     return out
@@ -177,7 +182,7 @@ def _update_views(views: dict[str, _View], links: Iterable[_Link]) -> list[_Link
             continue
         fresh.append(ln)
         count = cur.count + 1 if cur is not None and cur.claim == ln.claim else 1
-        views[ln.agent] = _View(ln.claim, ln.at, ln.entry, count, ln.pos)
+        views[ln.agent] = _View(ln.claim, ln.at, ln.entry, count, ln.pos, ln.seq)
     return fresh
 
 

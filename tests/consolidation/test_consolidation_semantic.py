@@ -200,8 +200,10 @@ async def test_a_later_sentence_of_one_message_updates_an_earlier_one() -> None:
     for first, then in (("Springfield", "Shelbyville"), ("Shelbyville", "Springfield")):
         both = make_entry("m1", f"Alice lives in {first}. Alice lives in {then}.", at=5,
                           agent="a1")
-        [d] = await t([both], ctx())
-        assert d.value["object"] == then, first
+        # the message changed the belief: both versions, the later one current
+        old, d = await t([both], ctx())
+        assert (old.value["object"], d.value["object"]) == (first, then)
+        assert d.supersedes == old.entry_id("edge-sem", "agent:a1:ltm:semantic")
         assert sorted((ln.get("pos", 0), ln["object"]) for ln in d.value["evidence"]) == [
             (0, first), (1, then)]
 
@@ -267,3 +269,19 @@ async def test_beliefs_carry_kind_subject_type_and_freshness() -> None:
     assert d.metadata["subject_type"] == "entity"
     assert d.metadata["freshness"] == pytest.approx(0.5 ** (45 / 90), abs=1e-3)
     assert d.metadata["revalidation_due_ms"] == T0 + 45 * DAY + 90 * DAY
+
+
+async def test_copies_are_ordered_as_they_were_written_not_as_copied() -> None:
+    """Copies (the identity edge) of two messages written within one millisecond, copied
+    in one batch: their time is the originals' (``occurred_at``) and their order the
+    originals' write order (``origin_id``, a ULID), whatever the copies' hash ids."""
+    t = get_transformer("semantic")
+    copies = [make_entry(cid, f"Alice lives in {town}.", at=9, agent="a1",
+                         occurred_at=T0 + MIN, origin_id=origin)
+              for cid, town, origin in (("dff", "Springfield", "01HZ0000000000000000000001"),
+                                        ("d00", "Shelbyville", "01HZ0000000000000000000002"))]
+    old, d = await t(copies, ctx())
+    assert (old.value["object"], d.value["object"]) == ("Springfield", "Shelbyville")
+    assert d.metadata["valid_from_ms"] == T0 + MIN  # the originals' time, not the copy's
+    assert [ln.get("seq") for ln in d.value["evidence"]] == [
+        "01HZ0000000000000000000001", "01HZ0000000000000000000002"]

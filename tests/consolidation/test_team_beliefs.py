@@ -176,3 +176,13 @@ async def test_the_team_belief_has_its_own_valid_time() -> None:
     [moved] = await run([A2], {KEY: as_entry(s, "t0")})
     assert moved.value["object"] == "Shelbyville" and moved.value["revision"] == "changed"
     assert moved.metadata["valid_from_ms"] == T0 + 8 * MIN  # agent2's move
+
+
+async def test_links_of_one_instant_keep_their_write_order() -> None:
+    """Two statements copied at one instant (different copies): the view is the one
+    written later (``seq``), whatever the copies' ids."""
+    links = [{**link("dff", "agent1", "Springfield", 7), "seq": "01HZ0000000000000000000001"},
+             {**link("d00", "agent1", "Shelbyville", 7), "seq": "01HZ0000000000000000000002"}]
+    for ls in (links, links[::-1]):
+        [d] = await run([agent_belief("b8", "agent1", "Shelbyville", ls)])
+        assert d.metadata["views"]["agent1"]["object"] == "shelbyville"
