@@ -83,7 +83,9 @@ async def build_report(bb: Blackboard, agent: str) -> tuple[dict[str, Any], Memo
         out["map"] = mmap.to_dict()
         proc = await bb.scope(mem.scope_for("procedural")).entries(limit=None)
         sem = await bb.scope(mem.scope_for("semantic")).entries(limit=None)
-        epi = await bb.scope(mem.scope_for("episodic")).entries(limit=3)
+        # the live ones: an episode a batch left open is superseded when the next continues it
+        epi = await bb.scope(mem.scope_for("episodic")).entries(none_of=["superseded"],
+                                                                limit=3)
         team = await bb.scope(mem.scope_for(None, team=TEAM)).entries(limit=3)
         recalls: dict[str, list[Any]] = {}
         for q in QUERIES:
