@@ -10,6 +10,14 @@ attribution is the member entry's author (the owner of its ``agent:<a>:...`` sco
 writer the write script established), never a name in its metadata or tags; such names are
 kept as ``claimed_agent`` / ``claimed_agents`` and the first member's ``agent``/``actor``
 metadata is not copied as the team entry's own.
+
+Across batches: each group's draft is keyed ``team:<content hash>`` (of its first text), so
+the same statement from another member -- another edge, another batch -- finds the team's
+entry and supersedes it with the new members' attribution added (reinforcements and
+agents pooled, the first statement's value kept); members already attributed are not
+counted again (a replayed batch drafts nothing). Near duplicates merge within a batch;
+across batches only the same normalised text finds the held entry (and the maintenance
+dedupe job merges what is left).
 """
 
 from __future__ import annotations
@@ -73,6 +81,23 @@ def duplicate_groups(
 
 #: Metadata keys in which a writer may name an author: copied only as a claim.
 _CLAIM_KEYS = ("agent", "actor")
+#: A team entry's key: the statement's content hash (the same statement from another
+#: member, in another batch, merges into it).
+KEY_PREFIX = "team:"
+#: Metadata not carried from a member or a previous version into the team's entry.
+_NOT_CARRIED = frozenset({*_CLAIM_KEYS, "provenance", "supersedes", "superseded_by",
+                          "superseded_at", "status"})
+
+
+def _carried(prior: Entry | None) -> list[dict[str, Any]]:
+    """The attribution a previous version holds."""
+    got = prior.metadata.get("attribution") if prior is not None else None
+    return [a for a in got if isinstance(a, dict)] if isinstance(got, list) else []
+
+
+def _first_agents(attribution: list[dict[str, Any]]) -> tuple[str, ...]:
+    first = attribution[0].get("agent") if attribution else None
+    return (first,) if isinstance(first, str) else ()
 
 
 def _attribution(e: Entry) -> dict[str, Any]:
@@ -94,7 +119,7 @@ class TeamTransformer:
     """The LLM is not used: merging is a decision code must be able to explain."""
 
     name = "team"
-    version = "1"
+    version = "2"  # 2: keyed by content, merging across batches
 
     async def __call__(self, batch: Sequence[Entry], ctx: TransformContext) -> list[Draft]:
         p = parse_params(TeamParams, ctx.params, self.name)
@@ -102,39 +127,56 @@ class TeamTransformer:
         if not es:
             return []
         texts = [entry_text(e) for e in es]
-        return [
+        drafts = [
             self._draft([es[i] for i in idx], merge, content_hash(texts[idx[0]]), ctx)
             for idx, merge in duplicate_groups(texts, ctx.similarity, p.threshold)
         ]
+        return [d for d in drafts if d is not None]
 
     def _draft(
         self, members: list[Entry], merge: Merge, text_hash: str, ctx: TransformContext
-    ) -> Draft:
-        """One group's draft: the first member's value and metadata, with the team's."""
-        first = members[0]
-        agents = sorted({a for e in members for a in actors_of(e)})
-        authors = actors_of(first)
-        meta = {k: v for k, v in first.metadata.items() if k not in _CLAIM_KEYS}
-        claimed = sorted({a for e in members for a in claimed_actors_of(e)} - set(agents))
+    ) -> Draft | None:
+        """One group's draft: the first member's value and metadata, with the team's; when
+        the team already holds the statement (another member said it in another batch),
+        the held entry's, with the new members' attribution added (it supersedes it)."""
+        key = f"{KEY_PREFIX}{text_hash}"
+        prior = ctx.existing.get(key)
+        carried = _carried(prior)
+        counted = {str(a.get("entry")) for a in carried}
+        new = [e for e in members if e.id not in counted]
+        if prior is not None and not new:
+            return None  # a replayed batch: every member is already attributed
+        base = prior if prior is not None else new[0]
+        agents = sorted({*(prior.metadata.get("agents", []) if prior is not None else []),
+                         *(a for e in new for a in actors_of(e))})
+        authors = actors_of(new[0]) if prior is None else _first_agents(carried)
+        meta = {k: v for k, v in base.metadata.items() if k not in _NOT_CARRIED}
+        claimed = sorted({*meta.get("claimed_agents", []),
+                          *(a for e in new for a in claimed_actors_of(e))} - set(agents))
         if claimed:
             meta["claimed_agents"] = claimed
+        attribution = [*carried, *(_attribution(e) for e in new)]
         meta.update(
             kind="team",
             agents=agents,
-            attribution=[_attribution(e) for e in members],
-            merge=merge,
-            duplicates=len(members) - 1,
+            attribution=attribution,
+            merge="near" if "near" in (merge, meta.get("merge")) else _merge_kind(
+                1, len(attribution)),
+            duplicates=len(attribution) - 1,
             content_hash=text_hash,
         )
+        held = prior.reinforcements + 1 if prior is not None else 0
         return Draft(
-            value=first.value,
-            provenance=ctx.provenance(self, [e.id for e in members]),
-            tags=union_tags(e.tags for e in members),
+            value=base.value,
+            provenance=ctx.provenance(self, [e.id for e in new]),
+            tags=union_tags([*(e.tags for e in new),
+                             *([prior.tags - {"superseded"}] if prior is not None else [])]),
             metadata=meta,
-            importance=max(e.importance for e in members),
-            key=None,
-            reinforcements=len(members) - 1 + sum(e.reinforcements for e in members),
+            importance=max(e.importance for e in [*new, *([prior] if prior else [])]),
+            key=key,
+            reinforcements=held + len(new) - 1 + sum(e.reinforcements for e in new),
             reinforced_by=tuple(a for a in agents if a not in authors),
+            supersedes=prior.id if prior is not None else None,
         )
 
 

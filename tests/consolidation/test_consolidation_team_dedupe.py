@@ -5,6 +5,7 @@ from __future__ import annotations
 import itertools
 import math
 import random
+from typing import Any
 
 import numpy as np
 
@@ -114,4 +115,36 @@ async def test_team_empty_batch_and_single_group_skip_similarity() -> None:
     es = [make_entry("s1", "Same text.", at=0), make_entry("s2", "same text", at=1)]
     [d] = await get_transformer("team")(es, ctx)
     assert calls == [] and d.metadata["merge"] == "exact" and d.metadata["duplicates"] == 1
-    assert d.metadata["content_hash"] and d.key is None and d.provenance.sources == ("s1", "s2")
+    assert d.key == "team:" + d.metadata["content_hash"] and d.provenance.sources == ("s1", "s2")
+
+
+async def test_the_same_statement_from_another_member_merges_into_the_teams_entry() -> None:
+    """Three agents say it in three batches (one edge each): one live team entry with
+    three attributions; a replayed batch drafts nothing."""
+    from blackboard import Entry
+
+    t = get_transformer("team")
+
+    def held(d: Any, eid: str) -> Entry:
+        return Entry(id=eid, scope="team:t1", value=d.value, tags=d.tags, key=d.key,
+                     metadata=d.full_metadata(), reinforcements=d.reinforcements,
+                     importance=d.importance, created_at=T0)
+
+    prior: dict[str, Entry] = {}
+    for i, agent in enumerate(["a1", "a2", "a3"]):
+        e = make_entry(f"g{i}", "Globex prefers email invoices." if i != 1 else
+                       "globex prefers email invoices!", at=i, scope=f"agent:{agent}:stm",
+                       tags={f"from:{agent}"})
+        [d] = await t([e], TransformContext("edge-" + agent, "team:t1", existing=prior,
+                                            now_ms=T0))
+        assert d.supersedes == (prior[d.key].id if prior else None)
+        replay = await t([e], TransformContext("edge-" + agent, "team:t1",
+                                               existing={d.key: held(d, f"t{i}")}, now_ms=T0))
+        assert replay == []
+        prior = {d.key: held(d, f"t{i}")}
+    assert d.value == "Globex prefers email invoices."
+    assert [a["agent"] for a in d.metadata["attribution"]] == ["a1", "a2", "a3"]
+    assert d.metadata["agents"] == ["a1", "a2", "a3"] and d.metadata["duplicates"] == 2
+    assert d.metadata["merge"] == "exact" and d.reinforcements == 2
+    assert d.tags == {"from:a1", "from:a2", "from:a3"}
+    assert d.reinforced_by == ("a2", "a3")
