@@ -8,6 +8,7 @@ import hashlib
 from collections.abc import Sequence
 from dataclasses import dataclass
 from enum import StrEnum
+from typing import Any
 
 import numpy as np
 
@@ -22,6 +23,7 @@ __all__ = [
     "exact_groups",
     "find_duplicates",
     "near_duplicate_clusters",
+    "pooled_metadata",
 ]
 
 MIN_NEAR_THRESHOLD = 0.9  # below this "near duplicate" starts to mean "related"
@@ -131,3 +133,23 @@ def find_duplicates(
         kind = DuplicateKind.NEAR if near else DuplicateKind.EXACT
         out.append(DuplicateGroup(ids[0], tuple(ids[1:]), kind))
     return sorted(out, key=lambda g: g.keep)
+
+
+def pooled_metadata(keep: Entry, merged: Sequence[Entry]) -> dict[str, Any]:
+    """The metadata of the entry a duplicate group keeps: its own, with the merged
+    entries' ids in ``merged_from`` and, for pooled entries (a team's statements), every
+    member's ``attribution`` and ``agents``: merging duplicates must not forget who said
+    them."""
+    meta = dict(keep.metadata)
+    meta["merged_from"] = sorted({*meta.get("merged_from", []), *(d.id for d in merged)})
+    if isinstance(meta.get("attribution"), list):
+        seen = {str(a.get("entry")) for a in meta["attribution"] if isinstance(a, dict)}
+        for d in merged:
+            for a in d.metadata.get("attribution") or []:
+                if isinstance(a, dict) and str(a.get("entry")) not in seen:
+                    seen.add(str(a.get("entry")))
+                    meta["attribution"] = [*meta["attribution"], a]
+        meta["agents"] = sorted({*meta.get("agents", []),
+                                 *(x for d in merged for x in d.metadata.get("agents", []))})
+        meta["duplicates"] = len(meta["attribution"]) - 1
+    return meta

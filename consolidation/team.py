@@ -120,6 +120,12 @@ class TeamTransformer:
 
     name = "team"
     version = "2"  # 2: keyed by content, merging across batches
+    #: Members' edges share the team's entries as priors (workers.target_turn): two
+    #: firings at once would each supersede the held statement with only their own
+    #: attribution added, and one member's would be lost.
+    one_target_at_a_time = True
+    #: Near duplicates are found by meaning when the worker has an embedder.
+    compares_entries = True
 
     async def __call__(self, batch: Sequence[Entry], ctx: TransformContext) -> list[Draft]:
         p = parse_params(TeamParams, ctx.params, self.name)

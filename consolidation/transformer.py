@@ -23,6 +23,7 @@ __all__ = [
     "TransformContext",
     "Transformer",
     "UnknownTransformer",
+    "compares_entries",
     "get_transformer",
     "identity",
     "reads_updates",
@@ -116,6 +117,16 @@ def reads_updates(name: str) -> bool:
     the survivor of a dedupe merge, is the same step, not a new one."""
     t = _REGISTRY.get(name)
     return bool(getattr(t, "reads_updates", True)) if t is not None else True
+
+
+def compares_entries(name: str) -> bool:
+    """Whether transformer ``name`` compares its batch's entries by meaning (its
+    ``compares_entries`` attribute, False by default): a worker then gives it
+    ``ctx.similarity`` over the entries' vectors from its embedder, when one is installed.
+    Others get none unless an edge asks: a model run per sentence would cap summarising at
+    the model's pace (about 110 texts/s on two cores)."""
+    t = _REGISTRY.get(name)
+    return bool(getattr(t, "compares_entries", False)) if t is not None else False
 
 
 def transformer_names() -> list[str]:

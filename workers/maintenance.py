@@ -20,13 +20,16 @@ import numpy as np
 from blackboard import Blackboard, Entry, InvalidScope
 from blackboard.errors import OutOfMemory
 from blackboard.validation import validate_scope
-from consolidation.dedupe import find_duplicates
+from consolidation.dedupe import find_duplicates, pooled_metadata
+from consolidation.text import entry_text
 from consolidation.transformer import Similarity
+from retrieval.embedders import Embedder
 
 from .leases import JobLease
 from .oom import OomNotice
 from .revalidate import revalidate_scopes
 from .settings import WorkerSettings
+from .similarity import entry_vectors
 
 __all__ = ["JOBS", "JobReport", "Maintenance"]
 
@@ -59,6 +62,9 @@ class Maintenance:
     similarity: Similarity | None = None
     reembed: Callable[[list[Entry]], Awaitable[int]] | None = None
     embedder_name: str | None = None
+    #: Near duplicates by meaning when ``similarity`` is not set: the entries' stored
+    #: vectors of this embedder (:func:`workers.similarity.entry_vectors`).
+    embedder: Embedder | None = None
     dedupe_threshold: float = 0.95
     dedupe_window: int = 2000
     #: Job runs that failed on a partition (each logged); that partition waits a run.
@@ -157,23 +163,23 @@ class Maintenance:
 
         The newest ``dedupe_window`` entries of a scope are compared; each group keeps its
         oldest entry, which takes the union of tags and sources and a reinforcement per
-        merged entry; the others are deleted. Near duplicates need ``similarity`` and pass
-        the cohesion guard of :func:`consolidation.dedupe.find_duplicates`.
+        merged entry; the others are deleted. Near duplicates need ``similarity`` or the
+        ``embedder`` and pass the cohesion guard of :func:`consolidation.dedupe.find_duplicates`.
+        Superseded versions are history, not duplicates: a belief's or a team statement's
+        earlier versions (``as_of`` reads them) repeat its text, and the oldest member
+        would otherwise be kept over the live one.
         """
         counts: dict[str, int] = {}
         for scope_id, head in await self._changed("dedupe", await self._scopes(partition),
                                                   dry_run):
             scope = self.bb.scope(scope_id)
-            entries = await scope.entries(limit=self.dedupe_window)
+            entries = [e for e in await scope.entries(limit=self.dedupe_window)
+                       if e.superseded_by is None]
             if not dry_run:
                 self._seen[("dedupe", scope_id)] = head
             if len(entries) < 2:
                 continue
-            vectors = None
-            if self.similarity is not None:
-                from consolidation.text import entry_text
-
-                vectors = np.asarray(self.similarity([entry_text(e) for e in entries]))
+            vectors = await self._vectors(entries)
             groups = find_duplicates(entries, vectors, threshold=self.dedupe_threshold)
             by_id = {e.id: e for e in entries}
             merged = 0
@@ -188,10 +194,7 @@ class Maintenance:
                 source = sorted(
                     set(keep.source).union(*(d.source for d in drop), (d.id for d in drop))
                 )
-                meta = dict(keep.metadata)
-                meta["merged_from"] = sorted(
-                    set(meta.get("merged_from", [])) | {d.id for d in drop}
-                )
+                meta = pooled_metadata(keep, drop)
                 op = "m" + "".join(sorted(d.id for d in drop))[-60:]
                 await scope.update(keep.id, tags=tags, source=source, metadata=meta, op_id=op[:64])
                 for d in drop:
@@ -201,6 +204,13 @@ class Maintenance:
             if merged:
                 counts[scope.id] = merged
         return JobReport("dedupe", partition, dry_run, counts)
+
+    async def _vectors(self, entries: list[Entry]) -> np.ndarray | None:
+        if self.similarity is not None:
+            return np.asarray(self.similarity([entry_text(e) for e in entries]))
+        if self.embedder is not None:
+            return await entry_vectors(entries, self.embedder)
+        return None
 
     async def reindex(self, partition: int, dry_run: bool = False) -> JobReport:
         """Re-embed entries whose embedding is missing or from another embedder (after the

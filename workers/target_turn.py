@@ -1,6 +1,7 @@
 """One drafter at a time into a target that several edges share a prior in.
 
-Team beliefs (consolidation.team_beliefs) come from one edge per member, each buffered in
+Team beliefs (consolidation.team_beliefs) and the team's pooled statements
+(consolidation.team) come from one edge per member, each buffered in
 its member's partition and fired by whichever worker holds that partition: two firings can
 run at once, both read the team's belief as their prior, and the second write would
 supersede the first's draft without having seen it (a member's view lost). A transformer

@@ -10,9 +10,17 @@ from blackboard.request import Retire
 from consolidation.draft import Draft
 from consolidation.llm.protocol import LLMClient
 from consolidation.semantic import draft_entry, superseded_metadata, superseded_value
-from consolidation.transformer import Similarity, TransformContext, get_transformer
+from consolidation.transformer import (
+    Similarity,
+    TransformContext,
+    compares_entries,
+    get_transformer,
+)
 from memory.subscriptions import MemorySubscription
 from retrieval.belief_keys import BeliefKey
+from retrieval.embedders import Embedder
+
+from .similarity import TextVectors
 
 __all__ = ["TransformBridge", "draft_request"]
 
@@ -65,18 +73,24 @@ class TransformBridge:
     bb: Blackboard
     llm: LLMClient | None = None
     similarity: Similarity | None = None
+    #: Gives a transformer that compares entries (``compares_entries``) their vectors,
+    #: unless ``similarity`` is set.
+    embedder: Embedder | None = None
 
     async def __call__(
         self, edge: MemorySubscription, target: str, entries: list[Entry], now_ms: int
     ) -> list[WriteRequest]:
         t = get_transformer(edge.transformer)
         params = {k: v for k, v in edge.params.items() if k not in RUNNER_PARAMS}
+        similarity = self.similarity
+        if similarity is None and self.embedder is not None and compares_entries(t.name):
+            similarity = await TextVectors.of_entries(entries, self.embedder)
         ctx = TransformContext(
             edge=edge.id,
             target_scope=target,
             params=params,
             llm=self.llm,
-            similarity=self.similarity,
+            similarity=similarity,
             now_ms=now_ms,
         )
         drafts = await t(entries, ctx)

@@ -12,7 +12,8 @@ from typing import Any
 
 from blackboard import Batch, ConsumeOptions
 from blackboard.errors import OutOfMemory
-from consolidation.transformer import reads_updates, transformer_roles
+from consolidation.transformer import compares_entries, reads_updates, transformer_roles
+from retrieval.embedders import Embedder, default_embedder
 
 from ..dataflow import DataflowRunner
 from ..edgeset import EdgeSet
@@ -26,6 +27,12 @@ from .registry import RoleHost, RoleSpec
 __all__ = ["SPECS", "EdgeRunnerRole"]
 
 log = logging.getLogger(__name__)
+
+
+def _embedder_for(transformers: frozenset[str]) -> Embedder | None:
+    """The installed embedder when a transformer of the role compares entries by meaning
+    (it loads on first use): other roles neither need it nor warn of its absence."""
+    return default_embedder() if any(compares_entries(t) for t in transformers) else None
 
 
 class EdgeRunnerRole:
@@ -42,7 +49,8 @@ class EdgeRunnerRole:
             host.bb,
             host.role,
             self.edge_set,
-            bridge or TransformBridge(host.bb, llm=transformer_llm(host.settings)),
+            bridge or TransformBridge(host.bb, llm=transformer_llm(host.settings),
+                                      embedder=_embedder_for(transformers)),
             max_failures=host.settings.max_failures,
             crash_window_ms=host.settings.crash_window_ms,
             # Stopping ends firing after the batch in hand, as losing the lease does.

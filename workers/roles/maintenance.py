@@ -31,6 +31,7 @@ class MaintenancePlugin:
         if emb is not None:  # no dense model installed: nothing to re-embed with
             self.maintenance.reembed = bind_reembed(self.maintenance.bb, emb)
             self.maintenance.embedder_name = emb.name
+            self.maintenance.embedder = emb
         self._scheduler = AsyncIOScheduler()
         self.maintenance.schedule(self._scheduler)
         self._scheduler.start()

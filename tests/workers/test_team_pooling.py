@@ -1,0 +1,119 @@
+"""Issue 26 item 4: the team pools its members' statements. The same statement from three
+agents, in three batches, is one team entry with three attributions; near duplicates merge
+by meaning when the worker has an embedder (in a batch, and across batches through the
+dedupe job, which keeps every attribution); vectors come from what the entries store."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from blackboard import Blackboard, Entry, WriteRequest
+from memory.levels import MemoryLevel
+from memory.naming import agent_scope, team_scope
+from memory.subscriptions import MemorySubscription
+from retrieval.embedders import Embedder, default_embedder
+from workers.maintenance import Maintenance
+from workers.similarity import TextVectors
+from workers.transform import TransformBridge
+
+TEAM = team_scope("t1")
+SAID = "Globex prefers email invoices."
+
+
+async def _say(bb: Blackboard, agent: str, *texts: str) -> list[Entry]:
+    return await bb.scope(agent_scope(agent, MemoryLevel.STM)).write_many(
+        [WriteRequest(t, tags={"fact"}) for t in texts])
+
+
+async def _pool(bb: Blackboard, agent: str, batch: list[Entry],
+                embedder: Embedder | None = None, team: str = TEAM) -> None:
+    edge = MemorySubscription(agent_scope(agent, MemoryLevel.STM), team, "team")
+    reqs = await TransformBridge(bb, embedder=embedder)(edge, team, batch, bb.now_ms())
+    await bb.scope(team).write_many(reqs)
+
+
+async def _live(bb: Blackboard, team: str = TEAM) -> list[Entry]:
+    return [e for e in await bb.scope(team).entries(limit=None) if e.superseded_by is None]
+
+
+def _agents(e: Entry) -> list[str]:
+    return sorted(a["agent"] for a in e.metadata["attribution"])
+
+
+def _model() -> Embedder:
+    emb = default_embedder()
+    if emb is None:
+        pytest.skip("no embedder installed (pip install 'reactive-blackboard[semantic]')")
+    return emb
+
+
+async def test_the_same_statement_from_three_agents_is_one_entry_with_three_attributions(
+        bb: Blackboard) -> None:
+    for a in ("a1", "a2", "a3"):
+        await _pool(bb, a, await _say(bb, a, SAID))
+    [held] = await _live(bb)
+    assert held.text == SAID and _agents(held) == ["a1", "a2", "a3"]
+    assert held.metadata["agents"] == ["a1", "a2", "a3"]
+    assert held.metadata["duplicates"] == 2
+    # a replayed batch (a crash before its buffer was trimmed) attributes nobody twice
+    await _pool(bb, "a2", (await bb.scope(agent_scope("a2", MemoryLevel.STM))
+                           .entries(limit=None)))
+    [again] = await _live(bb)
+    assert _agents(again) == ["a1", "a2", "a3"]
+
+
+async def test_near_duplicates_in_a_batch_merge_by_meaning_only_with_an_embedder(
+        bb: Blackboard) -> None:
+    batch = [*await _say(bb, "a1", SAID),
+             *await _say(bb, "a2", "Globex prefers invoices by email."),
+             *await _say(bb, "a3", "Globex prefers paper invoices.")]
+    await _pool(bb, "a1", batch)
+    assert len(await _live(bb)) == 3  # without a model only equal texts merge
+    other = team_scope("t2")
+    await _pool(bb, "a1", batch, _model(), other)
+    by_text = {e.text: e for e in await _live(bb, other)}
+    assert sorted(by_text) == [SAID, "Globex prefers paper invoices."]
+    assert _agents(by_text[SAID]) == ["a1", "a2"]
+    assert by_text[SAID].metadata["merge"] == "near"
+
+
+async def test_dedupe_merges_near_duplicates_across_batches_keeping_every_attribution(
+        bb: Blackboard) -> None:
+    await _pool(bb, "a1", await _say(bb, "a1", SAID))
+    await _pool(bb, "a2", await _say(bb, "a2", "Globex prefers invoices by email."))
+    await _pool(bb, "a3", await _say(bb, "a3", SAID))
+    assert sorted(len(e.metadata["attribution"]) for e in await _live(bb)) == [1, 2]
+    m = Maintenance(bb, "t", embedder=_model())
+    assert sum([(await m.dedupe(p)).total for p in range(bb.partitions)]) == 1
+    [held] = await _live(bb)
+    assert _agents(held) == ["a1", "a2", "a3"] and held.metadata["duplicates"] == 2
+    # the version a3's statement superseded is history (as_of reads it), not a duplicate
+    assert [bool(e.superseded_by) for e in await bb.scope(TEAM).entries(limit=None)
+            if e.id != held.id] == [True]
+
+
+class _Counting:
+    """The installed embedder, counting the texts it is asked to embed."""
+
+    def __init__(self, inner: Embedder) -> None:
+        self.inner, self.name, self.dim, self.texts = inner, inner.name, inner.dim, 0
+
+    def embed(self, texts: list[str]) -> np.ndarray:
+        self.texts += len(texts)
+        return self.inner.embed(texts)
+
+
+async def test_stored_vectors_are_used_and_only_the_rest_embedded(bb: Blackboard) -> None:
+    model = _model()
+    vec = model.embed([SAID])[0]
+    scope = bb.scope(agent_scope("a1", MemoryLevel.STM))
+    stored, bare = [await scope.get(e.id) for e in await scope.write_many([
+        WriteRequest(SAID, embedding=vec.tobytes(), embedder=model.name),
+        WriteRequest("Initech has a billing portal.")])]
+    counting = _Counting(model)
+    sim = await TextVectors.of_entries([stored, bare], counting)  # type: ignore[arg-type]
+    assert counting.texts == 1  # only the entry without a vector
+    got = sim([SAID, "Initech has a billing portal.", "A text from elsewhere."])
+    assert got.shape == (3, model.dim) and counting.texts == 2
+    assert np.allclose(got[0], vec)
