@@ -318,6 +318,7 @@ class EpisodicTransformer:
         }
         meta: dict[str, Any] = {
             "kind": "episode",
+            "method": "llm" if model else "segments",
             "task": p.task,
             "session": p.session,
             "start_ms": p.start,

@@ -334,7 +334,7 @@ class ProceduralTransformer:
             "retired": dict(zip(("support", "successes", "failures"), sk.retired, strict=True)),
         }
         meta = {"kind": "procedure", "canonical_key": sk.key, "task_kind": sk.kind,
-                "status": status, **tally}
+                "status": status, "method": "llm" if model else "mined", **tally}
         rate = tally["success_rate"]
         actions = {f"action_type:{a}"[:128] for v in sk.variants for a in v.steps}
         return Draft(

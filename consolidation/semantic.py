@@ -403,6 +403,8 @@ class SemanticTransformer:
         }
         meta = {
             "kind": "fact",
+            # as summarize's: whether an LLM read the batch (its model is in provenance)
+            "method": "llm" if model else "rules",
             "canonical_key": key,
             "status": status.value,
             "confidence": round(confidence, 6),
