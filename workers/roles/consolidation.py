@@ -42,7 +42,7 @@ class EdgeRunnerRole:
             host.bb,
             host.role,
             self.edge_set,
-            bridge or TransformBridge(host.bb, llm=transformer_llm(host.settings)),
+            bridge or TransformBridge(host.bb, llm=transformer_llm(host.settings, host.role)),
             max_failures=host.settings.max_failures,
             crash_window_ms=host.settings.crash_window_ms,
             # Stopping ends firing after the batch in hand, as losing the lease does.
