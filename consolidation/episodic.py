@@ -144,7 +144,7 @@ def _split(
 class EpisodeOut(BaseModel):
     """LLM output of ``episodic`` for one episode."""
 
-    title: str = Field(max_length=120, description="Short title of what happened.")
+    title: str = Field(min_length=1, max_length=120, description="Short title of what happened.")
     steps: list[str] = Field(description="The steps, in order, one short sentence each.")
     outcome: Outcome = Field(description="success, failure or unknown.")
 
@@ -153,7 +153,7 @@ class EpisodeOut(BaseModel):
 def episode_out(entries: int, step_tokens: int) -> type[EpisodeOut]:
     """:class:`EpisodeOut` for an episode of ``entries`` entries: a step per entry at most,
     each within ``step_tokens`` (it is cut to them after; see :mod:`consolidation.llm.schema`)."""
-    step = Annotated[str, Field(max_length=step_tokens * CHARS_PER_TOKEN)]
+    step = Annotated[str, Field(min_length=1, max_length=step_tokens * CHARS_PER_TOKEN)]
     return narrowed(
         EpisodeOut,
         steps=(list[step], Field(max_length=entries, description="The steps, in order, one "

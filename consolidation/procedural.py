@@ -171,9 +171,11 @@ def procedure_key(kind: str) -> str:
 
 class ProcedureNote(BaseModel):
     index: int = Field(description="Index of the procedure in the list.")
-    name: str = Field(max_length=80, description="Short imperative name of the procedure.")
+    name: str = Field(
+        min_length=1, max_length=80, description="Short imperative name of the procedure."
+    )
     description: str = Field(
-        max_length=300, description="One or two sentences: when and how to use it."
+        min_length=1, max_length=300, description="One or two sentences: when and how to use it."
     )
 
 

@@ -152,11 +152,11 @@ def superseded_value(old: Entry, by: str, valid_to_ms: int | None = None) -> Any
 
 class FactOut(BaseModel):
     entry: int = Field(description="Index [i] of the entry stating the fact.")
-    subject: str = Field(max_length=120)
+    subject: str = Field(min_length=1, max_length=120)
     predicate: str = Field(
-        max_length=40, description="Short verb phrase, e.g. 'lives in', 'prefers'."
+        min_length=1, max_length=40, description="Short verb phrase, e.g. 'lives in', 'prefers'."
     )
-    object: str = Field(max_length=200)
+    object: str = Field(min_length=1, max_length=200)
     negated: bool = False
     kind: Literal[
         "operator_preference", "project_state", "world_fact", "self_model",

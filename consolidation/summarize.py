@@ -166,7 +166,7 @@ def summary_out(budget: int) -> type[SummaryOut]:
     :mod:`consolidation.llm.schema`)."""
     return narrowed(
         SummaryOut,
-        summary=(str, Field(max_length=budget * CHARS_PER_TOKEN,
+        summary=(str, Field(min_length=1, max_length=budget * CHARS_PER_TOKEN,
                             description="A faithful summary of the entries, plain prose.")),
     )
 
