@@ -98,11 +98,11 @@ class WorkerSettings:
 
     def llm_role_set(self) -> frozenset[str]:
         """The edge roles that use the LLM (:attr:`llm_roles`; none without an endpoint)."""
+        if self.llm_base_url is None:
+            return frozenset()
         # Imported here: the roles' modules import this one.
         from .roles import EDGE_ROLES
 
-        if self.llm_base_url is None:
-            return frozenset()
         if self.llm_roles is None:
             return frozenset(EDGE_ROLES)
         names = [n.strip() for n in self.llm_roles.split(",") if n.strip()]
