@@ -15,13 +15,15 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
+from functools import lru_cache
+from typing import Annotated, Any
 
 from pydantic import BaseModel, Field
 
 from blackboard import Entry
 
 from .draft import Draft
+from .llm.schema import CHARS_PER_TOKEN, narrowed
 from .params import parse_params
 from .prompt import render_batch
 from .signals import (
@@ -142,9 +144,21 @@ def _split(
 class EpisodeOut(BaseModel):
     """LLM output of ``episodic`` for one episode."""
 
-    title: str = Field(description="Short title of what happened.")
+    title: str = Field(min_length=1, max_length=120, description="Short title of what happened.")
     steps: list[str] = Field(description="The steps, in order, one short sentence each.")
     outcome: Outcome = Field(description="success, failure or unknown.")
+
+
+@lru_cache(maxsize=64)
+def episode_out(entries: int, step_tokens: int) -> type[EpisodeOut]:
+    """:class:`EpisodeOut` for an episode of ``entries`` entries: a step per entry at most,
+    each within ``step_tokens`` (it is cut to them after; see :mod:`consolidation.llm.schema`)."""
+    step = Annotated[str, Field(min_length=1, max_length=step_tokens * CHARS_PER_TOKEN)]
+    return narrowed(
+        EpisodeOut,
+        steps=(list[step], Field(max_length=entries, description="The steps, in order, one "
+                                 "short sentence each.")),
+    )
 
 
 _SYSTEM = (
@@ -265,7 +279,9 @@ class EpisodicTransformer:
         ]
         outcome, title = ep.outcome, None
         if ctx.llm is not None:
-            res = await ctx.llm.complete_json(_SYSTEM, render_batch(ep.entries), EpisodeOut)
+            res = await ctx.llm.complete_json(
+                _SYSTEM, render_batch(ep.entries), episode_out(len(ep.entries), params.step_tokens)
+            )
             steps = [truncate_tokens(s, params.step_tokens) for s in res.steps]
             title = res.title
             # A tagged outcome is evidence; the model may only fill in an unknown one.
@@ -302,6 +318,7 @@ class EpisodicTransformer:
         }
         meta: dict[str, Any] = {
             "kind": "episode",
+            "method": "llm" if model else "segments",
             "task": p.task,
             "session": p.session,
             "start_ms": p.start,

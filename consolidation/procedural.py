@@ -26,13 +26,15 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from functools import lru_cache
+from typing import Any, Literal
 
 from pydantic import BaseModel, Field
 
 from blackboard import Entry
 
 from .draft import Draft
+from .llm.schema import narrowed
 from .params import parse_params
 from .signals import Outcome, action_type_of, chronological, final_outcome, task_kind_of, task_of
 from .text import slug, union_tags
@@ -169,14 +171,29 @@ def procedure_key(kind: str) -> str:
 
 class ProcedureNote(BaseModel):
     index: int = Field(description="Index of the procedure in the list.")
-    name: str = Field(description="Short imperative name of the procedure.")
-    description: str = Field(description="One or two sentences: when and how to use it.")
+    name: str = Field(
+        min_length=1, max_length=80, description="Short imperative name of the procedure."
+    )
+    description: str = Field(
+        min_length=1, max_length=300, description="One or two sentences: when and how to use it."
+    )
 
 
 class ProcedureNotes(BaseModel):
     """LLM output of ``procedural``: names for mined procedures."""
 
     procedures: list[ProcedureNote]
+
+
+@lru_cache(maxsize=64)
+def procedure_notes(indexes: tuple[int, ...]) -> type[ProcedureNotes]:
+    """:class:`ProcedureNotes` for the listed procedures ``indexes``: a note names one of
+    them, one note each at most (see :mod:`consolidation.llm.schema`)."""
+    note = narrowed(
+        ProcedureNote,
+        index=(Literal[indexes], Field(description="Index of the procedure in the list.")),
+    )
+    return narrowed(ProcedureNotes, procedures=(list[note], Field(max_length=len(indexes))))  # type: ignore[valid-type]
 
 
 _SYSTEM = (
@@ -291,12 +308,12 @@ class ProceduralTransformer:
         """The LLM's names for ``skills`` by index, and its model (none without an LLM)."""
         if ctx.llm is None or not any(sk.learned for sk in skills):
             return {}, None
+        listed = tuple(i for i, sk in enumerate(skills) if sk.learned)
         listing = "\n".join(
-            f"[{i}] task kind {sk.kind}: {' -> '.join(sk.variants[0].steps)}"
-            for i, sk in enumerate(skills)
-            if sk.learned
+            f"[{i}] task kind {skills[i].kind}: {' -> '.join(skills[i].variants[0].steps)}"
+            for i in listed
         )
-        res = await ctx.llm.complete_json(_SYSTEM, listing, ProcedureNotes)
+        res = await ctx.llm.complete_json(_SYSTEM, listing, procedure_notes(listed))
         notes = {n.index: n for n in res.procedures if 0 <= n.index < len(skills)}
         return notes, ctx.llm.model
 
@@ -319,7 +336,7 @@ class ProceduralTransformer:
             "retired": dict(zip(("support", "successes", "failures"), sk.retired, strict=True)),
         }
         meta = {"kind": "procedure", "canonical_key": sk.key, "task_kind": sk.kind,
-                "status": status, **tally}
+                "status": status, "method": "llm" if model else "mined", **tally}
         rate = tally["success_rate"]
         actions = {f"action_type:{a}"[:128] for v in sk.variants for a in v.steps}
         return Draft(

@@ -57,6 +57,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
+from functools import lru_cache
 from typing import Any, Literal
 
 from pydantic import BaseModel, Field
@@ -80,6 +81,7 @@ from .facts import (
 from .feedback import feedback_kind, weigh_feedback
 from .kinds import canonical_key
 from .llm.errors import InvalidLLMOutput
+from .llm.schema import narrowed
 from .params import parse_params
 from .prompt import render_batch
 from .signals import actors_of, chronological, occurred_at, origin_id
@@ -150,9 +152,11 @@ def superseded_value(old: Entry, by: str, valid_to_ms: int | None = None) -> Any
 
 class FactOut(BaseModel):
     entry: int = Field(description="Index [i] of the entry stating the fact.")
-    subject: str
-    predicate: str = Field(description="Short verb phrase, e.g. 'lives in', 'prefers'.")
-    object: str
+    subject: str = Field(min_length=1, max_length=120)
+    predicate: str = Field(
+        min_length=1, max_length=40, description="Short verb phrase, e.g. 'lives in', 'prefers'."
+    )
+    object: str = Field(min_length=1, max_length=200)
     negated: bool = False
     kind: Literal[
         "operator_preference", "project_state", "world_fact", "self_model",
@@ -164,6 +168,22 @@ class FactsOut(BaseModel):
     """LLM output of ``semantic``."""
 
     facts: list[FactOut]
+
+
+#: Facts the model may state per entry of the batch: a bound on its output, so a model
+#: repeating itself stops (an entry stating more is rare; the extractor still reads it).
+FACTS_PER_ENTRY = 4
+
+
+@lru_cache(maxsize=64)
+def facts_out(n: int) -> type[FactsOut]:
+    """:class:`FactsOut` for a batch of ``n`` entries: ``entry`` cites one of them, and at
+    most ``FACTS_PER_ENTRY * n`` facts (see :mod:`consolidation.llm.schema`)."""
+    fact = narrowed(
+        FactOut,
+        entry=(int, Field(ge=0, le=n - 1, description="Index [i] of the entry stating it.")),
+    )
+    return narrowed(FactsOut, facts=(list[fact], Field(max_length=FACTS_PER_ENTRY * n)))  # type: ignore[valid-type]
 
 
 _SYSTEM = (
@@ -290,9 +310,11 @@ class SemanticTransformer:
 
     async def _llm_facts(self, es: list[Entry], ctx: TransformContext) -> list[Fact]:
         assert ctx.llm is not None
-        out = await ctx.llm.complete_json(_SYSTEM, render_batch(es), FactsOut)
+        out = await ctx.llm.complete_json(_SYSTEM, render_batch(es), facts_out(len(es)))
         facts: list[Fact] = []
         for f in out.facts:
+            # The schema bounds it; an LLMClient that does not validate would make a
+            # negative index quietly cite the last entry.
             if not 0 <= f.entry < len(es):
                 raise InvalidLLMOutput(f"fact cites entry [{f.entry}] of {len(es)}")
             e = es[f.entry]
@@ -381,6 +403,8 @@ class SemanticTransformer:
         }
         meta = {
             "kind": "fact",
+            # as summarize's: whether an LLM read the batch (its model is in provenance)
+            "method": "llm" if model else "rules",
             "canonical_key": key,
             "status": status.value,
             "confidence": round(confidence, 6),

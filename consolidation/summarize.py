@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
+from functools import lru_cache
 
 import numpy as np
 from pydantic import BaseModel, Field
@@ -19,6 +20,7 @@ from pydantic import BaseModel, Field
 from blackboard import Entry
 
 from .draft import Draft
+from .llm.schema import CHARS_PER_TOKEN, narrowed
 from .params import parse_params
 from .prompt import render_batch
 from .rollup import fit, rollups
@@ -158,6 +160,17 @@ class SummaryOut(BaseModel):
     summary: str = Field(description="A faithful summary of the entries, plain prose.")
 
 
+@lru_cache(maxsize=64)
+def summary_out(budget: int) -> type[SummaryOut]:
+    """:class:`SummaryOut` within ``budget`` tokens (the summary is cut to them after; see
+    :mod:`consolidation.llm.schema`)."""
+    return narrowed(
+        SummaryOut,
+        summary=(str, Field(min_length=1, max_length=budget * CHARS_PER_TOKEN,
+                            description="A faithful summary of the entries, plain prose.")),
+    )
+
+
 _SYSTEM = (
     "You condense an AI agent's working memory into a short-term memory note. Keep facts, "
     "decisions, results and open problems; drop chatter. Never invent anything."
@@ -179,7 +192,7 @@ class Summarizer:
                 f"Summarize in at most {params.budget} tokens (about "
                 f"{params.budget * 3 // 4} words):\n\n{render_batch(es)}"
             )
-            out = await ctx.llm.complete_json(_SYSTEM, user, SummaryOut)
+            out = await ctx.llm.complete_json(_SYSTEM, user, summary_out(params.budget))
             text = truncate_tokens(" ".join(out.summary.split()), params.budget)
             sentences = split_sentences(text)
             model, method = ctx.llm.model, "llm"

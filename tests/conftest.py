@@ -13,6 +13,7 @@ from redis_snapshot import Snapshot, snapshot_of
 from blackboard import Blackboard
 from blackboard.server import RedisClusterServer, RedisServer
 from tests.consolidation.cons_support import ChatServer
+from tests.support_llm import LocalLLM, llm_missing, start_local_llm
 from tests.support_replicated import ReplicatedCluster
 from tests.support_secure import Secure, reset_secure, secure_mode
 
@@ -29,6 +30,20 @@ def chat_server() -> Iterator[ChatServer]:
         yield s
     finally:
         s.close()
+
+
+@pytest.fixture(scope="session")
+def local_llm() -> Iterator[LocalLLM]:
+    """A real small model behind the OpenAI protocol (``tests/support_llm.py``), one per
+    session: started at first use, skipped with what to install where the wheels are not."""
+    missing = llm_missing()
+    if missing:
+        pytest.skip(missing)
+    llm = start_local_llm()
+    try:
+        yield llm
+    finally:
+        llm.close()
 
 
 @pytest.fixture(scope="session")

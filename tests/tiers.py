@@ -38,7 +38,8 @@ ROOTS: dict[str, frozenset[str]] = {
         "redis_server", "secure_redis", "blackboard_server",  # tests/conftest.py, the plugin
         "board", "attack_base", "any_base", "target_url",  # pick bb/cbb... at run time
     }),
-    "process": frozenset({"worker_procs", "gateway_process", "start_gateway"}),
+    # local_llm: the real model's server runs in a child (tests/support_llm.py)
+    "process": frozenset({"worker_procs", "gateway_process", "start_gateway", "local_llm"}),
     "cluster": frozenset({"cluster", "secure_cluster", "attack_cluster_base",
                          "replicated_cluster"}),
     "browser": frozenset({"browser"}),  # tests/gateway/test_dashboard.py: Chromium

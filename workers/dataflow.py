@@ -25,6 +25,7 @@ from blackboard import Blackboard, Entry, EntryRef, Event, EventType, WriteReque
 from blackboard.edges_version import version_string
 from blackboard.errors import OutOfMemory
 from blackboard.pending import PendingBuffer
+from consolidation.llm.errors import InvalidLLMOutput
 from memory.subscriptions import MemorySubscription
 
 from .edgeset import EdgeSet
@@ -289,7 +290,10 @@ class DataflowRunner:
             self.counters.errors += 1
             fkey = (key, raw[0].decode())
             self._failures[fkey] += 1
-            if self._failures[fkey] < self.max_failures:
+            # Invalid LLM output was already repaired once (the client): asking again asks
+            # the same question at temperature 0, spending tokens for the same answer.
+            again = not isinstance(exc, InvalidLLMOutput)
+            if again and self._failures[fkey] < self.max_failures:
                 delay = 0.25 * 2 ** self._failures[fkey]
                 self._retry_at[key] = self.bb.now_ms() / 1000 + delay
                 log.warning(

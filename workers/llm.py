@@ -9,10 +9,13 @@ from .settings import WorkerSettings
 __all__ = ["transformer_llm"]
 
 
-def transformer_llm(settings: WorkerSettings) -> OpenAIClient | None:
-    """An OpenAI-compatible client when an endpoint is configured, else None: the
-    transformers then run their LLM-free paths."""
+def transformer_llm(settings: WorkerSettings, role: str | None = None) -> OpenAIClient | None:
+    """An OpenAI-compatible client when an endpoint is configured (and, given the worker
+    ``role``, the LLM is on for it: ``llm_roles``), else None: the transformers then run
+    their LLM-free paths."""
     if settings.llm_base_url is None or settings.llm_model is None:
+        return None
+    if role is not None and role not in settings.llm_role_set():
         return None
     return OpenAIClient(
         settings.llm_base_url,
@@ -20,4 +23,5 @@ def transformer_llm(settings: WorkerSettings) -> OpenAIClient | None:
         api_key=settings.llm_api_key,
         rate=settings.llm_rate,
         token_budget=settings.llm_token_budget,
+        max_tokens=settings.llm_max_tokens,
     )

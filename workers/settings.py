@@ -1,7 +1,9 @@
-"""Settings of a worker process, read from ``BLACKBOARD_WORKER_*`` environment variables."""
+"""Settings of a worker process, read from ``BLACKBOARD_WORKER_*`` environment variables;
+the LLM's also from ``BLACKBOARD_LLM_*`` (:data:`LLM_ENV`)."""
 
 from __future__ import annotations
 
+import os
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -9,9 +11,20 @@ from typing import Any
 from blackboard import InvalidArgument
 from blackboard.settings import settings_from_env
 
-__all__ = ["WorkerSettings"]
+__all__ = ["LLM_ENV", "WorkerSettings"]
 
 ENV_PREFIX = "BLACKBOARD_WORKER_"
+#: ``BLACKBOARD_LLM_<NAME>`` -> the field it sets: the LLM is configured once for every
+#: worker process (``BLACKBOARD_WORKER_<FIELD>`` still works; the two disagreeing is an error).
+LLM_ENV: dict[str, str] = {
+    "URL": "llm_base_url",
+    "MODEL": "llm_model",
+    "API_KEY": "llm_api_key",
+    "RATE": "llm_rate",
+    "TOKEN_BUDGET": "llm_token_budget",
+    "MAX_TOKENS": "llm_max_tokens",
+    "ROLES": "llm_roles",
+}
 
 @dataclass(frozen=True, slots=True)
 class WorkerSettings:
@@ -62,6 +75,11 @@ class WorkerSettings:
     llm_api_key: str | None = None
     llm_rate: float | None = None
     llm_token_budget: int | None = None
+    #: Cap on each reply's tokens (None: the server's default).
+    llm_max_tokens: int | None = None
+    #: The edge roles whose transformers use the LLM, comma-separated (e.g.
+    #: ``summarize,semantic``); None: every one. The others run their LLM-free paths.
+    llm_roles: str | None = None
 
     def __post_init__(self) -> None:
         if self.lease_ttl_ms < 2 * self.heartbeat_ms:
@@ -72,9 +90,44 @@ class WorkerSettings:
         if self.batch_count < 1 or self.max_deliveries < 1:
             raise InvalidArgument("batch_count and max_deliveries must be >= 1")
         if (self.llm_base_url is None) != (self.llm_model is None):
-            raise InvalidArgument("set both llm_base_url and llm_model, or neither")
+            raise InvalidArgument("set both BLACKBOARD_LLM_URL and BLACKBOARD_LLM_MODEL "
+                                  "(llm_base_url, llm_model), or neither")
+        if self.llm_max_tokens is not None and self.llm_max_tokens < 1:
+            raise InvalidArgument("BLACKBOARD_LLM_MAX_TOKENS must be >= 1")
+        self.llm_role_set()  # an unknown name fails here, before anything starts
+
+    def llm_role_set(self) -> frozenset[str]:
+        """The edge roles that use the LLM (:attr:`llm_roles`; none without an endpoint)."""
+        if self.llm_base_url is None:
+            return frozenset()
+        # Imported here: the roles' modules import this one.
+        from .roles import EDGE_ROLES
+
+        if self.llm_roles is None:
+            return frozenset(EDGE_ROLES)
+        names = [n.strip() for n in self.llm_roles.split(",") if n.strip()]
+        unknown = [n for n in names if n not in EDGE_ROLES]
+        if unknown:
+            raise InvalidArgument(f"BLACKBOARD_LLM_ROLES names unknown role {unknown[0]!r}: "
+                                  f"use some of {', '.join(EDGE_ROLES)}")
+        return frozenset(names)
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None, **overrides: Any) -> WorkerSettings:
-        """Settings from ``BLACKBOARD_WORKER_<FIELD>`` variables, then ``overrides``."""
-        return settings_from_env(cls, ENV_PREFIX, env, overrides)
+        """Settings from ``BLACKBOARD_WORKER_<FIELD>`` and :data:`LLM_ENV` variables, then
+        ``overrides``."""
+        src = dict(os.environ if env is None else env)
+        given: dict[str, str] = {}  # long name -> the short one it was given as
+        for name, fld in LLM_ENV.items():
+            short, long = f"BLACKBOARD_LLM_{name}", ENV_PREFIX + fld.upper()
+            if src.get(short) and src.get(long) and src[short] != src[long]:
+                raise InvalidArgument(f"{short} and {long} disagree: set one of them")
+            if src.get(short):
+                src[long], given[long] = src[short], short  # converted as the long name's
+        try:
+            return settings_from_env(cls, ENV_PREFIX, src, overrides)
+        except InvalidArgument as exc:
+            msg = str(exc)
+            for long, short in given.items():  # the error names the variable that was set
+                msg = msg.replace(f"variable {long}=", f"variable {short}=")
+            raise InvalidArgument(msg) from None

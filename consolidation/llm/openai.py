@@ -33,7 +33,15 @@ class OpenAIClient:
     (``token_budget`` prompt + completion tokens, from ``usage``).
 
     ``base_url`` includes the version prefix, e.g. ``http://127.0.0.1:8000/v1``.
-    ``timeout`` is seconds per request.
+    ``timeout`` is seconds per request. ``max_tokens`` caps each reply (sent as
+    ``max_tokens``; None sends none: the server's default); a reply cut by it is invalid
+    output like any other, repaired once, then :class:`InvalidLLMOutput`.
+
+    ``response_format="json_schema"`` sends the schema the reply must match as OpenAI's
+    ``{"type": "json_schema", "json_schema": {"name", "schema"}}``, which llama.cpp's
+    server, vLLM and Ollama turn into a grammar constraining the model while it writes;
+    ``"json_object"`` asks only for JSON, ``"none"`` for nothing (the schema is always in
+    the system prompt too, for a server that ignores ``response_format``).
     """
 
     def __init__(
@@ -49,6 +57,7 @@ class OpenAIClient:
         rate: float | None = None,
         token_budget: int | None = None,
         temperature: float = 0.0,
+        max_tokens: int | None = None,
         response_format: ResponseFormat = "json_schema",
         http: httpx.AsyncClient | None = None,
     ) -> None:
@@ -61,6 +70,7 @@ class OpenAIClient:
         self.backoff = backoff
         self.max_backoff = max_backoff
         self.temperature = temperature
+        self.max_tokens = max_tokens
         self.response_format = response_format
         self.limiter = RateLimiter(rate)
         self.budget = TokenBudget(token_budget)
@@ -85,10 +95,11 @@ class OpenAIClient:
             {"role": "system", "content": system + "\n\n" + _schema_hint(schema)},
             {"role": "user", "content": user},
         ]
-        content = await self._chat(messages, schema)
+        content, cut = await self._chat(messages, schema)
         try:
-            return _parse(content, schema)
+            return _parse(content, cut, schema)
         except _Invalid as first:
+            # The one repair round: the model sees its reply and what is wrong with it.
             messages += [
                 {"role": "assistant", "content": content},
                 {
@@ -98,18 +109,23 @@ class OpenAIClient:
                     + "\nReply again with only a JSON object that matches the schema.",
                 },
             ]
-        content = await self._chat(messages, schema)
+        content, cut = await self._chat(messages, schema)
         try:
-            return _parse(content, schema)
+            return _parse(content, cut, schema)
         except _Invalid as second:
             raise InvalidLLMOutput(f"invalid output after repair: {second.reason}") from None
 
-    async def _chat(self, messages: list[dict[str, str]], schema: type[BaseModel]) -> str:
+    async def _chat(
+        self, messages: list[dict[str, str]], schema: type[BaseModel]
+    ) -> tuple[str, bool]:
+        """The reply's content, and whether the server cut it at ``max_tokens``."""
         body: dict[str, Any] = {
             "model": self._model,
             "messages": messages,
             "temperature": self.temperature,
         }
+        if self.max_tokens is not None:
+            body["max_tokens"] = self.max_tokens
         if self.response_format == "json_schema":
             body["response_format"] = {
                 "type": "json_schema",
@@ -142,7 +158,7 @@ class OpenAIClient:
             await asyncio.sleep(min(delay, self.max_backoff))
         raise LLMUnavailable(f"gave up after {self.max_retries + 1} attempts: {last}")
 
-    def _content(self, resp: httpx.Response) -> str:
+    def _content(self, resp: httpx.Response) -> tuple[str, bool]:
         try:
             data = resp.json()
         except ValueError:
@@ -153,10 +169,12 @@ class OpenAIClient:
             total = int(usage.get("prompt_tokens", 0)) + int(usage.get("completion_tokens", 0))
         self.budget.spend(int(total))
         try:
-            content = data["choices"][0]["message"]["content"]
+            choice = data["choices"][0]
+            content = choice["message"]["content"]
         except (KeyError, IndexError, TypeError):
             raise InvalidLLMOutput("response has no choices[0].message.content") from None
-        return content if isinstance(content, str) else json.dumps(content)
+        text = content if isinstance(content, str) else json.dumps(content)
+        return text, choice.get("finish_reason") == "length"
 
 
 class _Invalid(Exception):
@@ -165,12 +183,17 @@ class _Invalid(Exception):
         self.reason = reason
 
 
-def _parse(content: str, schema: type[M]) -> M:
+def _parse(content: str, cut: bool, schema: type[M]) -> M:
     text = _strip_fence(content)
     try:
         data = json.loads(text)
     except json.JSONDecodeError as exc:
-        raise _Invalid(f"not JSON ({exc.msg} at line {exc.lineno} col {exc.colno})") from None
+        # A reply cut at max_tokens is rarely valid: the reason says why, for the repair
+        # round (write less) and the DLQ record (raise the limit).
+        why = "cut off at max_tokens, " if cut else ""
+        raise _Invalid(
+            f"not JSON ({why}{exc.msg} at line {exc.lineno} col {exc.colno})"
+        ) from None
     try:
         return schema.model_validate(data)
     except ValidationError as exc:

@@ -42,13 +42,15 @@ def make_entry(
 @dataclass
 class Reply:
     """One scripted reply: HTTP ``status``, the message ``content`` (for 200), ``usage``
-    tokens, an optional ``delay`` in seconds before answering, extra ``headers``."""
+    tokens, an optional ``delay`` in seconds before answering, extra ``headers``, the
+    choice's ``finish_reason`` (``length``: cut at ``max_tokens``)."""
 
     status: int = 200
     content: str = "{}"
     usage: tuple[int, int] = (10, 5)
     delay: float = 0.0
     headers: dict[str, str] = field(default_factory=dict)
+    finish_reason: str = "stop"
 
 
 class ChatServer:
@@ -87,7 +89,7 @@ class ChatServer:
                             {
                                 "index": 0,
                                 "message": {"role": "assistant", "content": reply.content},
-                                "finish_reason": "stop",
+                                "finish_reason": reply.finish_reason,
                             }
                         ],
                         "usage": {

@@ -159,8 +159,23 @@ async def test_llm_fact_citing_missing_entry_is_invalid(chat_server: ChatServer)
     chat_server.script = [Reply(content=json.dumps(bad))]
     async with client(chat_server) as c:
         ctx = TransformContext("e", "s", llm=c, now_ms=T0)
-        with pytest.raises(InvalidLLMOutput, match="cites entry"):
+        with pytest.raises(InvalidLLMOutput, match=r"facts\.0\.entry: .* less than or equal to 0"):
             await get_transformer("semantic")([make_entry("l1", "x")], ctx)
+    # The schema sent names the batch's entries, so a constrained model cannot cite another;
+    # the reply that does anyway is repaired once, then refused.
+    sent = chat_server.requests[0]["response_format"]["json_schema"]["schema"]
+    entry = sent["$defs"]["FactOut"]["properties"]["entry"]
+    assert (entry["minimum"], entry["maximum"]) == (0, 0)
+    assert len(chat_server.requests) == 2
+
+
+async def test_reply_cut_at_max_tokens_is_repaired_then_refused(chat_server: ChatServer) -> None:
+    chat_server.script = [Reply(content='{"city": "Par', finish_reason="length")]
+    async with client(chat_server, max_tokens=5) as c:
+        with pytest.raises(InvalidLLMOutput, match="cut off at max_tokens"):
+            await c.complete_json("s", "u", Answer)
+    assert [r["max_tokens"] for r in chat_server.requests] == [5, 5]
+    assert "cut off at max_tokens" in chat_server.requests[1]["messages"][3]["content"]
 
 
 async def test_summarize_and_episodic_llm_paths(chat_server: ChatServer) -> None:

@@ -6,7 +6,8 @@ from __future__ import annotations
 import random
 from typing import TypeVar
 
-from pydantic import BaseModel
+import pytest
+from pydantic import BaseModel, ValidationError
 
 from blackboard.entry import Entry
 from consolidation import Draft, TransformContext, get_transformer
@@ -131,20 +132,17 @@ class _Namer:
     def __init__(self, notes: list[dict[str, object]]) -> None:
         self.notes = notes
         self.users: list[str] = []
+        self.schemas: list[type[BaseModel]] = []
 
     async def complete_json(self, system: str, user: str, schema: type[M]) -> M:
         self.users.append(user)
+        self.schemas.append(schema)
         return schema.model_validate({"procedures": self.notes})
 
 
-async def test_llm_names_procedures_and_out_of_range_notes_are_dropped() -> None:
+async def test_llm_names_learned_procedures_only() -> None:
     batch = _batch() + _task("t5", "deploy", ["build", "test"], "failure", 50)
-    namer = _Namer(
-        [
-            {"index": 0, "name": "Ship it", "description": "Build, test, deploy."},
-            {"index": 7, "name": "Ghost", "description": "No such procedure."},
-        ]
-    )
+    namer = _Namer([{"index": 0, "name": "Ship it", "description": "Build, test, deploy."}])
     ctx = TransformContext("edge-proc", "agent:a1:ltm:procedural", llm=namer, now_ms=T0)
     out = await get_transformer("procedural")(batch, ctx)
     # only learned procedures are named (report's is a candidate)
@@ -155,6 +153,16 @@ async def test_llm_names_procedures_and_out_of_range_notes_are_dropped() -> None
     ]
     assert {d.provenance.model for d in out} == {"namer-1"}
     assert all(d.tags >= {"procedure", "task_kind:deploy", "action_type:build"} for d in out[:1])
+    # The schema admits only the listed procedures, one note each: a note for another is
+    # invalid output (repaired, then the DLQ), not quietly dropped.
+    [schema] = namer.schemas
+    sent = schema.model_json_schema()
+    index = sent["$defs"]["ProcedureNote"]["properties"]["index"]
+    assert index.get("enum", [index.get("const")]) == [0]  # one value: a const
+    assert sent["properties"]["procedures"]["maxItems"] == 1
+    ghost = {"index": 7, "name": "Ghost", "description": "No such procedure."}
+    with pytest.raises(ValidationError, match=r"procedures\.0\.index"):
+        schema.model_validate({"procedures": [ghost]})
 
 
 async def test_no_llm_call_without_learned_procedures() -> None:

@@ -94,5 +94,51 @@ async def test_always_invalid_json_goes_to_the_dlq(
     assert sorted(listed) == sorted(e.id for e in src)  # every item, none dropped
     assert await bb.scope("agent:a1:stm").count() == 0
     assert await bb.client.scard(part.pendings) == 0  # taken off the buffer, into the DLQ
-    assert len(chat_server.requests) >= 2 * 2  # two attempts, each with one repair round
+    # One attempt: its call and one repair round, then the DLQ (not retried: see dataflow)
+    assert len(chat_server.requests) == 2
+    assert worker_procs.terminate(w) == 0
+
+
+async def test_invalid_json_is_repaired_once_and_lands(
+    bb: Blackboard, worker_procs: WorkerProcs, chat_server: ChatServer
+) -> None:
+    good = json.dumps({"summary": "The migration failed, then ran."})
+    chat_server.script = [Reply(content="{summary: oops"), Reply(content=good)]
+    w = _start(worker_procs, chat_server)
+    await _setup(bb)
+
+    async def derived() -> list[Entry]:
+        return await bb.scope("agent:a1:stm").entries(limit=None)
+
+    [d] = await until(derived, 20, "the repaired LLM summary")
+    assert d.metadata["method"] == "llm" and d.value["text"] == "The migration failed, then ran."
+    assert len(chat_server.requests) == 2  # the call and its one repair round
+    repair = chat_server.requests[1]["messages"]
+    assert repair[-2] == {"role": "assistant", "content": "{summary: oops"}
+    assert "not JSON" in repair[-1]["content"]
+    assert worker_procs.terminate(w) == 0
+
+
+async def test_invalid_twice_goes_to_the_dlq_after_one_repair(
+    bb: Blackboard, worker_procs: WorkerProcs, chat_server: ChatServer
+) -> None:
+    chat_server.script = [Reply(content="nope"), Reply(content='{"summary": 7}')]
+    w = worker_procs.start(
+        "summarize",
+        BLACKBOARD_LLM_URL=chat_server.base_url,
+        BLACKBOARD_LLM_MODEL=MODEL,
+        BLACKBOARD_WORKER_MAX_FAILURES="3",  # not used up: invalid output is not retried
+    )
+    src = await _setup(bb)
+
+    async def dead() -> list[DeadLetter]:
+        return await bb.dead_letters.list(partition=bb.scope("agent:a1:working").partition)
+
+    [letter] = await until(dead, 25, "the batch in the DLQ")
+    assert "InvalidLLMOutput" in letter.fields["reason"]
+    assert "after repair: does not match schema SummaryOut" in letter.fields["reason"]
+    listed = [line.split("|", 2)[2] for line in letter.fields["items"].split("\n")]
+    assert sorted(listed) == sorted(e.id for e in src)
+    assert len(chat_server.requests) == 2
+    assert await bb.scope("agent:a1:stm").count() == 0
     assert worker_procs.terminate(w) == 0

@@ -49,7 +49,7 @@ class EdgeRunnerRole:
             host.bb,
             host.role,
             self.edge_set,
-            bridge or TransformBridge(host.bb, llm=transformer_llm(host.settings),
+            bridge or TransformBridge(host.bb, llm=transformer_llm(host.settings, host.role),
                                       embedder=_embedder_for(transformers)),
             max_failures=host.settings.max_failures,
             crash_window_ms=host.settings.crash_window_ms,
