@@ -186,6 +186,11 @@ class MiniLMEmbedder:
             opts.enable_cpu_mem_arena = False
             if self.threads:
                 opts.intra_op_num_threads = self.threads
+            # onnxruntime's pool threads busy-wait after each run by default: on a small
+            # machine they take the cores the event loop needs to answer the request the
+            # vector was for (and another process's, e.g. the client's), for no gain in a
+            # process that embeds a query at a time.
+            opts.add_session_config_entry("session.intra_op.allow_spinning", "0")
             session = ort.InferenceSession(
                 str(model), sess_options=opts, providers=["CPUExecutionProvider"]
             )
