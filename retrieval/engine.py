@@ -19,14 +19,11 @@ from .bm25_variants import BM25Params
 from .completeness import mark_vectors, unembedded
 from .dense import DenseIndex
 from .embedders.base import Embedder, default_embedder
-from .prf import entities, expansion_terms, rocchio
+from .pipeline import SearchRound, ranked
 from .query import MemoryQuery
-from .ranking import Candidates, rank, scope_candidates
-from .rerank import rerank
 from .scope_index import ScopeDecay, ScopeIndex
 from .scoring import ScoredEntry, ScoringConfig
 from .text import entry_text, event_time_ms
-from .timeline import resolve_periods
 
 __all__ = ["EngineStats", "SearchEngine"]
 
@@ -430,7 +427,9 @@ class SearchEngine:
             qvec = None
             if q.query is not None and self.embedder is not None:
                 qvec = self.embedder.embed([q.query])[0]
-            return self._rank_locked(q, cats, qvec, now, q.max_results if depth is None else depth)
+            dim = self.embedder.dim if self.embedder is not None else 1
+            k = q.max_results if depth is None else depth
+            return ranked(SearchRound(q, cats, qvec, now, self.config, dim, self.text_fn), k)
 
     def unembedded(self, scopes: Iterable[str]) -> dict[str, int]:
         """Per scope of ``scopes``, indexed entries still waiting for a vector (none
@@ -461,78 +460,6 @@ class SearchEngine:
         # an empty scope has nothing to find (and an empty FAISS search still costs)
         return [self._scopes[s] for s in names if s in self._scopes and len(self._scopes[s])]
 
-    def _rank_locked(
-        self, q: MemoryQuery, cats: list[ScopeIndex], qvec: Vec | None, now: int, k: int
-    ) -> list[ScoredEntry]:
-        """Under the lock: the best ``k`` of ``cats``' candidates for ``q``, after a round of
-        feedback (``prf_docs``) and with the second stage when it can change anything."""
-        cfg = self.config
-        pool = max(cfg.candidates, cfg.candidate_factor * q.max_results)
-        parts = _candidates(cats, q, qvec, now, pool, cfg)
-        if not parts:
-            return []
-        dim = self.embedder.dim if self.embedder is not None else 1
-        head = q.model_copy(update={"max_results": max(k, cfg.rerank_depth)})
-        if cfg.prf_docs and q.query is not None:
-            first = rank(parts, head, qvec, now, cfg, dim)[: cfg.prf_docs]
-            q2, qvec = self._feedback(q, qvec, first)
-            head = head.model_copy(update={"query": q2})
-            parts = _candidates(cats, head, qvec, now, pool, cfg)
-            if not parts:
-                return []
-        anchor = max(c.latest_event for c in cats)
-        if not self._second_stage(q.query, cats, anchor):
-            return rank(parts, head.model_copy(update={"max_results": k}), qvec, now, cfg,
-                        dim)
-        return rerank(rank(parts, head, qvec, now, cfg, dim), q.query, cfg, anchor, k)
-
-    def _second_stage(self, query: str | None, cats: list[ScopeIndex], anchor: int) -> bool:
-        """Whether :func:`rerank` can change anything: conversational entries for the
-        speaker and neighbour boosts, or a period named in the query for the time boost."""
-        cfg = self.config
-        if query is None:
-            return False
-        if (cfg.speaker_boost or cfg.neighbour_weight) and any(c.n_said for c in cats):
-            return True
-        return bool(cfg.time_boost) and bool(resolve_periods(query, anchor))
-
-    def _feedback(
-        self, q: MemoryQuery, qvec: Vec | None, first: list[ScoredEntry]
-    ) -> tuple[str, Vec | None]:
-        """The query text and vector refined by the ``first`` hits (:mod:`retrieval.prf`)."""
-        cfg = self.config
-        assert q.query is not None
-        if qvec is not None and first:
-            qvec = self._toward_hits(qvec, first)
-        text = q.query
-        if cfg.hop_entities and first:
-            text = " ".join([text, *_hop_names(text, first, cfg.hop_entities)])
-        if not cfg.prf_terms or not first:
-            return text, qvec
-        return " ".join([text, *self._expansion(q.query, first)]), qvec
-
-    def _toward_hits(self, qvec: Vec, first: list[ScoredEntry]) -> Vec:
-        """``qvec`` moved toward the vectors of the ``first`` hits that have one (Rocchio)."""
-        vecs = []
-        for h in first:
-            cat = self._scopes[h.scope]
-            row = cat.row_of.get(h.entry.id)
-            if row is not None and cat.dense is not None and cat.has_vec.a[row]:
-                vecs.append(cat.dense.reconstruct(np.asarray([row], np.int64))[0])
-        return rocchio(qvec, np.stack(vecs), self.config.prf_dense) if vecs else qvec
-
-    def _expansion(self, query: str, first: list[ScoredEntry]) -> list[str]:
-        """Terms of the ``first`` hits to add to ``query``, weighed by the IDF of the best
-        hit's scope."""
-        bm = self._scopes[first[0].scope].bm25
-        an = bm.analyzer
-        n = max(len(bm), 1)
-        return expansion_terms(
-            an.terms([self.text_fn(h.entry) for h in first]), an.query_terms(query),
-            self.config.prf_terms,
-            lambda t: float(np.log(1 + n / (1 + bm.document_frequency(t)))),
-        )
-
 
 def _searched_first(live: Pending, hot: dict[str, None]) -> Pending:
     """``live`` with the entries of the ``hot`` scopes first (the most recently searched
@@ -540,28 +467,3 @@ def _searched_first(live: Pending, hot: dict[str, None]) -> Pending:
     rank = {s: i for i, s in enumerate(reversed(hot))}
     far = len(rank)
     return sorted(live, key=lambda x: rank.get(x[0].scope, far))
-
-
-def _candidates(
-    cats: list[ScopeIndex], q: MemoryQuery, qvec: Vec | None, now: int, pool: int,
-    cfg: ScoringConfig,
-) -> list[Candidates]:
-    """The candidates of each of ``cats`` that has any (:func:`scope_candidates`)."""
-    parts = [scope_candidates(c, q, qvec, now, pool, cfg) for c in cats]
-    return [p for p in parts if len(p.rows)]
-
-
-def _hop_names(text: str, first: list[ScoredEntry], limit: int) -> list[str]:
-    """Names the ``first`` hits mention and ``text`` does not (speakers left out): what a
-    second hop searches for."""
-    said = [_said(h.entry) for h in first]
-    return entities([t for t, _ in said], text, [s for _, s in said if s], limit)
-
-
-def _said(e: Entry) -> tuple[str, str | None]:
-    """A message's own text and speaker (not its context); other entries: indexed text."""
-    v = e.value
-    if isinstance(v, dict) and v.get("kind") == "message":
-        sp = v.get("speaker")
-        return str(v.get("text", "")), sp if isinstance(sp, str) else None
-    return entry_text(e), None
