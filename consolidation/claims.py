@@ -8,6 +8,7 @@ components, its status and the revision a new version is.
 from __future__ import annotations
 
 import math
+from collections.abc import Iterable
 from dataclasses import dataclass, replace
 from enum import StrEnum
 from typing import Any
@@ -26,8 +27,10 @@ __all__ = [
     "Tally",
     "aged_prior",
     "confidence",
+    "first_after_last_contrary",
     "prior_of",
     "revision_of",
+    "said_order",
     "stance_of",
     "standing",
     "status_of",
@@ -119,6 +122,22 @@ def aged_prior(existing: Entry | None, now_ms: int, half_life: float) -> Prior |
 When = tuple[int, str, int]
 
 
+def said_order(at: int, seq: str, entry: str, pos: int) -> When:
+    """The :data:`When` of a statement read from an entry: its time, then the order it
+    was written in (``seq``, when the entry is a copy; else the entry's own id), then its
+    place in the entry."""
+    return (at, seq or entry, pos)
+
+
+def first_after_last_contrary(sup: Iterable[When], con: Iterable[When]) -> When:
+    """When a claim last began to hold: the first of its supporting statements ``sup``
+    (at least one) after the last contrary one ``con`` that came before its newest
+    support."""
+    backed = sorted(sup)
+    last_con = max((t for t in con if t < backed[-1]), default=None)
+    return min(t for t in backed if last_con is None or t > last_con)
+
+
 def _prior_when(prior: Prior) -> When:
     return (prior.last_ms, "", 0)
 
@@ -195,12 +214,10 @@ def valid_since(
     ``claim``; else the first support after the last contrary statement."""
     if prior is not None and prior.claim == claim and existing is not None:
         return (belief_valid_from(existing), "", 0)
-    sup = sorted(f.when for f in fs if stance_of(f, claim, functional) is Stance.SUPPORT)
+    sup = [f.when for f in fs if stance_of(f, claim, functional) is Stance.SUPPORT]
     if not sup:
         return (prior.last_ms if prior is not None else 0, "", 0)
-    before = [t for t in _contrary_times(fs, claim, prior, functional) if t < sup[-1]]
-    last_con = max(before, default=(-1, "", 0))
-    return min(t for t in sup if t > last_con)
+    return first_after_last_contrary(sup, _contrary_times(fs, claim, prior, functional))
 
 
 def valid_from(

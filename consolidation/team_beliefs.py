@@ -50,6 +50,7 @@ from blackboard.entry import scope_owner
 from retrieval.belief_keys import BeliefKey
 from retrieval.truth import belief_valid_from
 
+from .claims import When, first_after_last_contrary, said_order
 from .draft import Draft
 from .evidence import evidence_links, is_belief
 from .facts import Fact, facts_from_text, statement
@@ -96,8 +97,8 @@ class _Link:
     seq: str = ""  # the order it was written in, when the entry is a copy (Fact.seq)
 
     @property
-    def order(self) -> tuple[int, str, int]:
-        return (self.at, self.seq or self.entry, self.pos)
+    def order(self) -> When:
+        return said_order(self.at, self.seq, self.entry, self.pos)
 
 
 def _claim_of(ln: Mapping[str, Any]) -> Claim | None:
@@ -149,8 +150,8 @@ class _View:
     seq: str = ""
 
     @property
-    def order(self) -> tuple[int, str, int]:
-        return (self.at, self.seq or self.entry, self.pos)
+    def order(self) -> When:
+        return said_order(self.at, self.seq, self.entry, self.pos)
 
     def to_json(self) -> dict[str, Any]:
         return {"object": self.claim[0], "negated": self.claim[1], "at": self.at,
@@ -284,10 +285,8 @@ def _valid_from(views: Mapping[str, _View], new: list[_Link], claim: Claim,
     if existing is not None and _claim_of_belief(existing) == claim:
         return belief_valid_from(existing)
     said = [(v.claim, v.order) for v in views.values()] + [(ln.claim, ln.order) for ln in new]
-    sup = sorted(o for c, o in said if c == claim)
-    con = [o for c, o in said if _against(c, claim, functional)]
-    last_con = max((o for o in con if o < sup[-1]), default=None)
-    start = min(o for o in sup if last_con is None or o > last_con)[0]
+    start = first_after_last_contrary([o for c, o in said if c == claim],
+                                      [o for c, o in said if _against(c, claim, functional)])[0]
     return max(start, belief_valid_from(existing)) if existing is not None else start
 
 
