@@ -57,10 +57,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
-from functools import lru_cache
-from typing import Any, Literal
-
-from pydantic import BaseModel, Field
+from typing import Any
 
 from blackboard import Entry
 from retrieval.belief_keys import BeliefKey
@@ -73,18 +70,15 @@ from .evidence import with_snapshots
 from .facts import (
     DEFAULT_FUNCTIONAL,
     Fact,
-    canonical_predicate,
     extract_facts,
     is_functional,
     statement,
 )
 from .feedback import feedback_kind, weigh_feedback
 from .kinds import canonical_key
-from .llm.errors import InvalidLLMOutput
-from .llm.schema import narrowed
+from .llm_facts import llm_facts
 from .params import parse_params
-from .prompt import render_batch
-from .signals import actors_of, chronological, occurred_at, origin_id
+from .signals import actors_of, chronological, occurred_at
 from .text import entry_text, slug, words
 from .transformer import TransformContext, register_transformer
 
@@ -148,50 +142,6 @@ def superseded_value(old: Entry, by: str, valid_to_ms: int | None = None) -> Any
     if valid_to_ms is not None:
         out["valid_to_ms"] = valid_to_ms
     return out
-
-
-class FactOut(BaseModel):
-    entry: int = Field(description="Index [i] of the entry stating the fact.")
-    subject: str = Field(min_length=1, max_length=120)
-    predicate: str = Field(
-        min_length=1, max_length=40, description="Short verb phrase, e.g. 'lives in', 'prefers'."
-    )
-    object: str = Field(min_length=1, max_length=200)
-    negated: bool = False
-    kind: Literal[
-        "operator_preference", "project_state", "world_fact", "self_model",
-        "relationship_fact", "tooling_state",
-    ] | None = Field(default=None, description="What kind of belief, when clear.")
-
-
-class FactsOut(BaseModel):
-    """LLM output of ``semantic``."""
-
-    facts: list[FactOut]
-
-
-#: Facts the model may state per entry of the batch: a bound on its output, so a model
-#: repeating itself stops (an entry stating more is rare; the extractor still reads it).
-FACTS_PER_ENTRY = 4
-
-
-@lru_cache(maxsize=64)
-def facts_out(n: int) -> type[FactsOut]:
-    """:class:`FactsOut` for a batch of ``n`` entries: ``entry`` cites one of them, and at
-    most ``FACTS_PER_ENTRY * n`` facts (see :mod:`consolidation.llm.schema`)."""
-    fact = narrowed(
-        FactOut,
-        entry=(int, Field(ge=0, le=n - 1, description="Index [i] of the entry stating it.")),
-    )
-    return narrowed(FactsOut, facts=(list[fact], Field(max_length=FACTS_PER_ENTRY * n)))  # type: ignore[valid-type]
-
-
-_SYSTEM = (
-    "Extract durable facts (subject, predicate, object) that the entries state about "
-    "people, projects, tools or the world. Only facts stated in the entries; mark a "
-    "denied fact negated. Use short predicates such as 'is', 'has', 'uses', 'prefers', "
-    "'lives in'. Give the index of the entry stating each fact."
-)
 
 
 def _display_forms(fs: list[Fact], claim: Claim, existing: Entry | None) -> tuple[str, str]:
@@ -258,7 +208,7 @@ class SemanticTransformer:
         es = chronological({e.id: e for e in batch}.values())
         facts, model = extract_facts(es), None
         if ctx.llm is not None and es:
-            facts = [f for f in facts if _is_explicit(es, f)] + await self._llm_facts(es, ctx)
+            facts = [f for f in facts if _is_explicit(es, f)] + await llm_facts(es, ctx.llm)
             model = ctx.llm.model
         groups: dict[str, list[Fact]] = {}
         by_id = {e.id: e for e in es}
@@ -307,36 +257,6 @@ class SemanticTransformer:
         value = {**final.value, "supersedes": by, "revision": "changed"}
         meta = {**final.metadata, "revision": "changed"}
         return [first, replace(final, value=value, metadata=meta, supersedes=by)]
-
-    async def _llm_facts(self, es: list[Entry], ctx: TransformContext) -> list[Fact]:
-        assert ctx.llm is not None
-        out = await ctx.llm.complete_json(_SYSTEM, render_batch(es), facts_out(len(es)))
-        facts: list[Fact] = []
-        for f in out.facts:
-            # The schema bounds it; an LLMClient that does not validate would make a
-            # negative index quietly cite the last entry.
-            if not 0 <= f.entry < len(es):
-                raise InvalidLLMOutput(f"fact cites entry [{f.entry}] of {len(es)}")
-            e = es[f.entry]
-            actors = actors_of(e)
-            pred = canonical_predicate(f.predicate)
-            if slug(f.subject) and slug(f.object) and pred:
-                facts.append(
-                    Fact(
-                        f.subject.strip(),
-                        pred,
-                        f.object.strip(),
-                        f.negated,
-                        e.id,
-                        occurred_at(e),
-                        actors[0] if actors else None,
-                        kind=f.kind,
-                        # in the order the model listed them: its reading of the text
-                        pos=sum(g.source == e.id for g in facts),
-                        seq=origin_id(e),
-                    )
-                )
-        return facts
 
     def _belief(
         self,
