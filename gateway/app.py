@@ -82,11 +82,12 @@ def create_app(settings: GatewaySettings | None = None, *,
     install_handlers(app)
     _count_refusals(app)
 
-    from .routes import beliefs, health, memories, streams
+    from .routes import beliefs, context, health, memories, streams
 
     app.include_router(health.router)
     app.include_router(memories.router)
     app.include_router(beliefs.router)
+    app.include_router(context.router)
     app.include_router(streams.router)
     for mount in mounts:
         ctx = mount(app)

@@ -140,11 +140,18 @@ def error_response(exc: BaseException) -> JSONResponse:
     return JSONResponse(body.model_dump(), status_code=status, headers=headers)
 
 
+#: Where a request's fields come from, as FastAPI's validation errors begin their location.
+_WHERE = frozenset({"body", "query", "path", "header", "cookie"})
+
+
 def _validation(exc: RequestValidationError) -> JSONResponse:
     errs = exc.errors()
     first = errs[0] if errs else {}
-    loc = [str(p) for p in first.get("loc", ()) if p not in ("body", "query", "path")]
-    field = ".".join(loc) or None
+    # The first part says where the field was sent (a field may be named "query" too)
+    parts = [str(p) for p in first.get("loc", ())]
+    if parts and parts[0] in _WHERE:
+        parts = parts[1:]
+    field = ".".join(parts) or None
     msg = str(first.get("msg", "invalid request"))
     more = f" (and {len(errs) - 1} more)" if len(errs) > 1 else ""
     body = ErrorBody(error="validation",

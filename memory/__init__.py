@@ -15,6 +15,7 @@ from retrieval.scoring import ScoredEntry
 
 from .agent import AgentMemory
 from .config import LevelConfig, ScopeConfig, default_config
+from .context import Context
 from .conversation import ConversationConfig, Message
 from .errors import (
     EdgeCycle,
@@ -38,6 +39,7 @@ __all__ = [
     "COLLECTIVE",
     "AgentMemory",
     "ChangeHandle",
+    "Context",
     "ConversationConfig",
     "EdgeCycle",
     "EdgeVersionConflict",

@@ -25,6 +25,7 @@ from retrieval.structured import StructuredRetriever
 
 from . import feedback
 from .access import AccessPolicy
+from .context import Context, assemble, validate_budget
 from .conversation import ConversationConfig, Message, Sessions, message_requests
 from .errors import SemanticRecallUnavailable
 from .hierarchy import Hierarchy, install_default_hierarchy
@@ -229,6 +230,24 @@ class AgentMemory:
             hits = team_beliefs_first(hits)
         # RecallHits: the hits with how many searched entries still wait for a vector
         return RecallHits(hits[: q.max_results], getattr(hits, "dense_pending", 0))
+
+    async def context(self, query: str, *, budget_tokens: int = 1500,
+                      levels: Sequence[str] | None = None,
+                      scopes: Sequence[str] | None = None) -> Context:
+        """What memory holds on ``query`` as prompt-ready text within ``budget_tokens``
+        (:mod:`memory.context`): current beliefs first (confidence, last supported,
+        evidence count), then the memories, each with a citation id; an entry and its
+        derived copies once. InvalidArgument for an empty query or a budget outside
+        ``[1, MAX_BUDGET_TOKENS]``."""
+        budget = validate_budget(budget_tokens)
+        if not isinstance(query, str) or not query.strip():
+            raise InvalidArgument("query must be a non-empty string")
+        # a memory's line takes 15 tokens or more: no more hits than the budget can hold
+        depth = max(10, min(200, budget // 15))
+        hits = await self.recall(MemoryQuery(
+            query=query, levels=list(levels) if levels else None,
+            scopes=list(scopes) if scopes else None, max_results=depth))
+        return assemble(hits, budget)
 
     def _retriever_for(self, q: MemoryQuery) -> Retriever:
         if q.order == "newest":

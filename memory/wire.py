@@ -47,6 +47,7 @@ __all__ = [
     "TagFilter",
     "TagsOut",
     "UpdateRequest",
+    "check_level",
 ]
 
 #: The most items one batch request may carry (one round trip; bounded so that a single
@@ -81,7 +82,8 @@ class RecallRequest(MemoryQuery):
         "minItems": 1, "items": {"enum": list(LEVEL_NAMES)}})
 
 
-def _check_level(v: str | None) -> str | None:
+def check_level(v: str | None) -> str | None:
+    """``v`` when it names a memory level (or is None), else ValueError listing them."""
     if v is not None and MemoryLevel.from_segment(v) is None and v not in _NAMES:
         raise ValueError(f"unknown memory level {v!r}; levels: {_LEVELS}")
     return v
@@ -116,7 +118,7 @@ class StoreRequest(_In):
     @field_validator("level")
     @classmethod
     def _level(cls, v: str | None) -> str | None:
-        return _check_level(v)
+        return check_level(v)
 
     _numbers = field_validator("ttl_s", "importance", mode="before")(json_number)
 
@@ -175,7 +177,7 @@ class MessagesIn(_In):
     @field_validator("level")
     @classmethod
     def _level(cls, v: str | None) -> str | None:
-        return _check_level(v)
+        return check_level(v)
 
 
 class EntryOut(BaseModel):

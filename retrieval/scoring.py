@@ -133,8 +133,7 @@ class ScoredEntry:
     [0, 1], ``strength`` the current decayed strength, ``recency`` and ``importance`` in
     [0, 1], ``score`` the final weighted sum used for ranking. ``also_in``: where else the
     same fact was found (copies, summaries, beliefs... collapsed into this hit by
-    :mod:`retrieval.collapse`), best-ranked first.
-    [0, 1], ``score`` the final weighted sum used for ranking. ``has_vector``: whether the
+    :mod:`retrieval.collapse`), best-ranked first. ``has_vector``: whether the
     entry had its vector when the search ran (False: it could rank by BM25 and the filters
     only; set by the retriever, :mod:`retrieval.completeness`).
     """

@@ -85,6 +85,7 @@ PUBLIC = {
         "AgentMemory",
         "COLLECTIVE",
         "ChangeHandle",
+        "Context",
         "ConversationConfig",
         "EdgeCycle",
         "EdgeVersionConflict",

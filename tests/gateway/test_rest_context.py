@@ -1,0 +1,34 @@
+"""``POST /v1/context`` through a real gateway process (issue 27 item 3): the context an
+agent gets over REST is the library's, and bad input is a 422 naming the field."""
+
+from __future__ import annotations
+
+import pytest
+
+
+def test_context_over_rest_cites_the_entry_that_answers(gateway):
+    tok = gateway.token("carol", [])
+    with gateway.client(tok) as c:
+        for v in ("Acme Corp pays its invoices on net-30 terms.",
+                  "The billing deploy failed at the migration."):
+            assert c.post("/v1/memories", json={"value": v, "level": "stm"}).status_code == 201
+        r = c.post("/v1/context", json={"query": "Acme payment terms", "budget_tokens": 80})
+        assert r.status_code == 200, r.text
+        body = r.json()
+        assert body["tokens"] <= 80 and body["budget_tokens"] == 80
+        assert body["citations"]["m1"]["value"].startswith("Acme Corp pays")
+        assert "[m1]" in body["text"] and "net-30" in body["text"]
+
+
+@pytest.mark.parametrize(("body", "field"), [
+    ({"query": "x", "budget_tokens": 0}, "budget_tokens"),
+    ({"query": "x", "budget_tokens": 10**9}, "budget_tokens"),
+    ({"query": "", "budget_tokens": 100}, "query"),
+    ({"query": "x", "levels": ["nowhere"]}, "levels"),
+    ({"query": "x", "budgets": 5}, "budgets"),
+])
+def test_bad_input_is_a_422_naming_the_field(gateway, body, field):
+    with gateway.client(gateway.token("carol", [])) as c:
+        r = c.post("/v1/context", json=body)
+        assert r.status_code == 422, r.text
+        assert field in (r.json().get("field") or ""), r.json()
