@@ -94,8 +94,7 @@ class Callers:
             claims = TokenClaims("local", SERVICE_USER, "", LOCAL_AGENT, (), True)
             return ("local", ""), claims
         if not token:
-            raise Unauthorized("no bearer token: send `Authorization: Bearer <token>` "
-                               "(create one with `blackboard token create --agent A`)")
+            raise Unauthorized("no bearer token", token_sent=False)
         claims = parse_token(token)
         return credential_of(claims), claims
 

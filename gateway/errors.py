@@ -40,7 +40,15 @@ from memory.errors import InvalidClaim, NotABelief
 from memory.wire import ErrorBody
 
 from .logs import mark_logged
-from .refusals import BodyTooLarge, Forbidden, GatewayError, TooManyRequests, Unauthorized
+from .refusals import (
+    TOKEN_HINT,
+    BodyTooLarge,
+    Forbidden,
+    GatewayError,
+    TooManyRequests,
+    Unauthorized,
+    bearer_challenge,
+)
 
 __all__ = ["BodyTooLarge", "Forbidden", "GatewayError", "TooManyRequests", "Unauthorized",
            "error_response", "install_handlers", "status_of"]
@@ -95,7 +103,17 @@ def _unnamed_redis_error(exc: BaseException) -> bool:
 
 
 def status_of(exc: BaseException) -> tuple[int, ErrorBody, dict[str, str]]:
-    """The status, body and extra headers answering ``exc``."""
+    """The status, body and extra headers answering ``exc``; a 401 with its bearer
+    challenge and a detail naming the command that makes a token."""
+    status, body, headers = _status_of(exc)
+    if status == 401:
+        if "blackboard token create" not in body.detail:
+            body = body.model_copy(update={"detail": f"{body.detail}: {TOKEN_HINT}"})
+        headers = headers | bearer_challenge(getattr(exc, "token_sent", True))
+    return status, body, headers
+
+
+def _status_of(exc: BaseException) -> tuple[int, ErrorBody, dict[str, str]]:
     if refused_by_redis(exc):
         return 403, ErrorBody(error="AccessDenied",
                               detail=_one_line(f"refused by Redis (NOPERM): {exc}")), {}

@@ -10,13 +10,14 @@ from contextlib import AbstractAsyncContextManager
 from typing import Annotated
 
 from mcp.server.mcpserver import Context, MCPServer
-from mcp.types import ToolAnnotations
+from mcp.types import CallToolResult
 from pydantic import BaseModel, Field
 
 from blackboard import Entry
 from memory.feedback import MAX_CLAIM
 
 from .caller import Caller
+from .mcp_render import answer, tool
 
 __all__ = ["Feedback", "add_belief_tools"]
 
@@ -47,19 +48,23 @@ def add_belief_tools(mcp: MCPServer, who: Callable[[Context], Awaitable[Caller]]
                      guard: Callable[[Context], AbstractAsyncContextManager[None]]) -> None:
     """Add the tools to ``mcp``; ``who`` and ``guard`` are
     :func:`gateway.mcp_server.build_mcp`'s (the caller, and failures as tool errors)."""
-    @mcp.tool(annotations=ToolAnnotations(title="Confirm a belief", destructive_hint=False))
-    async def confirm(ctx: Context, belief_id: BeliefId, scope: Scope = None) -> Feedback:
-        """Confirm that a belief is right: your confirmation is kept as evidence for it
-        (who and when), and raises its confidence at its next consolidation."""
+    @tool(mcp, "Confirm a belief", destructive_hint=False)
+    async def confirm(ctx: Context, belief_id: BeliefId,
+                      scope: Scope = None) -> Annotated[CallToolResult, Feedback]:
+        """Confirm a belief (a semantic fact from recall) that you found to be right: your
+        confirmation is kept as evidence (who and when) and raises its confidence at its
+        next consolidation. Returns the feedback entry written."""
         async with guard(ctx):
             caller = await who(ctx)
-            return _out(await caller.memory.confirm(belief_id, scope=scope))
+            return answer(_out(await caller.memory.confirm(belief_id, scope=scope)))
 
-    @mcp.tool(annotations=ToolAnnotations(title="Correct a belief", destructive_hint=False))
+    @tool(mcp, "Correct a belief", destructive_hint=False)
     async def correct(ctx: Context, belief_id: BeliefId, claim: Claim,
-                      scope: Scope = None) -> Feedback:
-        """Correct a belief: your correction is kept as evidence against it (who and
-        when) and replaces it at its next consolidation when it outweighs the support."""
+                      scope: Scope = None) -> Annotated[CallToolResult, Feedback]:
+        """Correct a belief (a semantic fact from recall) that you found to be wrong: your
+        correction is kept as evidence against it (who and when) and replaces it at its
+        next consolidation when it outweighs the support. Returns the feedback entry
+        written."""
         async with guard(ctx):
             caller = await who(ctx)
-            return _out(await caller.memory.correct(belief_id, claim, scope=scope))
+            return answer(_out(await caller.memory.correct(belief_id, claim, scope=scope)))

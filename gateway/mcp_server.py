@@ -8,6 +8,7 @@ way a tool runs on the caller's :class:`~gateway.caller.Caller`, a connection lo
 the token's Redis user, so Redis confines what a tool can reach exactly as it does a REST
 request. Failures reach the model as tool errors ``"<kind>: <detail>"``, the kind and
 detail of the REST error body (``AccessDenied``, ``NotFound``...), never a traceback.
+Answers and descriptions are shaped for a model's budget in :mod:`gateway.mcp_render`.
 """
 
 from __future__ import annotations
@@ -21,20 +22,22 @@ from fastapi import FastAPI
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 from mcp.server.transport_security import TransportSecuritySettings
-from mcp.types import ToolAnnotations
+from mcp.types import CallToolResult
 from pydantic import AfterValidator, BaseModel, Field, JsonValue, ValidationError, WithJsonSchema
 from starlette.requests import Request
 from starlette.routing import BaseRoute, Route
 from starlette.types import ASGIApp, Receive, Scope, Send
 
+from blackboard import Blackboard
 from memory import MemoryLevel, MemoryQuery, TagFilter
-from memory.wire import EntryRefOut, Hit, MapOut, TagsOut
+from memory.wire import Hit, TagsOut
 from retrieval.lens import known_lenses
 
 from .caller import Caller, bearer
 from .errors import error_response, refused_by_redis, status_of
+from .maps import caller_map
 from .mcp_beliefs import add_belief_tools
-from .operator import operator_map
+from .mcp_render import Recalled, answer, found, map_summary, tool
 from .routes.deps import authorized
 
 __all__ = ["MCP_PATH", "CallerOf", "build_mcp", "mount", "mount_mcp", "tool_error"]
@@ -72,33 +75,6 @@ class Remembered(BaseModel):
     id: str = Field(description="The memory's id (for forget).")
     scope: str = Field(description="Where it was stored.")
     version: int
-
-
-class Found(BaseModel):
-    """One recalled memory; ``components`` (with explain) says why it ranked there."""
-
-    id: str
-    scope: str
-    content: Any
-    tags: list[str]
-    created: str = Field(description="When it was stored (ISO 8601, UTC).")
-    score: float
-    components: dict[str, float | None] | None = None
-    author: str | None = Field(None, description="Who wrote it, as the store established "
-                               "it (never a name found in its content or tags).")
-    claimed_agents: list[str] | None = Field(None, description="Writers its own metadata "
-                                             "or tags name besides the author: claims only.")
-    also_in: list[EntryRefOut] | None = Field(None, description="Other memories holding the "
-                                              "same fact (copies, summaries, beliefs), folded "
-                                              "into this one.")
-    has_vector: bool = Field(False, description="Whether it was searchable by meaning when "
-                             "recalled (false: matched by keywords and filters only).")
-
-
-class Recalled(BaseModel):
-    memories: list[Found]
-    dense_pending: int = Field(0, description="Memories searched that were not yet "
-                               "searchable by meaning (0: every one was).")
 
 
 class Forgotten(BaseModel):
@@ -147,19 +123,6 @@ def _ms(t: datetime | None) -> int | None:
     return int((t if t.tzinfo else t.replace(tzinfo=UTC)).timestamp() * 1000)
 
 
-def _iso(ms: int) -> str:
-    return datetime.fromtimestamp(ms / 1000, UTC).isoformat(timespec="milliseconds")
-
-
-def _found(h: Hit, explain: bool) -> Found:
-    e = h.entry
-    return Found(id=e.id, scope=e.scope, content=e.value, tags=e.tags,
-                 created=_iso(e.created_at), score=round(h.score, 4),
-                 components=h.components.model_dump() if explain else None,
-                 author=e.author, claimed_agents=e.claimed_agents or None,
-                 also_in=h.also_in or None, has_vector=h.has_vector)
-
-
 def build_mcp(caller_of: CallerOf) -> MCPServer:
     """The memory tools; each runs as ``caller_of(ctx)``."""
     # The SDK configures the root logger at construction: WARNING, not its INFO default,
@@ -168,7 +131,7 @@ def build_mcp(caller_of: CallerOf) -> MCPServer:
     mcp: MCPServer = MCPServer("reactive-blackboard", instructions=INSTRUCTIONS,
                                log_level="WARNING")
 
-    @mcp.tool(annotations=ToolAnnotations(title="Remember", destructive_hint=False))
+    @tool(mcp, "Remember", destructive_hint=False)
     async def remember(
         ctx: Context,
         content: Annotated[str, Field(
@@ -193,15 +156,17 @@ def build_mcp(caller_of: CallerOf) -> MCPServer:
         ttl_seconds: Annotated[float | None, Field(
             gt=0, description="Forget it after this many seconds (default: the level's "
                               "policy).")] = None,
-    ) -> Remembered:
-        """Store a memory. Returns its id and where it went."""
+    ) -> Annotated[CallToolResult, Remembered]:
+        """Store something worth knowing later: a fact, decision, event, preference or
+        procedure, in your memory (or a team's). Returns its id (for forget) and the scope
+        it went to. Store each fact once; a key updates the memory stored under it."""
         async with _refusals(ctx):
             caller = await caller_of(ctx)
             e = await caller.memory.store(content, level, tags=tags, team=team, key=key,
                                           importance=importance, ttl=ttl_seconds)
-        return Remembered(id=e.id, scope=e.scope, version=e.version)
+        return answer(Remembered(id=e.id, scope=e.scope, version=e.version))
 
-    @mcp.tool(annotations=ToolAnnotations(title="Recall", read_only_hint=True))
+    @tool(mcp, "Recall", read_only_hint=True)
     async def recall(
         ctx: Context,
         query: Annotated[str | None, Field(
@@ -242,9 +207,11 @@ def build_mcp(caller_of: CallerOf) -> MCPServer:
             description="Each fact once (default): a memory and its copies, summaries and "
                         "beliefs come back as one, the others in also_in. false: every "
                         "form.")] = True,
-    ) -> Recalled:
-        """Find memories, best first: by meaning and keywords when a query is given,
-        narrowed by levels, tags, time and scopes."""
+    ) -> Annotated[CallToolResult, Recalled]:
+        """Look something up before you answer or act: memories by meaning and keywords
+        when a query is given, narrowed by levels, tags, time and scopes. Returns the
+        memories best first, each fact once (its other copies as ids in also_in), with
+        id, scope, content, tags, time, author and a score from 0 to 1."""
         async with _refusals(ctx):
             caller = await caller_of(ctx)
             start, end = _ms(after), _ms(before)
@@ -264,11 +231,10 @@ def build_mcp(caller_of: CallerOf) -> MCPServer:
             mq = MemoryQuery.model_validate(
                 {k: v for k, v in q.items() if v is not None} | {"max_results": limit})
             hits = await caller.memory.recall(mq, limit=limit, explain=explain)
-        return Recalled(memories=[_found(Hit.of(h), explain) for h in hits],
-                        dense_pending=getattr(hits, "dense_pending", 0))
+        return answer(Recalled(memories=[found(Hit.of(h), explain) for h in hits],
+                               dense_pending=getattr(hits, "dense_pending", 0)))
 
-    @mcp.tool(annotations=ToolAnnotations(title="Forget", destructive_hint=True,
-                                          idempotent_hint=True))
+    @tool(mcp, "Forget", destructive_hint=True, idempotent_hint=True)
     async def forget(
         ctx: Context,
         id: Annotated[str, Field(min_length=1, description="The memory's id (from "
@@ -276,14 +242,16 @@ def build_mcp(caller_of: CallerOf) -> MCPServer:
         scope: Annotated[str | None, Field(
             description="Its scope, if known (faster; otherwise every scope you may "
                         "write is searched).")] = None,
-    ) -> Forgotten:
-        """Delete one of your memories (or your team's) by id."""
+    ) -> Annotated[CallToolResult, Forgotten]:
+        """Delete a memory of yours (or your team's) that is wrong or no longer wanted, by
+        the id remember or recall gave. Returns whether it was deleted. To fix a belief,
+        use correct instead: it keeps the evidence."""
         async with _refusals(ctx):
             caller = await caller_of(ctx)
             done = await caller.memory.forget(id, scope=scope)
-        return Forgotten(id=id, forgotten=done)
+        return answer(Forgotten(id=id, forgotten=done))
 
-    @mcp.tool(annotations=ToolAnnotations(title="List tags", read_only_hint=True))
+    @tool(mcp, "List tags", read_only_hint=True)
     async def list_tags(
         ctx: Context,
         level: Annotated[LevelName | None, Field(
@@ -291,28 +259,44 @@ def build_mcp(caller_of: CallerOf) -> MCPServer:
         team: Annotated[str | None, Field(
             description="A team's memory instead of your own (with no level: the team's "
                         "shared root).")] = None,
-    ) -> TagsOut:
-        """The tags in use and how many memories carry each."""
+    ) -> Annotated[CallToolResult, TagsOut]:
+        """See which tags are in use before filtering recall by tags. Returns each tag
+        with the number of memories carrying it."""
         async with _refusals(ctx):
             caller = await caller_of(ctx)
-            return TagsOut(tags=await caller.memory.list_tags(level, team=team))
+            return answer(TagsOut(tags=await caller.memory.list_tags(level, team=team)))
 
-    @mcp.tool(annotations=ToolAnnotations(title="Memory map", read_only_hint=True))
-    async def memory_map(ctx: Context) -> MapOut:
-        """The scopes you can see (level, size, writable) and the dataflow edges that
-        consolidate memories between them (an operator token: every scope)."""
+    @tool(mcp, "Memory map", read_only_hint=True)
+    async def memory_map(
+        ctx: Context,
+        detail: Annotated[bool, Field(
+            description="The full map: each scope's level, limits and writability, each "
+                        "edge's id and pattern (several times longer).")] = False,
+    ) -> CallToolResult:
+        """See where your memories are and where they flow: the scopes you can read
+        (your levels, your teams', the collective one) with their sizes, and the
+        dataflow edges that consolidate memories from one scope into another. Returns one
+        line per scope ('<scope> <entries>') and per edge ('<source> -> <target>
+        (<transformer>, <n> pending)'); detail=true gives the full records."""
         async with _refusals(ctx):
             caller = await caller_of(ctx)
-            if caller.operator:  # every registered scope, as GET /v1/map shows it
-                return MapOut.model_validate(await operator_map(caller))
-            m = await caller.memory.memory_map()
-        return MapOut.model_validate(m.to_dict())
+            m = await caller_map(caller, _service(ctx))
+        return answer(m if detail else map_summary(m))
 
     add_belief_tools(mcp, caller_of, _refusals)  # confirm, correct
     return mcp
 
 
 # -- streamable HTTP inside the gateway --------------------------------------------------
+
+
+def _service(ctx: Context) -> Blackboard | None:
+    """The gateway's service connection (reads the edges an agent's user may not), None
+    over stdio."""
+    request = ctx.request_context.request
+    state = getattr(getattr(request, "app", None), "state", None)
+    svc = getattr(state, "service", None)
+    return svc if isinstance(svc, Blackboard) else None
 
 
 async def _http_caller(ctx: Context) -> Caller:

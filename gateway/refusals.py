@@ -5,8 +5,9 @@ from __future__ import annotations
 
 from blackboard import BlackboardError
 
-__all__ = ["BodyTooLarge", "BookkeepingUnavailable", "Forbidden", "GatewayError",
-           "InvalidParameter", "Misdirected", "TooManyRequests", "Unauthorized"]
+__all__ = ["TOKEN_HINT", "BodyTooLarge", "BookkeepingUnavailable", "Forbidden",
+           "GatewayError", "InvalidParameter", "Misdirected", "TooManyRequests",
+           "Unauthorized", "bearer_challenge"]
 
 
 class GatewayError(BlackboardError):
@@ -23,8 +24,28 @@ class GatewayError(BlackboardError):
         self.headers = headers or {}
 
 
+#: What every 401 tells the caller to do: a client we did not write (MCP Inspector) shows
+#: the body's detail, and without a remedy it guessed at OAuth instead.
+TOKEN_HINT = ("create a token with `blackboard token create --agent A` and send "
+              "`Authorization: Bearer <token>`")
+
+
 class Unauthorized(GatewayError):
+    """``token_sent``: a token came and was refused (the challenge then says
+    ``error="invalid_token"``, RFC 6750), rather than none at all."""
+
     status, kind = 401, "unauthorized"
+
+    def __init__(self, detail: str, *, token_sent: bool = True) -> None:
+        super().__init__(detail)
+        self.token_sent = token_sent
+
+
+def bearer_challenge(token_sent: bool) -> dict[str, str]:
+    """The ``WWW-Authenticate`` header of a 401 (RFC 6750): the scheme and realm, and
+    ``error="invalid_token"`` when a token was sent but refused."""
+    value = 'Bearer realm="blackboard"' + (', error="invalid_token"' if token_sent else "")
+    return {"WWW-Authenticate": value}
 
 
 class Forbidden(GatewayError):

@@ -17,7 +17,8 @@ ENV_PREFIX = "BLACKBOARD_GATEWAY_"
 class GatewaySettings:
     """``redis_url``: where the memory is (no credentials needed: each request logs in
     with its token's Redis user). ``service_url``: a connection for the gateway's own
-    bookkeeping only (the per-user rate buckets, readiness) — never used to serve memory;
+    bookkeeping only (the per-user rate buckets, readiness, the edge records an agent's
+    map binds to its readable scopes: :mod:`gateway.maps`) — never used to serve memory;
     empty: ``redis_url``. ``rate`` requests per second per Redis user, ``burst`` the bucket size
     (``rate`` 0: no limit). ``body_limit`` bytes of a request body. ``insecure_local``:
     no tokens, every caller is the local operator; only bound to 127.0.0.1.

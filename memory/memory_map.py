@@ -14,6 +14,7 @@ from .access import AccessPolicy
 from .config import ScopeConfig
 from .naming import parse_scope
 from .registry import Registry
+from .subscriptions import MemorySubscription
 
 __all__ = ["EdgeView", "MemoryMap", "ScopeView", "build_memory_map"]
 
@@ -74,11 +75,19 @@ class MemoryMap:
 
 
 async def build_memory_map(
-    bb: Blackboard, registry: Registry, access: AccessPolicy, candidates: Sequence[str]
+    bb: Blackboard, registry: Registry, access: AccessPolicy, candidates: Sequence[str], *,
+    edges: Sequence[MemorySubscription] | None = None, buffers: Blackboard | None = None,
 ) -> MemoryMap:
     """Map of the ``candidates`` (readable scopes by name) that are registered or hold
-    entries. Cost: O(scopes + edges) commands in three round trips plus one per partition whose
-    scopes have edges, independent of entries."""
+    entries, with each edge bound to each of them it consumes. Cost: O(scopes + edges)
+    commands in three round trips plus one per partition whose scopes have edges,
+    independent of entries.
+
+    ``edges`` (default: the registry's, as ``bb``'s user reads them) and ``buffers`` (the
+    connection the pending buffers are read on; default ``bb``): an agent's Redis user
+    reads neither the edge records nor the buffers, so a trusted reader (the gateway's
+    service connection) passes them in; the binding to the agent's readable scopes stays
+    here, so it shows only edges out of scopes the agent may read."""
     configs = await registry.get_scopes(list(candidates))
     counts = await bb.reads.counts(candidates)
     views = []
@@ -89,10 +98,11 @@ async def build_memory_map(
         views.append(ScopeView(s, name.kind.value, name.owner,
                                name.level.value if name.level else None, configs.get(s), n,
                                access.can_write(s)))
-    edges = await registry.list_edges()
+    if edges is None:
+        edges = await registry.list_edges()
     bound = [(e, v.scope, t) for e in edges for v in views
              if (t := e.match(v.scope)) is not None]
-    pend = await _pending_lengths(bb, [(e.id, src, tgt) for e, src, tgt in bound])
+    pend = await _pending_lengths(buffers or bb, [(e.id, src, tgt) for e, src, tgt in bound])
     ev = tuple(EdgeView(e.id, src, tgt, e.transformer, e.source, p)
                for (e, src, tgt), p in zip(bound, pend, strict=True))
     return MemoryMap(access.agent_id, tuple(sorted(access.teams)), tuple(views), ev)

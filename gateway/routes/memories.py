@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Annotated, Any
 
-from fastapi import APIRouter, Path, Query, Response
+from fastapi import APIRouter, Path, Query, Request, Response
 from pydantic import BaseModel
 
 from blackboard import Entry, WriteRequest
@@ -33,7 +33,8 @@ from memory.wire import (
 )
 
 from ..caller import Caller
-from ..operator import operator_map, operator_stats
+from ..maps import caller_map
+from ..operator import operator_stats
 from ..refusals import InvalidParameter
 from .deps import CallerDep
 from .responses import BODY_ERRORS, READ_ERRORS
@@ -147,11 +148,10 @@ async def tags(caller: CallerDep, level: LevelQuery = None,
 
 
 @router.get("/map", response_model=MapOut, responses=_READ)
-async def memory_map(caller: CallerDep) -> MapOut:
-    """The caller's scopes and edges; an operator's: every registered scope."""
-    if caller.operator:
-        return MapOut(**await operator_map(caller))
-    return MapOut(**(await caller.memory.memory_map()).to_dict())
+async def memory_map(caller: CallerDep, request: Request) -> MapOut:
+    """The caller's scopes and the dataflow edges out of them; an operator's: every
+    registered scope."""
+    return await caller_map(caller, request.app.state.service)
 
 
 @router.get("/stats", response_model=StatsOut, responses=_READ)

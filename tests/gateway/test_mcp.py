@@ -88,7 +88,7 @@ async def test_tools_listed_with_schemas_and_each_called(gateway: GatewayProc) -
         assert ok(await c.call_tool("list_tags", {})) == {"tags": {"fact": 1, "ops": 1}}
         assert ok(await c.call_tool("list_tags", {"level": "semantic", "team": "t1"})) == {
             "tags": {"social": 1}}
-        m = ok(await c.call_tool("memory_map", {}))
+        m = ok(await c.call_tool("memory_map", {"detail": True}))
         assert m["agent"] == "alice" and m["teams"] == ["t1"]
         assert {"agent:alice:working", "team:t1:ltm:semantic"} <= {s["scope"]
                                                                    for s in m["scopes"]}
@@ -101,7 +101,7 @@ async def test_tools_listed_with_schemas_and_each_called(gateway: GatewayProc) -
         assert "level" in refused(await c.call_tool("remember", {"content": "x",
                                                                  "level": "nope"}))
     async with mcp_client(gateway, gateway.operator_token()) as ops:
-        m = ok(await ops.call_tool("memory_map", {}))
+        m = ok(await ops.call_tool("memory_map", {"detail": True}))
         assert m["agent"] == "*" and "team:t1:ltm:semantic" in {s["scope"] for s in m["scopes"]}
     # the REST view agrees: the forgotten entry is gone, the team one is there
     with gateway.client(tok) as h:
