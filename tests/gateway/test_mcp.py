@@ -20,7 +20,8 @@ from mcp.types import CallToolResult
 from gateway.tokens import encode_token, parse_token
 from tests.gateway.gateway_support import GatewayProc
 
-TOOLS = {"remember", "recall", "forget", "list_tags", "memory_map", "confirm", "correct"}
+TOOLS = {"remember", "recall", "forget", "list_tags", "memory_map", "confirm", "correct",
+         "context"}
 
 
 @asynccontextmanager

@@ -1,5 +1,5 @@
 """``POST /v1/context`` through a real gateway process (issue 27 item 3): the context an
-agent gets over REST is the library's, and bad input is a 422 naming the field."""
+agent gets over REST (and MCP) is the library's, and bad input is a 422 naming the field."""
 
 from __future__ import annotations
 
@@ -32,3 +32,19 @@ def test_bad_input_is_a_422_naming_the_field(gateway, body, field):
         r = c.post("/v1/context", json=body)
         assert r.status_code == 422, r.text
         assert field in (r.json().get("field") or ""), r.json()
+
+
+async def test_context_over_mcp_is_the_same_within_its_budget(gateway):
+    from tests.gateway.test_mcp import mcp_client, ok
+
+    tok = gateway.token("dave", [])
+    with gateway.client(tok) as c:
+        assert c.post("/v1/memories", json={"value": "Globex prefers email invoices.",
+                                            "level": "stm"}).status_code == 201
+    async with mcp_client(gateway, tok) as m:
+        got = ok(await m.call_tool("context", {"query": "how does Globex want invoices",
+                                               "budget_tokens": 50}))
+        bad = await m.call_tool("context", {"query": "x", "budget_tokens": 0})
+    assert got["tokens"] <= 50 and "[m1]" in got["text"] and "email" in got["text"]
+    assert got["citations"]["m1"]["scope"] == "agent:dave:stm"
+    assert bad.is_error
