@@ -33,6 +33,7 @@ from blackboard import Entry, EventType
 from retrieval.completeness import RecallHits
 from retrieval.query import MemoryQuery
 
+from .context import Context
 from .levels import MemoryLevel
 from .memory_map import MemoryMap
 from .remote_decode import map_of, raise_for, stats_of
@@ -239,6 +240,21 @@ class RemoteMemory:
     async def memory_map(self) -> MemoryMap:
         """As :meth:`AgentMemory.memory_map`."""
         return map_of(MapOut.model_validate(await self._call("GET", "/v1/map")))
+
+    async def context(self, query: str, *, budget_tokens: int = 1500,
+                      levels: Sequence[str] | None = None,
+                      scopes: Sequence[str] | None = None) -> Context:
+        """As :meth:`AgentMemory.context`: prompt-ready text within ``budget_tokens``,
+        with the entry behind each citation id."""
+        body: dict[str, Any] = {"query": query, "budget_tokens": budget_tokens}
+        if levels:
+            body["levels"] = list(levels)
+        if scopes:
+            body["scopes"] = list(scopes)
+        got = await self._call("POST", "/v1/context", json=body)
+        return Context(got["text"], {k: EntryOut.model_validate(v).to_entry()
+                                     for k, v in got["citations"].items()},
+                       got["tokens"], got["budget_tokens"], got["left_out"])
 
     # -- observers ------------------------------------------------------------------------
 

@@ -48,3 +48,13 @@ async def test_context_over_mcp_is_the_same_within_its_budget(gateway):
     assert got["tokens"] <= 50 and "[m1]" in got["text"] and "email" in got["text"]
     assert got["citations"]["m1"]["scope"] == "agent:dave:stm"
     assert bad.is_error
+
+
+async def test_remote_memory_context_is_the_gateway_s(gateway):
+    from memory.remote import RemoteMemory
+
+    tok = gateway.token("erin", [])
+    async with RemoteMemory(gateway.url, tok) as r:
+        await r.store("Initech has a dedicated billing portal.", "stm")
+        c = await r.context("where does Initech bill", budget_tokens=40)
+    assert c.tokens <= 40 and c.citations["m1"].value.startswith("Initech")
