@@ -16,6 +16,7 @@ import logging
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
+from pydantic import BaseModel
 from starlette.exceptions import HTTPException
 
 from blackboard import (
@@ -41,6 +42,7 @@ from memory.wire import ErrorBody
 
 from .logs import mark_logged
 from .refusals import BodyTooLarge, Forbidden, GatewayError, TooManyRequests, Unauthorized
+from .validation_hints import body_model, hint
 
 __all__ = ["BodyTooLarge", "Forbidden", "GatewayError", "TooManyRequests", "Unauthorized",
            "error_response", "install_handlers", "status_of"]
@@ -140,12 +142,15 @@ def error_response(exc: BaseException) -> JSONResponse:
     return JSONResponse(body.model_dump(), status_code=status, headers=headers)
 
 
-def _validation(exc: RequestValidationError) -> JSONResponse:
+def _validation(exc: RequestValidationError, model: type[BaseModel] | None = None
+                ) -> JSONResponse:
+    """The first error, naming its field and saying what to send there (``model``: the
+    route's body model, whose fields an unknown field's hint lists)."""
     errs = exc.errors()
     first = errs[0] if errs else {}
     loc = [str(p) for p in first.get("loc", ()) if p not in ("body", "query", "path")]
     field = ".".join(loc) or None
-    msg = str(first.get("msg", "invalid request"))
+    msg = hint(dict(first), model) if first else "invalid request"
     more = f" (and {len(errs) - 1} more)" if len(errs) > 1 else ""
     body = ErrorBody(error="validation",
                      detail=_one_line(f"{field or 'body'}: {msg}{more}"), field=field)
@@ -160,9 +165,9 @@ def _http(exc: HTTPException) -> JSONResponse:
 
 
 def install_handlers(app: FastAPI) -> None:
-    async def on_validation(_: Request, exc: Exception) -> JSONResponse:
+    async def on_validation(request: Request, exc: Exception) -> JSONResponse:
         assert isinstance(exc, RequestValidationError)
-        return _validation(exc)
+        return _validation(exc, body_model(request))
 
     async def on_http(_: Request, exc: Exception) -> JSONResponse:
         assert isinstance(exc, HTTPException)
