@@ -59,10 +59,12 @@ def canonical_option(value: T | None, old_value: T | None, canonical: str,
     one-line note on stderr, once); both is a usage error (exit 2)."""
     if old_value is None:
         return value
-    new, old = cli_flag(canonical), "/".join(map(cli_flag, ALIASES[canonical]))
+    olds = ALIASES[canonical]
     if value is not None:
-        usage(f"give {new} only ({old} is its deprecated name)")
-    note = deprecation_note(old, f"blackboard {command}")
+        usage(f"give {cli_flag(canonical)} only ({'/'.join(map(cli_flag, olds))} is its "
+              "deprecated name)")
+    # typer cannot say which hidden flag was typed; a concept has one old flag so far
+    note = deprecation_note(olds[0], f"blackboard {command}", flags=True)
     if note is not None:
         from .output import err_console
 

@@ -52,13 +52,16 @@ def cli_flag(name: str) -> str:
     return "--" + name.replace("_", "-")
 
 
-def deprecation_note(old: str, surface: str) -> str | None:
+def deprecation_note(old: str, surface: str, *, flags: bool = False) -> str | None:
     """The deprecation note for ``old`` used on ``surface`` the first time in this process,
-    None after (a loop calling with the old name is told once, not flooded)."""
+    None after (a loop calling with the old name is told once, not flooded). ``flags``:
+    name both as command-line flags (``--limit``, ``--max-results``)."""
     if (surface, old) in _noted:
         return None
     _noted.add((surface, old))
     new = canonical_name(old)
+    if flags:
+        return f"{surface}: {cli_flag(old)} is deprecated, use {cli_flag(new)} (same meaning)"
     return f"{surface}: {old!r} is deprecated, use {new!r} (same meaning)"
 
 

@@ -48,3 +48,4 @@ def test_sdk_keyword_warns_once_and_refuses_both() -> None:
     assert deprecated_keyword(7, None, "limit", "AgentMemory.recall()") == 7
     with pytest.raises(InvalidArgument, match="give max_results only"):
         deprecated_keyword(7, 5, "limit", "AgentMemory.recall()")
+
