@@ -340,7 +340,7 @@ async def run(url: str, a: argparse.Namespace) -> dict[str, Any]:
             res.update(got)
 
             async def lib(i: int) -> None:
-                await mem.recall(queries[i % len(queries)], limit=10)
+                await mem.recall(queries[i % len(queries)], max_results=10)
 
             async def rest(i: int) -> None:
                 status, body = await wire.post("/v1/recall", {
@@ -348,7 +348,7 @@ async def run(url: str, a: argparse.Namespace) -> dict[str, Any]:
                 assert status == 200, body
 
             async def remote_recall(i: int) -> None:
-                await remote.recall(queries[i % len(queries)], limit=10)
+                await remote.recall(queries[i % len(queries)], max_results=10)
 
             say("recall in process and over REST, in turns ...")
             # Both recall indexes bootstrap on their first recall and embed the entries

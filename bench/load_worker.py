@@ -46,7 +46,7 @@ async def _agent(bb: Blackboard, name: str, until: float, counts: list[int],
             await mem.store({"text": f"{name} step {i}: ran job {i % 7}"}, MemoryLevel.WORKING,
                             tags={"action", f"action_type:job{i % 7}"})
             counts[0] += 1
-            await mem.recall(f"job {i % 7}", limit=5)
+            await mem.recall(f"job {i % 7}", max_results=5)
             counts[1] += 1
             i += 1
 

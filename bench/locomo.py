@@ -210,7 +210,7 @@ async def _ask_all(mems: dict[str, Any], questions: list[tuple[str, int, set[str
     times = []
     for sample, cat, ev, question in questions:
         t = time.perf_counter()
-        hits = await mems[sample].recall(question, limit=10)
+        hits = await mems[sample].recall(question, max_results=10)
         times.append(time.perf_counter() - t)
         got = [h.entry.metadata["dia_id"] for h in hits]
         per.append(_scored(sample, cat, ev, got, getattr(hits, "dense_pending", 0)))
@@ -249,7 +249,7 @@ async def run_stack(
             store_s = time.perf_counter() - t0
             t0 = time.perf_counter()
             for mem in mems.values():  # first recall: bootstrap the index (no model wait)
-                await mem.recall("warm up", limit=1)
+                await mem.recall("warm up", max_results=1)
             index_s = time.perf_counter() - t0
             at_once, t_once = await _ask_all(mems, questions)
             t0 = time.perf_counter()

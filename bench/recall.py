@@ -220,7 +220,7 @@ async def _stack_size(
             rt: list[float] = []
 
             async def stack_side(q: str) -> None:
-                await mem.recall(q, limit=10)
+                await mem.recall(q, max_results=10)
 
             async def engine_side(q: str) -> None:
                 retr.engine.search(MemoryQuery(query=q, max_results=10), scopes)

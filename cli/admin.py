@@ -193,10 +193,12 @@ def check(
     redis_url: RedisUrl = None,
     json_out: Json = False,
 ) -> None:
-    """Verify every index against the entries, and every belief's evidence links (each
-    must resolve to a live entry or to the snapshot kept with the belief); exit 3 when
-    drift or a broken link remains. ``--repair`` rebuilds indexes and freezes a snapshot
-    for legacy links whose entry (or its dedupe survivor) is still there."""
+    """Verify the indexes against the entries and every belief's evidence links.
+
+    Each evidence link must resolve to a live entry or to the snapshot kept with the
+    belief; exit 3 when drift or a broken link remains. --repair rebuilds indexes and
+    freezes a snapshot for legacy links whose entry (or its dedupe survivor) is still
+    there."""
 
     async def both(bb: Blackboard) -> tuple[CheckReport, EvidenceReport]:
         return (await bb.check(repair=repair, scopes=scope),

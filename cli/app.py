@@ -53,11 +53,40 @@ APPENDFSYNC = ("always", "everysec", "no")
 DEFAULT_MAXMEMORY = "1gb"
 
 
+#: ``worker --role``'s help: written out, since importing workers.roles (ROLES) costs a
+#: second on every ``blackboard`` start; tests/cli/test_cli_80col.py keeps it in step.
+#: Spaces between the names, so a narrow terminal wraps the list instead of cutting it.
+ROLE_HELP = ("One of: summarize, episodic, semantic, procedural, team, index, maintenance; "
+             "all: every role.")
+
+#: The distribution whose version ``--version`` prints (pyproject's ``name``).
+DISTRIBUTION = "reactive-blackboard"
+
+
+def version_line() -> str:
+    """``blackboard <version>``: the installed distribution's version, one line."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return f"blackboard {version(DISTRIBUTION)}"
+    except PackageNotFoundError:  # run from a source tree that was never installed
+        return "blackboard (version unknown: the package is not installed)"
+
+
+def _print_version(given: bool) -> None:
+    if given:
+        print(version_line())
+        raise typer.Exit(0)
+
+
 @app.callback()
 def _options(
     debug: Annotated[
         bool, typer.Option("--debug", help="Show tracebacks (also BLACKBOARD_DEBUG=1).")
     ] = False,
+    version: Annotated[bool, typer.Option(
+        "--version", "-V", callback=_print_version, is_eager=True,
+        help="Print the version and exit.")] = False,
 ) -> None:
     if debug:
         os.environ["BLACKBOARD_DEBUG"] = "1"  # inherited by the worker processes we start
@@ -151,9 +180,7 @@ def trim(redis_url: RedisUrl = None, dry_run: DryRun = False, json_out: Json = F
 
 @app.command()
 def worker(
-    role: Annotated[
-        str, typer.Option(help="summarize|episodic|semantic|procedural|team|index|maintenance|all")
-    ],
+    role: Annotated[str, typer.Option(help=ROLE_HELP)],
     redis_url: RedisUrl = None,
     concurrency: Annotated[int, typer.Option(help="Worker processes to run.")] = 1,
     metrics_port: Annotated[
@@ -203,23 +230,26 @@ def worker(
 @app.command("map")
 def map_(
     agent: Annotated[str, typer.Option("--agent", help="Agent whose view is shown.")],
-    team: Annotated[
-        list[str] | None, typer.Option("--team", help="Team of the agent (repeatable).")
-    ] = None,
+    team: Annotated[list[str] | None, typer.Option(
+        "--team", help="Also this team (repeatable); the agent's own teams are found in "
+                       "its ACL grant and its dataflow edges.")] = None,
     redis_url: RedisUrl = None,
     json_out: Json = False,
 ) -> None:
     """The scopes an agent can see, their configs and counts, and the edges between them."""
     from memory import AgentMemory
     from memory.render import render_map
+    from memory.teams import teams_of
 
     from .recall import require_agent
 
     url = _need_url(redis_url)
 
     async def main() -> None:
-        async with Blackboard.connect(url) as bb, AgentMemory(bb, agent, teams=team or []) as mem:
-            m = await mem.memory_map()
+        async with Blackboard.connect(url) as bb:
+            teams = {*await teams_of(bb, agent), *(team or [])}
+            async with AgentMemory(bb, agent, teams=teams) as mem:
+                m = await mem.memory_map()
         require_agent(m, agent)
         if json_out:
             print_json(m.to_dict())

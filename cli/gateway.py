@@ -63,7 +63,8 @@ def create(
     json_out: Json = False, redis_url: RedisUrl = None,
 ) -> None:
     """Issue a token (printed once; it carries the Redis credential of the agent's user).
-    Refused while Redis's default user is open, like ``acl grant``: a token's user
+
+    Refused while Redis's default user is open, like `acl grant`: a token's user
     confines nothing while any client can log in as default."""
     from rich.markup import escape
 
@@ -144,8 +145,10 @@ def gateway(
     wait_aof: WaitAof = False,
     json_out: Json = False,
 ) -> None:
-    """Serve memory over HTTP: REST under /v1, MCP at /mcp, the dashboard at /, /docs,
-    /metrics. Says where once it listens (``--json``: one JSON object)."""
+    """Serve memory over HTTP: REST, MCP, the dashboard, /metrics.
+
+    REST under /v1, MCP at /mcp, the dashboard at /, the API docs at /docs, metrics at
+    /metrics. Says where once it listens (--json: one JSON object)."""
     from .errors import fail, usage
 
     try:

@@ -16,12 +16,14 @@ import typer
 
 from blackboard import Blackboard
 from blackboard.settings import ENV_PREFIX
+from memory.aliases import ALIASES, cli_flag, deprecation_note
 
 from .errors import fail, usage
 
 __all__ = [
-    "DryRun", "Json", "JsonLines", "RedisUrl", "WaitAof", "WaitReplicas", "apply_durability",
-    "need_url", "run", "with_blackboard",
+    "DryRun", "Json", "JsonLines", "MaxResults", "MaxResultsOld", "RedisUrl", "WaitAof",
+    "WaitReplicas", "apply_durability", "canonical_option", "need_url", "run",
+    "with_blackboard",
 ]
 
 T = TypeVar("T")
@@ -42,6 +44,32 @@ WaitReplicas = Annotated[int | None, typer.Option(
 WaitAof = Annotated[bool, typer.Option(
     "--wait-aof", help="Acknowledge a write once it is fsynced to the AOF, and to the "
                        "--wait-replicas replicas' (WAITAOF, Redis >= 7.2).")]
+
+#: How many hits at most (``MemoryQuery.max_results``); its old flag stays accepted but
+#: hidden (``--limit``, from :data:`memory.aliases.ALIASES`), see :func:`canonical_option`.
+MaxResults = Annotated[int | None, typer.Option(
+    cli_flag("max_results"), min=1, help="Most hits shown (default 10).")]
+MaxResultsOld = Annotated[int | None, typer.Option(
+    *map(cli_flag, ALIASES["max_results"]), min=1, hidden=True)]
+
+
+def canonical_option(value: T | None, old_value: T | None, canonical: str,
+                     command: str) -> T | None:
+    """The value of an option given by its canonical flag or by its deprecated one (a
+    one-line note on stderr, once); both is a usage error (exit 2)."""
+    if old_value is None:
+        return value
+    olds = ALIASES[canonical]
+    if value is not None:
+        usage(f"give {cli_flag(canonical)} only ({'/'.join(map(cli_flag, olds))} is its "
+              "deprecated name)")
+    # typer cannot say which hidden flag was typed; a concept has one old flag so far
+    note = deprecation_note(olds[0], f"blackboard {command}", flags=True)
+    if note is not None:
+        from .output import err_console
+
+        err_console.print(f"note: {note}", markup=False, highlight=False, soft_wrap=True)
+    return old_value
 
 
 def apply_durability(wait_replicas: int | None, wait_aof: bool) -> None:

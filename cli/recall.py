@@ -21,7 +21,7 @@ import typer
 from blackboard import NotFound
 from blackboard.entry import value_text
 
-from .options import Json, RedisUrl
+from .options import Json, MaxResults, MaxResultsOld, RedisUrl, canonical_option
 
 __all__ = ["hit_record", "register", "require_agent"]
 
@@ -122,7 +122,8 @@ def register(app: typer.Typer) -> None:
             str | None,
             typer.Option(help="Preset: recent_actions, failures, facts_about:X, procedures."),
         ] = None,
-        limit: Annotated[int, typer.Option(help="Most hits shown.")] = 10,
+        max_results: MaxResults = None,
+        limit: MaxResultsOld = None,
         explain: Annotated[bool, typer.Option("--explain", help="One line per hit: why.")] = False,
         as_of: Annotated[
             str | None,
@@ -144,6 +145,7 @@ def register(app: typer.Typer) -> None:
         from .output import console, err_console, print_json
 
         url = _need_url(redis_url)
+        most = canonical_option(max_results, limit, "max_results", "recall") or 10
         _check_query(lens, level, consistency)
         when = _check_as_of(as_of)
 
@@ -153,7 +155,7 @@ def register(app: typer.Typer) -> None:
                 AgentMemory(bb, agent, teams=team or ()) as mem,
             ):
                 require_agent(await mem.memory_map(), agent)
-                fields: dict[str, Any] = {"max_results": limit, "consistency": consistency}
+                fields: dict[str, Any] = {"max_results": most, "consistency": consistency}
                 if text.strip():
                     fields["query"] = text
                 if level:

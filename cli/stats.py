@@ -23,6 +23,7 @@ from __future__ import annotations
 from typing import Annotated, Any
 
 import typer
+from rich import box
 from rich.table import Table
 
 from blackboard import Blackboard
@@ -32,7 +33,7 @@ from workers.stats import BusStats, Stats, collect_stats, progress_rows
 from .options import Json, RedisUrl, with_blackboard
 from .output import console, print_json
 
-__all__ = ["register", "role_summary"]
+__all__ = ["ranges", "register", "render", "role_summary"]
 
 def role_summary(st: Stats) -> dict[str, dict[str, Any]]:
     """Per consumer-group role: partitions it reads, consumers, pending, lag (None: unknown)."""
@@ -62,13 +63,45 @@ def _busy_rows(buses: list[BusStats]) -> list[tuple[str, ...]]:
     return rows
 
 
+#: Below this many columns tables drop their vertical rules (and the workers table the
+#: role prefix of each id): a worker's row then fits on one line at 80 columns.
+NARROW = 100
+
+
+def ranges(ns: tuple[int, ...] | list[int]) -> str:
+    """``0-3,7,9-10``: a partition list as runs (all 16 of them is ``0-15``, not 37 chars)."""
+    runs: list[list[int]] = []
+    for n in sorted(set(ns)):
+        if runs and n == runs[-1][1] + 1:
+            runs[-1][1] = n
+        else:
+            runs.append([n, n])
+    return ",".join(str(a) if a == b else f"{a}-{b}" for a, b in runs)
+
+
+def _table(title: str | None = None) -> Table:
+    """A table in the house style; at a narrow terminal, without vertical rules."""
+    if console.width >= NARROW:
+        return Table(title=title, title_justify="left")
+    return Table(title=title, title_justify="left", box=box.SIMPLE_HEAD, pad_edge=False)
+
+
+def _short_id(info: WorkerInfo) -> str:
+    """The id without its role prefix (``summarize-host-pid-x`` -> ``host-pid-x``) when
+    narrow: the role has its own column."""
+    prefix = f"{info.role}-"
+    narrow = console.width < NARROW and info.id.startswith(prefix)
+    return info.id[len(prefix):] if narrow else info.id
+
+
 def _workers_table(workers: list[WorkerInfo]) -> Table:
-    w = Table(title=f"{len(workers)} live workers", title_justify="left")
+    w = _table(f"{len(workers)} live workers")
     for col in ("worker", "role", "pid", "partitions", "events", "written", "dlq"):
-        w.add_column(col, overflow="fold")
+        w.add_column(col, overflow="fold",
+                     justify="right" if col in ("pid", "events", "written", "dlq") else "left")
     for info in workers:
         c = info.counters
-        w.add_row(info.id, info.role, str(info.pid), ",".join(map(str, info.partitions)),
+        w.add_row(_short_id(info), info.role, str(info.pid), ranges(info.partitions),
                   str(c.get("events", 0)), str(c.get("written", 0)),
                   str(c.get("dead_lettered", 0)))
     return w
@@ -81,7 +114,7 @@ def _age(ms: int) -> str:
 
 def _progress_table(rows: list[dict[str, Any]]) -> Table:
     """One row per role: ``partition:age`` of each of its readers (folded at 80 columns)."""
-    t = Table(title="last progress per partition (age)", title_justify="left")
+    t = _table("last progress per partition (age)")
     t.add_column("role")
     t.add_column("partition:age", overflow="fold")
     by_role: dict[str, list[str]] = {}
@@ -93,7 +126,7 @@ def _progress_table(rows: list[dict[str, Any]]) -> Table:
 
 
 def _partition_table(buses: list[BusStats], title: str) -> Table:
-    t = Table(title=title, title_justify="left")
+    t = _table(title)
     for col in ("partition", "bus", "dlq", "scopes", "group", "consumers", "pending", "lag"):
         t.add_column(col, justify="left" if col == "group" else "right")
     for b in buses:

@@ -16,6 +16,7 @@ import logging
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
+from pydantic import BaseModel
 from starlette.exceptions import HTTPException
 
 from blackboard import (
@@ -49,6 +50,7 @@ from .refusals import (
     Unauthorized,
     bearer_challenge,
 )
+from .validation_hints import body_model, hint
 
 __all__ = ["BodyTooLarge", "Forbidden", "GatewayError", "TooManyRequests", "Unauthorized",
            "error_response", "install_handlers", "status_of"]
@@ -162,7 +164,10 @@ def error_response(exc: BaseException) -> JSONResponse:
 _WHERE = frozenset({"body", "query", "path", "header", "cookie"})
 
 
-def _validation(exc: RequestValidationError) -> JSONResponse:
+def _validation(exc: RequestValidationError, model: type[BaseModel] | None = None
+                ) -> JSONResponse:
+    """The first error, naming its field and saying what to send there (``model``: the
+    route's body model, whose fields an unknown field's hint lists)."""
     errs = exc.errors()
     first = errs[0] if errs else {}
     # The first part says where the field was sent (a field may be named "query" too)
@@ -170,7 +175,7 @@ def _validation(exc: RequestValidationError) -> JSONResponse:
     if parts and parts[0] in _WHERE:
         parts = parts[1:]
     field = ".".join(parts) or None
-    msg = str(first.get("msg", "invalid request"))
+    msg = hint(dict(first), model) if first else "invalid request"
     more = f" (and {len(errs) - 1} more)" if len(errs) > 1 else ""
     body = ErrorBody(error="validation",
                      detail=_one_line(f"{field or 'body'}: {msg}{more}"), field=field)
@@ -185,9 +190,9 @@ def _http(exc: HTTPException) -> JSONResponse:
 
 
 def install_handlers(app: FastAPI) -> None:
-    async def on_validation(_: Request, exc: Exception) -> JSONResponse:
+    async def on_validation(request: Request, exc: Exception) -> JSONResponse:
         assert isinstance(exc, RequestValidationError)
-        return _validation(exc)
+        return _validation(exc, body_model(request))
 
     async def on_http(_: Request, exc: Exception) -> JSONResponse:
         assert isinstance(exc, HTTPException)

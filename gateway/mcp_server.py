@@ -30,6 +30,7 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 
 from blackboard import Blackboard
 from memory import MemoryLevel, MemoryQuery, TagFilter
+from memory.aliases import logged_alias
 from memory.wire import Hit, TagsOut
 from retrieval.lens import known_lenses
 
@@ -154,17 +155,20 @@ def build_mcp(caller_of: CallerOf) -> MCPServer:
                         "key updates that memory instead of adding one.")] = None,
         importance: Annotated[float, Field(
             ge=0.0, le=1.0, description="0 (trivial) to 1 (critical); ranks recall.")] = 0.5,
-        ttl_seconds: Annotated[float | None, Field(
+        ttl: Annotated[float | None, Field(
             gt=0, description="Forget it after this many seconds (default: the level's "
                               "policy).")] = None,
+        ttl_seconds: Annotated[float | None, Field(
+            gt=0, description="Deprecated name of ttl.")] = None,
     ) -> Annotated[CallToolResult, Remembered]:
         """Store something worth knowing later: a fact, decision, event, preference or
         procedure, in your memory (or a team's). Returns its id (for forget) and the scope
         it went to. Store each fact once; a key updates the memory stored under it."""
         async with _refusals(ctx):
             caller = await caller_of(ctx)
+            ttl = logged_alias(ttl, ttl_seconds, "ttl_seconds", "mcp")
             e = await caller.memory.store(content, level, tags=tags, team=team, key=key,
-                                          importance=importance, ttl=ttl_seconds)
+                                          importance=importance, ttl=ttl)
         return answer(Remembered(id=e.id, scope=e.scope, version=e.version))
 
     @tool(mcp, "Recall", read_only_hint=True)
@@ -192,7 +196,10 @@ def build_mcp(caller_of: CallerOf) -> MCPServer:
             description="A named preset that fills what you leave unset: "
                         + ", ".join(known_lenses())
                         + " ('facts_about:<subject>').")] = None,
-        limit: Annotated[int, Field(ge=1, le=100, description="At most this many.")] = 10,
+        max_results: Annotated[int | None, Field(
+            ge=1, le=100, description="At most this many (default 10).")] = None,
+        limit: Annotated[int | None, Field(
+            ge=1, le=100, description="Deprecated name of max_results.")] = None,
         explain: Annotated[bool, Field(
             description="Add each memory's score components (relevance, strength, "
                         "recency, importance).")] = False,
@@ -215,6 +222,7 @@ def build_mcp(caller_of: CallerOf) -> MCPServer:
         id, scope, content, tags, time, author and a score from 0 to 1."""
         async with _refusals(ctx):
             caller = await caller_of(ctx)
+            n = logged_alias(max_results, limit, "limit", "mcp") or 10
             start, end = _ms(after), _ms(before)
             time_range = None
             if start is not None or end is not None:
@@ -230,8 +238,8 @@ def build_mcp(caller_of: CallerOf) -> MCPServer:
                                         none_of=frozenset(tags_none)),
             }
             mq = MemoryQuery.model_validate(
-                {k: v for k, v in q.items() if v is not None} | {"max_results": limit})
-            hits = await caller.memory.recall(mq, limit=limit, explain=explain)
+                {k: v for k, v in q.items() if v is not None} | {"max_results": n})
+            hits = await caller.memory.recall(mq, max_results=n, explain=explain)
         return answer(Recalled(memories=[found(Hit.of(h), explain) for h in hits],
                                dense_pending=getattr(hits, "dense_pending", 0)))
 

@@ -25,6 +25,7 @@ from retrieval.structured import StructuredRetriever
 
 from . import feedback
 from .access import AccessPolicy
+from .aliases import deprecated_keyword
 from .context import Context, assemble, validate_budget
 from .conversation import ConversationConfig, Message, Sessions, message_requests
 from .errors import SemanticRecallUnavailable
@@ -209,8 +210,8 @@ class AgentMemory:
         """How messages written to this level's scope (or the team's) are indexed."""
         self._sessions.configs[self.access.check_write(self.scope_for(level, team))] = config
 
-    async def recall(self, query: str | MemoryQuery, *, limit: int | None = None,
-                     explain: bool = False) -> RecallHits:
+    async def recall(self, query: str | MemoryQuery, *, max_results: int | None = None,
+                     explain: bool = False, limit: int | None = None) -> RecallHits:
         """Recall -> ``list[ScoredEntry]`` (a :class:`~retrieval.completeness.RecallHits`:
         with ``dense_pending``, the searched entries still waiting for a vector; each hit's
         ``has_vector``), in the query's order.
@@ -222,8 +223,10 @@ class AgentMemory:
         best first; with ``default_retriever=False`` and no retriever it raises
         :class:`SemanticRecallUnavailable`. ``order="newest"``: the entries matching the
         tag, time and key filters, newest first, read from the scopes' indexes.
-        ``limit`` sets ``max_results``; ``explain`` logs each hit's score breakdown."""
-        q = as_query(query, limit, explain)
+        ``max_results`` overrides the query's; ``explain`` logs each hit's score breakdown.
+        ``limit`` is the deprecated name of ``max_results`` (:mod:`memory.aliases`)."""
+        n = deprecated_keyword(max_results, limit, "limit", "AgentMemory.recall()")
+        q = as_query(query, n, explain)
         scopes = self.recall_scopes(q.scopes, q.levels)
         hits = await self._retriever_for(q).recall(q, scopes)
         if q.order != "newest":  # a team's reconciled belief before a member's own

@@ -33,6 +33,7 @@ from blackboard import Entry, EventType
 from retrieval.completeness import RecallHits
 from retrieval.query import MemoryQuery
 
+from .aliases import deprecated_keyword
 from .context import Context
 from .levels import MemoryLevel
 from .memory_map import MemoryMap
@@ -128,7 +129,7 @@ class RemoteMemory:
         ``team``'s); ``ttl`` seconds (None: the scope's)."""
         body = {"value": data, "level": _level(level), "team": team,
                 "tags": sorted(tags or ()), "metadata": dict(metadata or {}), "key": key,
-                "ttl_s": ttl, "importance": importance}
+                "ttl": ttl, "importance": importance}
         return EntryOut.model_validate(await self._call("POST", "/v1/memories",
                                                         json=body)).to_entry()
 
@@ -140,8 +141,6 @@ class RemoteMemory:
             d = dict(it)
             if "data" in d:
                 d["value"] = d.pop("data")
-            if "ttl" in d:
-                d["ttl_s"] = d.pop("ttl")
             if "level" in d:
                 d["level"] = _level(d["level"])
             if "tags" in d:
@@ -211,15 +210,16 @@ class RemoteMemory:
 
     # -- recall and introspection ---------------------------------------------------------
 
-    async def recall(self, query: str | MemoryQuery, *, limit: int | None = None,
-                     explain: bool = False) -> RecallHits:
+    async def recall(self, query: str | MemoryQuery, *, max_results: int | None = None,
+                     explain: bool = False, limit: int | None = None) -> RecallHits:
         """As :meth:`AgentMemory.recall`: hybrid recall over the readable scopes (a
         :class:`MemoryQuery` narrows it), best first, every score component included."""
         q = query if isinstance(query, MemoryQuery) else MemoryQuery(query=str(query))
         # The lens was applied when the query was built; its fields travel as set.
         body = q.model_dump(mode="json", exclude_defaults=True, exclude={"lens"})
-        if limit is not None:
-            body["max_results"] = limit
+        n = deprecated_keyword(max_results, limit, "limit", "RemoteMemory.recall()")
+        if n is not None:
+            body["max_results"] = n
         if explain:
             body["explain"] = True
         got = RecallResponse.model_validate(await self._call("POST", "/v1/recall", json=body))

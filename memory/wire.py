@@ -13,11 +13,12 @@ from __future__ import annotations
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from blackboard.validation import MAX_TAGS, TAG_PATTERN
 from retrieval.query import MemoryQuery, TagFilter, json_number
 
+from .aliases import rename_aliases
 from .levels import MemoryLevel
 
 if TYPE_CHECKING:
@@ -81,6 +82,12 @@ class RecallRequest(MemoryQuery):
     levels: list[str] | None = Field(default=None, json_schema_extra={
         "minItems": 1, "items": {"enum": list(LEVEL_NAMES)}})
 
+    @model_validator(mode="before")
+    @classmethod
+    def _old_names(cls, data: Any) -> Any:
+        # Before the query's own validators (the lens fills max_results only when unset).
+        return rename_aliases(data, ("max_results",), "POST /v1/recall")
+
 
 def check_level(v: str | None) -> str | None:
     """``v`` when it names a memory level (or is None), else ValueError listing them."""
@@ -97,7 +104,7 @@ class _In(BaseModel):
 
 class StoreRequest(_In):
     """One memory to write (``AgentMemory.store``). ``level=None`` with a ``team`` is the
-    team's root scope; ``ttl_s`` seconds (None: the scope's)."""
+    team's root scope; ``ttl`` seconds (None: the scope's)."""
 
     value: Any = Field(description="The memory: a string or any JSON value.",
                        json_schema_extra={"not": {"type": "null"}})
@@ -110,17 +117,23 @@ class StoreRequest(_In):
     metadata: dict[str, Any] = Field(default_factory=dict)
     key: str | None = Field(default=None, description="Optional unique key within the scope.",
                             json_schema_extra=KEY_SCHEMA)
-    ttl_s: float | None = Field(default=None, gt=0,
-                                description="Expiry in seconds (ten years at most).",
-                                json_schema_extra={"maximum": 10 * 365 * 86400})
+    ttl: float | None = Field(default=None, gt=0,
+                              description="Expiry in seconds (ten years at most; "
+                                          "ttl_s is its deprecated name).",
+                              json_schema_extra={"maximum": 10 * 365 * 86400})
     importance: float = Field(0.5, ge=0.0, le=1.0)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _old_names(cls, data: Any) -> Any:
+        return rename_aliases(data, ("ttl",), "POST /v1/memories")
 
     @field_validator("level")
     @classmethod
     def _level(cls, v: str | None) -> str | None:
         return check_level(v)
 
-    _numbers = field_validator("ttl_s", "importance", mode="before")(json_number)
+    _numbers = field_validator("ttl", "importance", mode="before")(json_number)
 
     @field_validator("value")
     @classmethod

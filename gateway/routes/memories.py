@@ -73,7 +73,7 @@ def _level(v: str | None) -> MemoryLevel | None:
 async def store(body: StoreRequest, caller: CallerDep) -> EntryOut:
     e = await caller.memory.store(
         body.value, _level(body.level), tags=body.tags, metadata=body.metadata,
-        importance=body.importance, key=body.key, ttl=body.ttl_s, team=body.team)
+        importance=body.importance, key=body.key, ttl=body.ttl, team=body.team)
     return EntryOut.of(e)
 
 
@@ -87,7 +87,7 @@ async def store_batch(body: BatchStore, caller: CallerDep) -> BatchOut:
     for i, it in enumerate(body.items):
         sid = mem.access.check_write(mem.scope_for(_level(it.level), it.team))
         req = WriteRequest(it.value, tags=it.tags, metadata=it.metadata, key=it.key,
-                           ttl=it.ttl_s, importance=it.importance, author=mem.agent_id)
+                           ttl=it.ttl, importance=it.importance, author=mem.agent_id)
         groups.setdefault(sid, []).append((i, req))
     written = await write_batch(
         caller.bb, [(sid, [r for _, r in reqs]) for sid, reqs in groups.items()])

@@ -153,7 +153,7 @@ def test_recall_over_mcp_says_no_sentence_twice(gateway: GatewayProc) -> None:
     async def recall() -> Any:
         async with mcp_client(gateway, token) as c:
             return await c.call_tool("recall", {"query": "how does Acme pay",
-                                                "limit": 20, "explain": True})
+                                                "max_results": 20, "explain": True})
 
     r = run_async(recall)
     text = text_of(r)
@@ -210,3 +210,19 @@ def test_the_mcp_inspector_cli_lists_and_calls_the_tools(gateway: GatewayProc) -
     refused = run("--method", "tools/list", auth=False)
     assert refused.returncode != 0
     assert "blackboard token create" in refused.stdout + refused.stderr
+
+
+async def test_one_name_per_concept_old_names_still_work(gateway: GatewayProc) -> None:
+    """Issue 30 item 2 on MCP: max_results and ttl as the SDK, CLI and REST name them;
+    limit and ttl_seconds still accepted; both names at once refused."""
+    tok = gateway.token("nina", [])
+    async with mcp_client(gateway, tok) as c:
+        for i in range(3):
+            ok(await c.call_tool("remember", {"content": f"note {i} on invoices",
+                                              "ttl": 3600}))
+        ok(await c.call_tool("remember", {"content": "old ttl name", "ttl_seconds": 60}))
+        new = ok(await c.call_tool("recall", {"query": "invoices", "max_results": 2}))
+        old = ok(await c.call_tool("recall", {"query": "invoices", "limit": 2}))
+        both = await c.call_tool("recall", {"query": "x", "max_results": 2, "limit": 2})
+    assert len(new["memories"]) == len(old["memories"]) == 2
+    assert both.is_error and "max_results" in text_of(both)

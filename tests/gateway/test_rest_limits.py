@@ -48,7 +48,8 @@ def test_validation_names_the_field(gateway):
     cases = [
         ({"value": "x", "importance": 2}, "importance"),
         ({"value": "x", "level": "nope"}, "level"),
-        ({"value": "x", "ttl_s": -1}, "ttl_s"),
+        ({"value": "x", "ttl": -1}, "ttl"),
+        ({"value": "x", "ttl_s": -1}, "ttl"),  # the old name: the error names the new one
         ({"value": "x", "tags": "notalist"}, "tags"),
         ({"value": "x", "colour": "red"}, "colour"),
         ({}, "value"),

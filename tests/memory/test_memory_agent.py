@@ -18,6 +18,7 @@ from memory import (
     MemoryQuery,
     SemanticRecallUnavailable,
     TagFilter,
+    aliases,
 )
 
 
@@ -74,7 +75,7 @@ async def test_recall_newest_tags_time_key_levels(mem: AgentMemory) -> None:
     assert {h.entry.id for h in got} == {c.id, d.id}  # an open end
     got = await mem.recall(MemoryQuery(order="newest", scopes=["team:t1"]))
     assert [h.entry.id for h in got] == [d.id]
-    assert len(await mem.recall(MemoryQuery(order="newest"), limit=2)) == 2
+    assert len(await mem.recall(MemoryQuery(order="newest"), max_results=2)) == 2
 
 
 async def test_recall_newest_scores_are_honest(mem: AgentMemory,
@@ -117,8 +118,11 @@ async def test_recall_free_text_needs_retriever(bb: Blackboard) -> None:
             pass
 
     async with AgentMemory(bb, "a1", teams=["t1"], retriever=Custom()) as m2:
-        assert await m2.recall("text", limit=1) == ["hit1"]
+        assert await m2.recall("text", max_results=1) == ["hit1"]
         assert await m2.recall(MemoryQuery(query="x", levels=["stm"])) == ["hit1", "hit2"]
+        aliases._noted.clear()  # the note is said once per process: make this the first
+        with pytest.warns(DeprecationWarning, match="'limit' is deprecated"):
+            assert await m2.recall("text", limit=1) == ["hit1"]  # the old name still works
     query, scopes = seen[0]
     assert query.query == "text" and query.max_results == 1
     assert "agent:a1:working" in scopes and "team:t1" in scopes

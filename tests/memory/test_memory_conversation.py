@@ -99,7 +99,7 @@ async def test_recall_finds_a_message_through_its_context(mem: AgentMemory) -> N
     await mem.add_messages("s", msgs)
     mem.configure_conversation(ConversationConfig(before=0, after=0), MemoryLevel.SEMANTIC)
     await mem.add_messages("s", msgs, level=MemoryLevel.SEMANTIC)
-    hits = await mem.recall("adopted puppy", limit=5)
+    hits = await mem.recall("adopted puppy", max_results=5)
     found = {(h.scope, h.entry.value["text"]) for h in hits}
     # only its neighbour says "puppy": found with context, not without
     assert ("agent:a1:ltm:episodic", "We named him Biscuit") in found

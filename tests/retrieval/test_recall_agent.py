@@ -55,7 +55,7 @@ async def test_text_recall_returns_scored_entries_best_first(mem: AgentMemory) -
     assert hits[0].entry.id == ids["deploy_fail"]
     assert [h.score for h in hits] == sorted((h.score for h in hits), reverse=True)
     assert ids["team"] in _ids(hits)  # team scope merged in, scores comparable
-    assert len(await mem.recall("deploy", limit=2)) == 2
+    assert len(await mem.recall("deploy", max_results=2)) == 2
 
 
 async def test_every_filter_through_recall(mem: AgentMemory) -> None:

@@ -38,6 +38,6 @@ async def test_more_candidates_are_ranked_so_k_facts_remain(bb: Blackboard) -> N
                             metadata={"origin_id": w.id}, source=[w.id])
             await mem.store({"text": f"Invoice {i} was paid late."}, MemoryLevel.STM,
                             metadata={"provenance": {"sources": [w.id]}}, source=[w.id])
-        hits = await mem.recall("invoice paid late", limit=4)
+        hits = await mem.recall("invoice paid late", max_results=4)
     assert sorted(h.entry.text for h in hits) == [f"invoice {i} was paid late" for i in range(4)]
     assert all(len(h.also_in) == 2 for h in hits)
