@@ -127,8 +127,13 @@ def raw_turn(e: Entry) -> bool:
 
 async def _ask(mem: AgentMemory, question: str) -> list[Entry]:
     """The top-K of the consolidated levels with the raw turns left out (long-term only):
-    asked :data:`DEPTH` deep, as no query filter tells a copy from a summary."""
+    asked :data:`DEPTH` deep, as no query filter tells a copy from a summary. Uncollapsed:
+    this code folds a summary or episode holding a turn's words into that turn's hit
+    (retrieval.collapse), which would drop it with the turn; the landed code folded only
+    copies of one origin, and has no such option."""
     q = MemoryQuery(query=question, max_results=DEPTH, levels=[lv.value for lv in LEVELS])
+    if "collapse" in MemoryQuery.model_fields:
+        q = q.model_copy(update={"collapse": False})
     return [h.entry for h in await mem.recall(q) if not raw_turn(h.entry)][:K]
 
 
