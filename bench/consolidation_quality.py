@@ -1,7 +1,7 @@
 """Consolidation quality on LoCoMo-format conversations (issue 26 item 7).
 
     python bench/consolidation_quality.py [--data PATH] [--conversations 1,2,3] [--json]
-        [--llm-url URL --llm-model M] [--redis-url URL]
+        [--llm-url URL --llm-model M] [--bm25] [--redis-url URL]
 
 Each conversation is one agent: its sessions are written to working memory with
 ``add_messages`` and the default edges consolidate them in in-process workers (identity
@@ -21,6 +21,8 @@ state. Then (:mod:`bench.cq_metrics`):
   provenance of a top-k hit reaches it. Also per category and per half of the dev split
   (conversations 1-3 and 4-5 by position in the file).
 
+Recall is hybrid (BM25 + MiniLM, every entry embedded first); ``--bm25`` ranks by BM25
+alone and skips embedding the levels (minutes instead of twenty on the dev split).
 A file without ``session_summary`` or ``observation`` reports those as n/a. The LLM path
 of the transformers takes any OpenAI-compatible endpoint (``--llm-url``, ``--llm-model``).
 Redis: ``--redis-url``, ``BLACKBOARD_REDIS_URL``, or an embedded ``redis-server``.
@@ -66,7 +68,7 @@ def _data(path: Path, conversations: str | None) -> tuple[list[dict[str, Any]], 
 
 
 def measure(data: list[dict[str, Any]], positions: list[int], url: str,
-            llm: tuple[str, str] | None) -> dict[str, Any]:
+            llm: tuple[str, str] | None, bm25: bool = False) -> dict[str, Any]:
     from retrieval.embedders import MiniLMEmbedder
 
     settings = FAST
@@ -78,7 +80,7 @@ def measure(data: list[dict[str, Any]], positions: list[int], url: str,
 
     say(f"code under test: {Path(blackboard.__file__).resolve().parents[1]}")
     say(f"storing and consolidating {len(data)} conversations (settled after each session)")
-    stored = asyncio.run(run(url, data, settings, embedder))
+    stored = asyncio.run(run(url, data, settings, None if bm25 else embedder))
     run_s = time.perf_counter() - t0
     say("scoring")
 
@@ -94,6 +96,7 @@ def measure(data: list[dict[str, Any]], positions: list[int], url: str,
         "observations": metrics.coverage(stored, embed),
         "long_term_recall": metrics.recall_table(metrics.long_term_recall(stored, positions),
                                                  HALVES),
+        "recall": "bm25" if bm25 else "hybrid",
         "k": K,
         "searched_levels": [lv.value for lv in LEVELS],
         "seconds": {"store_and_consolidate": run_s, "total": time.perf_counter() - t0},
@@ -117,7 +120,8 @@ def report(r: dict[str, Any], source: Path) -> None:
     print(f"gold observations matched by a belief ({o['observations']}):")
     print(f"  by provenance {_f(o['provenance'])}, by similarity {_f(o['similar'])}, "
           f"strict (both) {_f(o['strict'])}")
-    print("long-term-only evidence recall (a hit finds the turns its provenance reaches)")
+    print(f"long-term-only evidence recall, {r['recall']} (a hit finds the turns its")
+    print("provenance reaches)")
     print(f"  levels searched: {', '.join(r['searched_levels'])}, raw turns left out")
     print(f"  {'':20} {'questions':>9} {'R@5':>7} {'R@10':>7} {'turns in top 10':>16}")
     for name, row in r["long_term_recall"].items():
@@ -136,6 +140,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--json", action="store_true", help="print JSON for programs")
     ap.add_argument("--llm-url", default=None, help="OpenAI-compatible base URL")
     ap.add_argument("--llm-model", default=None, help="the model name at --llm-url")
+    ap.add_argument("--bm25", action="store_true",
+                    help="recall by BM25 alone (no embedding of the levels: minutes faster)")
     ap.add_argument("--redis-url", default=None, help="default: $BLACKBOARD_REDIS_URL or embedded")
     a = ap.parse_args(argv)
     if (a.llm_url is None) != (a.llm_model is None):
@@ -145,7 +151,7 @@ def main(argv: list[str] | None = None) -> int:
 
     llm = (a.llm_url, a.llm_model) if a.llm_url else None
     with redis_or_embedded(a.redis_url, appendfsync="no") as url:
-        r = measure(data, positions, url, llm)
+        r = measure(data, positions, url, llm, a.bm25)
     if a.json:
         print(json.dumps(r, indent=2))
     else:
