@@ -54,7 +54,8 @@ DATA = Path(__file__).resolve().parents[2] / "shared" / "bench" / "locomo" / "lo
 if not DATA.exists():
     DATA = Path("/work/shared/bench/locomo/locomo_dev.json")
 CATEGORIES = {1: "multi-hop", 2: "temporal", 3: "open-domain", 4: "single-hop"}
-_DIA = re.compile(r"D\d+:\d+")
+#: A dialogue turn id; evidence strings are sometimes malformed ("D8:6; D9:17").
+DIA = re.compile(r"D\d+:\d+")
 
 
 #: The two-fold split of the dev conversations (1-based positions in the file).
@@ -127,14 +128,20 @@ def ask(engine: SearchEngine, scope: str, question: str, k: int, alpha: float | 
     return [h.entry.metadata["dia_id"] for h in hits]
 
 
+def scored(qa: dict[str, Any]) -> tuple[int, set[str]] | None:
+    """A question's category and evidence dia_ids when it is scored (categories 1-4, with
+    evidence), else None."""
+    cat = int(qa.get("category", 0))
+    ev = set(DIA.findall(" ".join(map(str, qa.get("evidence", [])))))
+    return (cat, ev) if cat in CATEGORIES and ev else None
+
+
 def _questions(data: list[dict[str, Any]]) -> list[tuple[str, int, set[str], str]]:
     out = []
     for s in data:
         for qa in s["qa"]:
-            cat = int(qa.get("category", 0))
-            ev = set(_DIA.findall(" ".join(map(str, qa.get("evidence", [])))))
-            if cat in CATEGORIES and ev:
-                out.append((s["sample_id"], cat, ev, qa["question"]))
+            if (got := scored(qa)) is not None:
+                out.append((s["sample_id"], got[0], got[1], qa["question"]))
     return out
 
 
@@ -143,9 +150,10 @@ def _config(alpha: float | None, config: ScoringConfig | None) -> ScoringConfig:
     return replace(cfg, alpha=alpha) if alpha is not None else cfg
 
 
-def load(conversations: list[int] | None = None) -> list[dict[str, Any]]:
-    """The dev conversations (``conversations``: 1-based positions, default all)."""
-    data: list[dict[str, Any]] = json.loads(DATA.read_text())
+def load(conversations: list[int] | None = None, path: Path = DATA) -> list[dict[str, Any]]:
+    """The conversations of a LoCoMo-format file, the dev split by default
+    (``conversations``: 1-based positions, default all)."""
+    data: list[dict[str, Any]] = json.loads(path.read_text())
     if conversations:
         bad = [c for c in conversations if not 1 <= c <= len(data)]
         if bad:
