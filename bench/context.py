@@ -33,6 +33,7 @@ sys.path.insert(0, str(ROOT))
 sys.path.append(str(Path(__file__).resolve().parent))
 
 from locomo import CATEGORIES, DATA, sessions_of  # noqa: E402
+from locomo import load as locomo_load  # noqa: E402
 
 from blackboard import Blackboard, RedisServer  # noqa: E402
 from memory import AgentMemory, MemoryQuery  # noqa: E402
@@ -42,6 +43,10 @@ BUDGETS = (500, 1000, 1500, 2000, 3000, 4000)
 _DIA = re.compile(r"D\d+:\d+")
 
 Question = tuple[str, int, set[str], str]
+
+
+class BadInput(Exception):
+    """An argument or data file the bench cannot use (one line, exit 2)."""
 
 
 def say(msg: str) -> None:
@@ -61,17 +66,13 @@ def questions(data: list[dict[str, Any]]) -> list[Question]:
 
 
 def load(path: Path, picks: list[int] | None) -> list[dict[str, Any]]:
+    """The conversations of ``path`` (:func:`locomo.load`), a bad file in one line."""
     try:
-        data = json.loads(path.read_text())
+        data = locomo_load(picks, path)
     except (OSError, ValueError) as exc:
-        raise SystemExit(f"--data {path}: {exc}") from None
+        raise BadInput(f"--data {path}: {exc}") from None
     if not isinstance(data, list) or not all(isinstance(s, dict) for s in data):
-        raise SystemExit(f"--data {path}: not a list of LoCoMo conversations")
-    if picks:
-        bad = [c for c in picks if not 1 <= c <= len(data)]
-        if bad:
-            raise SystemExit(f"--conversations: {bad} not in 1-{len(data)}")
-        data = [data[c - 1] for c in picks]
+        raise BadInput(f"--data {path}: not a list of LoCoMo conversations")
     return data
 
 
@@ -153,7 +154,10 @@ def main(argv: list[str] | None = None) -> int:
         picks = [int(x) for x in a.conversations.split(",") if x]
     except ValueError as exc:
         ap.exit(2, f"bench/context.py: {exc}\n")
-    data = load(a.data, picks)
+    try:
+        data = load(a.data, picks)
+    except (BadInput, SystemExit) as exc:  # locomo.load exits on a bad --conversations
+        ap.exit(2, f"bench/context.py: {exc}\n")
     with ExitStack() as stack:
         url = os.environ.get("BLACKBOARD_REDIS_URL") or stack.enter_context(
             RedisServer(appendfsync="no")).url
