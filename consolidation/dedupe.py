@@ -5,6 +5,7 @@ by maintenance."""
 from __future__ import annotations
 
 import hashlib
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from enum import StrEnum
@@ -23,6 +24,7 @@ __all__ = [
     "exact_groups",
     "find_duplicates",
     "near_duplicate_clusters",
+    "numbers_of",
     "pooled_metadata",
 ]
 
@@ -43,7 +45,19 @@ def exact_groups(texts: Sequence[str]) -> list[list[int]]:
     return sorted(groups.values(), key=lambda g: g[0])
 
 
-def near_duplicate_clusters(vectors: np.ndarray, threshold: float = 0.92) -> list[list[int]]:
+_NUMBERED = re.compile(r"\w*\d\w*")
+
+
+def numbers_of(text: str) -> tuple[str, ...]:
+    """The tokens of ``text`` that carry a digit ("net-30", "t2", "2023", "15"), sorted:
+    two texts that differ there state different facts however alike they read (MiniLM
+    puts "net-30 terms" and "net-60 terms" at cosine 0.95, "task t1" and "task t2" alike)."""
+    return tuple(sorted(_NUMBERED.findall(normalise_text(text))))
+
+
+def near_duplicate_clusters(vectors: np.ndarray, threshold: float = 0.92,
+                            numbers: Sequence[tuple[str, ...]] | None = None,
+                            ) -> list[list[int]]:
     """Cluster the rows of ``vectors`` (shape ``(n, dim)``) by cosine similarity.
 
     Seeds are taken in row order (callers order rows deterministically, e.g. by time).
@@ -51,7 +65,8 @@ def near_duplicate_clusters(vectors: np.ndarray, threshold: float = 0.92) -> lis
     a candidate joins only if, with it, every member is >= ``threshold`` to the seed, to
     the cluster centroid, and to every other member. The last (complete-linkage) check is
     the cohesion guard: in a chain A~B~C with A and C unrelated, A and C never share a
-    cluster whatever the order. Returns clusters (ascending indices) in seed order,
+    cluster whatever the order. ``numbers`` (one per row, :func:`numbers_of`): rows whose
+    numbers differ never cluster. Returns clusters (ascending indices) in seed order,
     singletons included. ``threshold`` must be in [0.9, 1].
     """
     if not MIN_NEAR_THRESHOLD <= threshold <= 1.0:
@@ -71,7 +86,8 @@ def near_duplicate_clusters(vectors: np.ndarray, threshold: float = 0.92) -> lis
         if not v[seed].any():  # a zero vector is similar to nothing
             clusters.append(members)
             continue
-        cands = [j for j in range(n) if not assigned[j] and sim[seed, j] >= threshold - eps]
+        cands = [j for j in range(n) if not assigned[j] and sim[seed, j] >= threshold - eps
+                 and (numbers is None or numbers[j] == numbers[seed])]
         cands.sort(key=lambda j: (-sim[seed, j], j))
         for j in cands:
             trial = [*members, j]
@@ -121,8 +137,9 @@ def find_duplicates(
     else:
         vs = np.asarray(vectors)[order]
         reps = vs[[g[0] for g in exact]]
+        nums = [numbers_of(entry_text(es[g[0]])) for g in exact]
         merged_groups = []
-        for cl in near_duplicate_clusters(reps, threshold):
+        for cl in near_duplicate_clusters(reps, threshold, nums):
             idx = sorted(i for c in cl for i in exact[c])
             merged_groups.append((idx, len(cl) > 1))
     out = []

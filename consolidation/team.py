@@ -30,7 +30,13 @@ import numpy as np
 
 from blackboard import Entry
 
-from .dedupe import MIN_NEAR_THRESHOLD, content_hash, exact_groups, near_duplicate_clusters
+from .dedupe import (
+    MIN_NEAR_THRESHOLD,
+    content_hash,
+    exact_groups,
+    near_duplicate_clusters,
+    numbers_of,
+)
 from .draft import Draft
 from .params import parse_params
 from .signals import actors_of, chronological, claimed_actors_of
@@ -72,8 +78,9 @@ def duplicate_groups(
     if similarity is None or len(exact) <= 1:
         return [(g, _merge_kind(1, len(g))) for g in exact]
     reps = np.asarray(similarity([texts[g[0]] for g in exact]), dtype=np.float64)
+    nums = [numbers_of(texts[g[0]]) for g in exact]
     groups: list[tuple[list[int], Merge]] = []
-    for cl in near_duplicate_clusters(reps, threshold):
+    for cl in near_duplicate_clusters(reps, threshold, nums):
         idx = sorted(i for c in cl for i in exact[c])
         groups.append((idx, _merge_kind(len(cl), len(idx))))
     return groups

@@ -4,8 +4,9 @@ with this worker's embedder, else one embedded now, off the event loop.
 
 Stored vectors come first because the model is the ceiling: about 110 short texts/s on
 two cores, so embedding a scope's window again per dedupe run would cost more than the
-rest of maintenance. Without an installed embedder there is nothing to compare by meaning,
-and callers merge exact duplicates only.
+rest of maintenance. A transformer gets stored vectors only (:class:`TextVectors`): it
+runs on the worker's event loop. Without an installed embedder there is nothing to compare
+by meaning, and callers merge exact duplicates only.
 """
 
 from __future__ import annotations
@@ -45,26 +46,26 @@ async def entry_vectors(entries: Sequence[Entry], embedder: Embedder) -> np.ndar
 
 
 class TextVectors:
-    """A :data:`~consolidation.transformer.Similarity` over texts whose vectors were
-    computed beforehand (:meth:`of_entries`, awaited before a transformer runs): the
-    transformer calls it synchronously, on the event loop, where a model run would stall
-    every other edge of the worker. A text it does not know is embedded there all the
-    same (correct, only slower): a transformer compares the texts of its batch."""
+    """A :data:`~consolidation.transformer.Similarity` over the vectors a batch's entries
+    store (:meth:`stored`): a transformer calls it synchronously on the worker's event
+    loop, where running the model (or loading it) would stall every other edge, the
+    heartbeats and the lease renewals with it. A text without a stored vector gets a zero
+    row, so it matches nothing by meaning and merges only with an equal text; the dedupe
+    job, which embeds what is missing off the loop, finds it later."""
 
-    def __init__(self, embedder: Embedder, known: dict[str, np.ndarray]) -> None:
-        self.embedder = embedder
+    def __init__(self, dim: int, known: dict[str, np.ndarray]) -> None:
+        self.dim = dim
         self.known = known
 
     @classmethod
-    async def of_entries(cls, entries: Sequence[Entry], embedder: Embedder) -> TextVectors:
-        vecs = await entry_vectors(entries, embedder)
-        return cls(embedder, {entry_text(e): v for e, v in zip(entries, vecs, strict=True)})
+    def stored(cls, entries: Sequence[Entry], embedder: Embedder) -> TextVectors:
+        known = {entry_text(e): v for e in entries if (v := _stored(e, embedder)) is not None}
+        return cls(embedder.dim, known)
 
     def __call__(self, texts: list[str]) -> np.ndarray:
-        missing = sorted({t for t in texts if t not in self.known})
-        if missing:
-            self.known.update(zip(missing, self.embedder.embed(missing), strict=True))
-        if not texts:
-            return np.zeros((0, self.embedder.dim), dtype=np.float32)
-        return np.stack([self.known[t] for t in texts])
-
+        out = np.zeros((len(texts), self.dim), dtype=np.float32)
+        for i, t in enumerate(texts):
+            v = self.known.get(t)
+            if v is not None:
+                out[i] = v
+        return out

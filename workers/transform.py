@@ -84,7 +84,7 @@ class TransformBridge:
         params = {k: v for k, v in edge.params.items() if k not in RUNNER_PARAMS}
         similarity = self.similarity
         if similarity is None and self.embedder is not None and compares_entries(t.name):
-            similarity = await TextVectors.of_entries(entries, self.embedder)
+            similarity = TextVectors.stored(entries, self.embedder)
         ctx = TransformContext(
             edge=edge.id,
             target_scope=target,

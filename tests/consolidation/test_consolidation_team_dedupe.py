@@ -148,3 +148,17 @@ async def test_the_same_statement_from_another_member_merges_into_the_teams_entr
     assert d.metadata["merge"] == "exact" and d.reinforcements == 2
     assert d.tags == {"from:a1", "from:a2", "from:a3"}
     assert d.reinforced_by == ("a2", "a3")
+
+
+def test_texts_whose_numbers_differ_never_merge_however_alike() -> None:
+    """MiniLM puts "net-30" and "net-60" terms at cosine 0.95: the numbers guard keeps
+    them (and "task t1" / "task t2") apart; equal numbers still merge."""
+    from consolidation.dedupe import numbers_of
+
+    texts = ["Acme uses net-30 payment terms.", "Acme uses net-60 payment terms.",
+             "Acme uses net-30 terms for payment."]
+    same = np.ones((3, 4))  # as alike as vectors get
+    nums = [numbers_of(t) for t in texts]
+    assert nums[0] == nums[2] == ("30",) and nums[1] == ("60",)
+    assert near_duplicate_clusters(same, 0.95, nums) == [[0, 2], [1]]
+    assert near_duplicate_clusters(same, 0.95) == [[0, 1, 2]]

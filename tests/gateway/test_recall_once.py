@@ -11,7 +11,6 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import re
-import textwrap
 import time
 from collections.abc import Sequence
 from typing import Any
@@ -36,11 +35,15 @@ DERIVED = ("agent:a1:stm", "agent:a1:ltm:semantic", "agent:a1:ltm:episodic", "te
 
 
 def readme_example() -> str:
-    """The README's RemoteMemory example, verbatim, as the body of ``example(token)``."""
+    """The README's RemoteMemory example, verbatim but for its last line (which runs
+    ``main`` on a token from the environment), with ``example`` naming its ``main``."""
     text = (ROOT / "README.md").read_text()
-    m = re.search(r"```python\n(from memory\.remote import RemoteMemory\n.*?)```", text, re.S)
+    m = re.search(r"```python\n((?:(?!```).)*?from memory\.remote import RemoteMemory\n.*?)```",
+                  text, re.S)
     assert m, "the README's RemoteMemory example is gone"
-    return "async def example(token):\n" + textwrap.indent(m.group(1), "    ")
+    body = [ln for ln in m.group(1).splitlines() if not ln.startswith("asyncio.run(")]
+    assert any(ln.startswith("async def main(token") for ln in body), m.group(1)
+    return "\n".join(body) + "\nexample = main\n"
 
 
 class Recording(memory.remote.RemoteMemory):

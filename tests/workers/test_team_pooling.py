@@ -63,15 +63,24 @@ async def test_the_same_statement_from_three_agents_is_one_entry_with_three_attr
     assert _agents(again) == ["a1", "a2", "a3"]
 
 
+async def _said_embedded(bb: Blackboard, agent: str, text: str, model: Embedder) -> Entry:
+    """A statement as the index role leaves it: with its vector stored."""
+    scope = bb.scope(agent_scope(agent, MemoryLevel.STM))
+    [e] = await scope.write_many([WriteRequest(text, tags={"fact"}, embedder=model.name,
+                                               embedding=model.embed([text])[0].tobytes())])
+    return await scope.get(e.id)
+
+
 async def test_near_duplicates_in_a_batch_merge_by_meaning_only_with_an_embedder(
         bb: Blackboard) -> None:
-    batch = [*await _say(bb, "a1", SAID),
-             *await _say(bb, "a2", "Globex prefers invoices by email."),
-             *await _say(bb, "a3", "Globex prefers paper invoices.")]
+    model = _model()
+    batch = [await _said_embedded(bb, "a1", SAID, model),
+             await _said_embedded(bb, "a2", "Globex prefers invoices by email.", model),
+             await _said_embedded(bb, "a3", "Globex prefers paper invoices.", model)]
     await _pool(bb, "a1", batch)
     assert len(await _live(bb)) == 3  # without a model only equal texts merge
     other = team_scope("t2")
-    await _pool(bb, "a1", batch, _model(), other)
+    await _pool(bb, "a1", batch, model, other)
     by_text = {e.text: e for e in await _live(bb, other)}
     assert sorted(by_text) == [SAID, "Globex prefers paper invoices."]
     assert _agents(by_text[SAID]) == ["a1", "a2"]
@@ -93,27 +102,21 @@ async def test_dedupe_merges_near_duplicates_across_batches_keeping_every_attrib
             if e.id != held.id] == [True]
 
 
-class _Counting:
-    """The installed embedder, counting the texts it is asked to embed."""
-
-    def __init__(self, inner: Embedder) -> None:
-        self.inner, self.name, self.dim, self.texts = inner, inner.name, inner.dim, 0
-
-    def embed(self, texts: list[str]) -> np.ndarray:
-        self.texts += len(texts)
-        return self.inner.embed(texts)
-
-
-async def test_stored_vectors_are_used_and_only_the_rest_embedded(bb: Blackboard) -> None:
+async def test_a_transformer_compares_stored_vectors_and_never_runs_the_model(
+        bb: Blackboard) -> None:
+    """The team transformer runs on the worker's event loop: an entry without a stored
+    vector matches nothing by meaning there (a zero row), and only the dedupe job, off
+    the loop, embeds it."""
     model = _model()
-    vec = model.embed([SAID])[0]
-    scope = bb.scope(agent_scope("a1", MemoryLevel.STM))
-    stored, bare = [await scope.get(e.id) for e in await scope.write_many([
-        WriteRequest(SAID, embedding=vec.tobytes(), embedder=model.name),
-        WriteRequest("Initech has a billing portal.")])]
-    counting = _Counting(model)
-    sim = await TextVectors.of_entries([stored, bare], counting)  # type: ignore[arg-type]
-    assert counting.texts == 1  # only the entry without a vector
-    got = sim([SAID, "Initech has a billing portal.", "A text from elsewhere."])
-    assert got.shape == (3, model.dim) and counting.texts == 2
-    assert np.allclose(got[0], vec)
+    stored = await _said_embedded(bb, "a1", SAID, model)
+    [bare] = await _say(bb, "a2", "Globex prefers invoices by email.")
+    sim = TextVectors.stored([stored, bare], model)
+    got = sim([SAID, bare.text, "A text from elsewhere."])
+    assert np.allclose(got[0], model.embed([SAID])[0], atol=1e-6)
+    assert not got[1].any() and not got[2].any()
+    await _pool(bb, "a1", [stored, bare], model)
+    assert len(await _live(bb)) == 2  # no vector for the paraphrase: not merged here
+    assert sum([(await Maintenance(bb, "t", embedder=model).dedupe(p)).total
+                for p in range(bb.partitions)]) == 1  # the dedupe job embeds it
+    [held] = await _live(bb)
+    assert _agents(held) == ["a1", "a2"]
