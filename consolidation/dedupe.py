@@ -49,10 +49,11 @@ _NUMBERED = re.compile(r"\w*\d\w*")
 
 
 def numbers_of(text: str) -> tuple[str, ...]:
-    """The tokens of ``text`` that carry a digit ("net-30", "t2", "2023", "15"), sorted:
+    """The tokens of ``text`` that carry a digit ("net-30", "t2", "2023", "15"), in order:
     two texts that differ there state different facts however alike they read (MiniLM
-    puts "net-30 terms" and "net-60 terms" at cosine 0.95, "task t1" and "task t2" alike)."""
-    return tuple(sorted(_NUMBERED.findall(normalise_text(text))))
+    puts "net-30 terms" and "net-60 terms" at cosine 0.95, "task t1" and "task t2" alike,
+    and "round 0 step 1" beside "round 1 step 0": the order is part of the statement)."""
+    return tuple(_NUMBERED.findall(normalise_text(text)))
 
 
 def near_duplicate_clusters(vectors: np.ndarray, threshold: float = 0.92,

@@ -31,7 +31,10 @@ class MaintenancePlugin:
         if emb is not None:  # no dense model installed: nothing to re-embed with
             self.maintenance.reembed = bind_reembed(self.maintenance.bb, emb)
             self.maintenance.embedder_name = emb.name
-            self.maintenance.embedder = emb
+            # Dedupe stays exact here: a merge by meaning deletes the entries it folds,
+            # and MiniLM puts distinct steps within 0.95 ("round 0 step 1" / "round 1 step
+            # 0" did, and a summary never saw the deleted one); Maintenance(embedder=...)
+            # turns it on where the data allows.
         self._scheduler = AsyncIOScheduler()
         self.maintenance.schedule(self._scheduler)
         self._scheduler.start()
