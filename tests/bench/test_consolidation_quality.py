@@ -6,20 +6,16 @@ from __future__ import annotations
 
 import json
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
 from bench.consolidation_quality import main
-
-ROOT = Path(__file__).resolve().parents[2]
-TINY = Path(__file__).with_name("locomo_tiny.json")
+from tests.bench.bench_support import TINY, run_bench
 
 
 def _bench(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "bench/consolidation_quality.py", *args], cwd=ROOT,
-                          capture_output=True, text=True, timeout=240, check=False)
+    return run_bench("consolidation_quality.py", *args)
 
 
 @pytest.mark.process  # the bench, and the redis-server it embeds

@@ -6,18 +6,14 @@ from __future__ import annotations
 
 import json
 import subprocess
-import sys
-from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[2]
-TINY = Path(__file__).with_name("locomo_tiny.json")
+from tests.bench.bench_support import TINY, run_bench
 
 
 def _bench(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "bench/context.py", *args], cwd=ROOT,
-                          capture_output=True, text=True, timeout=240, check=False)
+    return run_bench("context.py", *args)
 
 
 @pytest.mark.process  # the bench, and the redis-server it embeds
