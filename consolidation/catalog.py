@@ -32,9 +32,9 @@ __all__ = ["ConsolidationCatalog", "catalog", "default_edges"]
 
 def default_edges(agent_id: str, teams: Iterable[str] = ()) -> list[MemorySubscription]:
     """The default dataflow: sensory -> working -> stm (steps kept, and summaries) ->
-    {episodic, semantic, procedural} from the steps, the agent's stm summaries and stated
-    facts -> each team's root scope, and the agent's beliefs -> each team's semantic
-    scope. Triggers: counts with a time bound.
+    {episodic, semantic, procedural} from the steps, the agent's stm summaries -> each
+    team's root scope, and the agent's beliefs -> each team's semantic scope. Triggers:
+    counts with a time bound.
 
     Per-agent edges are patterns (``agent:*:working -> agent:{1}:stm``) shared by every
     agent, so workers match each event against a handful of edges, not one set per agent;
@@ -59,12 +59,13 @@ def default_edges(agent_id: str, teams: Iterable[str] = ()) -> list[MemorySubscr
                            filter=steps, trigger=every_hour),
     ]
     for t in sorted(set(teams)):
-        # The team pools its members' summaries and the facts they stated: the same
-        # statement from several members is one team entry with each one's attribution
-        # (consolidation.team keys an entry by its content).
+        # The team pools its members' summaries (consolidation.team keys each by its
+        # content). Facts reach the team as beliefs (below), not as statements here: a
+        # statement is never superseded, so an outdated one would compete with the
+        # current truth in a recall of the team's root scope.
         edges.append(MemorySubscription(
             agent_scope(agent_id, MemoryLevel.STM), team_scope(t), team.name,
-            filter=TagMatch.of(any_of={"summary", "fact"}),
+            filter=TagMatch.of(all_of={"summary"}),
             trigger=Trigger.any_of(Trigger.count(20), Trigger.timer(600)),
         ))
         # Agents reconcile: every member's beliefs (their raw evidence) -> one team belief
