@@ -33,7 +33,7 @@ from blackboard.vector_queue import Queued, VectorQueue
 from retrieval.embedders import Embedder, default_embedder
 from retrieval.text import entry_text
 
-__all__ = ["IndexRole", "bind_reembed", "reembed", "run_index_batch"]
+__all__ = ["IndexRole", "bind_reembed", "has_current_vector", "reembed", "run_index_batch"]
 
 from .oom import OomNotice
 from .streams import FailureStreak
@@ -52,7 +52,8 @@ _PER_VISIT = 64
 _MODEL_BATCH = 128
 
 
-def _current(e: Entry, embedder: Embedder) -> bool:
+def has_current_vector(e: Entry, embedder: Embedder) -> bool:
+    """Whether ``e`` stores a vector of ``embedder`` (its name and its size)."""
     return (
         e.embedding is not None
         and e.embedder == embedder.name
@@ -99,7 +100,7 @@ async def run_index_batch(bb: Blackboard, events: Iterable[Event], embedder: Emb
     todo: list[Entry] = []
     for scope, ids in want.items():
         for e in await bb.scope(scope).get_many(ids):
-            if e is not None and (e.id in updated or not _current(e, embedder)):
+            if e is not None and (e.id in updated or not has_current_vector(e, embedder)):
                 todo.append(e)
     return await reembed(bb, todo, embedder) if todo else 0
 
@@ -313,7 +314,7 @@ class IndexRole:
             for eid, e in zip(ids, await self.bb.scope(scope).get_many(ids), strict=True):
                 if e is None:
                     settle.append((eid, None, b""))
-                elif self.embedder is None or _current(e, self.embedder):
+                elif self.embedder is None or has_current_vector(e, self.embedder):
                     settle.append((eid, e.version, b""))
                 else:
                     todo.append(e)

@@ -20,11 +20,13 @@ from blackboard import Entry
 from consolidation.text import entry_text
 from retrieval.embedders import Embedder
 
+from .indexer import has_current_vector
+
 __all__ = ["TextVectors", "entry_vectors"]
 
 
 def _stored(e: Entry, embedder: Embedder) -> np.ndarray | None:
-    if e.embedding is None or e.embedder != embedder.name or len(e.embedding) != embedder.dim * 4:
+    if e.embedding is None or not has_current_vector(e, embedder):
         return None
     return np.frombuffer(e.embedding, dtype=np.float32)
 
