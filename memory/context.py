@@ -68,12 +68,6 @@ class Context:
     budget_tokens: int = 0
     left_out: int = 0
 
-    def to_json(self) -> dict[str, object]:
-        return {"text": self.text, "tokens": self.tokens, "budget_tokens": self.budget_tokens,
-                "left_out": self.left_out,
-                "citations": {k: {"id": e.id, "scope": e.scope}
-                              for k, e in self.citations.items()}}
-
 
 def _day(ms: int) -> str:
     return datetime.fromtimestamp(ms / 1000, UTC).strftime("%Y-%m-%d")
