@@ -283,10 +283,17 @@ class RedisServer:
 
 
 class RedisClusterServer:
-    """``masters`` redis-servers with ``--cluster-enabled``, slots shared out and met."""
+    """``masters`` redis-servers with ``--cluster-enabled``, slots shared out and met.
 
-    def __init__(self, masters: int = 3, *, binary: str | None = None) -> None:
-        self.nodes = [RedisServer(binary=binary, cluster=True) for _ in range(masters)]
+    ``appendfsync`` is each node's, as for :class:`RedisServer`."""
+
+    def __init__(
+        self, masters: int = 3, *, binary: str | None = None, appendfsync: str = "everysec"
+    ) -> None:
+        self.nodes = [
+            RedisServer(binary=binary, cluster=True, appendfsync=appendfsync)
+            for _ in range(masters)
+        ]
 
     @property
     def url(self) -> str:

@@ -63,7 +63,9 @@ async def test_a_pipeline_opened_while_no_node_answers_is_server_unavailable() -
     # reset by a CLUSTERDOWN, initializes itself again when a pipeline is opened, outside
     # its retries, and its first known primary was the dead node: a redis-py
     # ConnectionError escaped write_many. One node here: its death leaves none to ask.
-    with RedisClusterServer(1) as c:
+    # appendfsync always: under everysec Redis may postpone the AOF write (up to 2 s) while
+    # a background fsync is slow, so a kill -9 can lose an acknowledged "before" (CI, 8.2).
+    with RedisClusterServer(1, appendfsync="always") as c:
         async with Blackboard.connect(c.url, partitions=2) as bb:
             s = bb.scope("agent:p1:working")
             await s.write("before")
