@@ -33,6 +33,8 @@ ALLOWED: dict[str, frozenset[str]] = {
     "workers": _MEMORY_AND_BELOW | {"consolidation"},
     "gateway": _BELOW_GATEWAY,
     "pytest_blackboard": _MEMORY_AND_BELOW,
+    # adapters for agent frameworks (LangGraph, LangChain, OpenAI Agents): the SDK and no more
+    "integrations": _MEMORY_AND_BELOW,
     "cli": _BELOW_GATEWAY | {"gateway"},
 }
 
