@@ -28,7 +28,9 @@ Fixtures:
     the same as a blocking :class:`~memory.sync.SyncMemory`, for tests without a loop.
 
 Async fixtures need pytest-asyncio (the ``testing`` extra brings it); they are declared
-with ``pytest_asyncio.fixture`` so they work in its strict mode too.
+with ``pytest_asyncio.fixture`` so they work in its strict mode too, and an ``async def``
+test that asks for one of them runs on asyncio without a marker (strict mode, pytest-asyncio's
+default, would otherwise fail it as "async def functions are not natively supported").
 
 pytest loads this plugin at the start of every run in an environment where the package is
 installed, whatever the project under test. So it sits above :mod:`memory` (its fixtures
@@ -39,7 +41,8 @@ them pays nothing for Redis, pydantic or numpy.
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Iterator
+import inspect
+from collections.abc import AsyncIterator, Generator, Iterator
 from typing import TYPE_CHECKING, Any
 
 import pytest
@@ -62,6 +65,18 @@ __all__ = ["AGENT", "TEAM", "agent_memory", "blackboard", "blackboard_server",
 
 AGENT = "test-agent"
 TEAM = "test-team"
+#: The async fixtures: a coroutine test asking for one of them gets the asyncio marker.
+_ASYNC_FIXTURES = frozenset({"blackboard", "agent_memory"})
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_pycollect_makeitem(collector: Any, name: str, obj: object) -> Generator[None]:
+    # Before pytest-asyncio's own wrapper builds the item: it reads the marker from it.
+    if (_async_fixture is not pytest.fixture and inspect.iscoroutinefunction(obj)
+            and _ASYNC_FIXTURES & set(inspect.signature(obj).parameters)
+            and not any(m.name == "asyncio" for m in getattr(obj, "pytestmark", []))):
+        pytest.mark.asyncio(obj)
+    yield
 
 
 @pytest.fixture(scope="session")
