@@ -16,18 +16,8 @@ import os
 import subprocess
 import tempfile
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Awaitable, Callable
 from typing import Any
-
-from rich.progress import (
-    BarColumn,
-    MofNCompleteColumn,
-    Progress,
-    SpinnerColumn,
-    TaskID,
-    TextColumn,
-    TimeElapsedColumn,
-)
 
 from blackboard import Blackboard, BlackboardError, InvalidArgument
 from blackboard.redact import mask_url
@@ -36,14 +26,16 @@ from memory.memory_map import MemoryMap
 from memory.producers import CallRecord, Observation
 from memory.registry import Registry
 from memory.subscriptions import Trigger
+from retrieval.embedders import load_default_embedder
 from workers.embedded import redis_or_embedded
 from workers.heartbeat import list_workers
 from workers.roles import BUS_GROUP_ROLES, EDGE_ROLES, ROLES
 from workers.stats import collect_stats
 
 from .demo_agents import Step, script
-from .demo_report import TEAM, build_report, print_report
+from .demo_report import QUERIES, TEAM, build_report, print_report
 from .output import console, err_console, print_json
+from .phases import Phases
 from .supervisor import worker_command, worker_env
 
 __all__ = ["install_agents", "run_agent", "run_demo"]
@@ -117,9 +109,9 @@ async def run_agent(bb: Blackboard, name: str, steps: int, seed: int,
         return n
 
 
-async def _backlog(bb: Blackboard) -> int:
-    """Events the consolidating roles have not finished: buffered, in flight, pending in a
-    group, or not yet delivered to it (its last delivered id behind the bus's newest)."""
+async def _backlog(bb: Blackboard, roles: tuple[str, ...]) -> int:
+    """Events ``roles`` have not finished: buffered, in flight, pending in a group, or not
+    yet delivered to it (its last delivered id behind the bus's newest)."""
     n = 0
     st = await collect_stats(bb)
     buses = [bb.bus(b.partition).stream for b in st.buses]
@@ -127,36 +119,16 @@ async def _backlog(bb: Blackboard) -> int:
     for b, bus in zip(st.buses, buses, strict=True):
         n += await bb.pending(b.partition).backlog()
         for g in b.groups:
-            if g.role not in EDGE_ROLES:
-                continue  # the index role catches up on its own; recall embeds what it lacks
+            if g.role not in roles:
+                continue
             behind = g.lag if g.lag is not None else int(g.last_delivered != newest[bus])
             n += g.pending + behind
     return n
 
 
-class Phases:
-    """One progress line per phase (and per agent), left on screen when done."""
-
-    def __init__(self, json_out: bool) -> None:
-        self.progress = Progress(
-            SpinnerColumn(finished_text="[green]✓[/]"),
-            TextColumn("{task.description}"),
-            BarColumn(bar_width=12),
-            MofNCompleteColumn(),
-            TimeElapsedColumn(),
-            console=console,
-            disable=json_out,
-        )
-
-    @contextlib.contextmanager
-    def phase(self, what: str, total: float | None = 1) -> Iterator[TaskID]:
-        task = self.progress.add_task(what, total=total)
-        yield task
-        t = self.progress.tasks[task]
-        self.progress.update(task, total=t.completed or 1, completed=t.completed or 1)
-
-    def note(self, task: TaskID, what: str) -> None:
-        self.progress.update(task, description=what)
+async def _unembedded(bb: Blackboard) -> int:
+    """Entries waiting for the index worker's vector (its queue, not a bus group)."""
+    return (await collect_stats(bb)).totals()["unembedded"]
 
 
 async def _await_workers(bb: Blackboard, procs: list[subprocess.Popen[bytes]],
@@ -173,7 +145,7 @@ async def _await_workers(bb: Blackboard, procs: list[subprocess.Popen[bytes]],
                     f"worker {role} exited with code {code} at start; run `blackboard worker "
                     f"--role {role}` to see why")
             up = len({w.pid for w in await list_workers(bb)} & pids)
-            ph.progress.update(task, completed=up)
+            ph.update(task, completed=up)
             if up == len(procs):
                 return
             if time.monotonic() > deadline:
@@ -182,47 +154,55 @@ async def _await_workers(bb: Blackboard, procs: list[subprocess.Popen[bytes]],
             await asyncio.sleep(0.3)
 
 
-async def _consolidate(bb: Blackboard, ph: Phases, seconds: float) -> bool:
-    """Wait until the workers have consolidated everything (the state lives in Redis, so
-    polling it is the way); the line shows the backlog it waits on."""
-    with ph.phase("workers consolidating", total=None) as task:
+async def _drain(ph: Phases, what: str, left_of: Callable[[], Awaitable[int]],
+                 seconds: float, unit: str = "events") -> bool:
+    """Wait until ``left_of()`` is 0 twice in a row (the state lives in Redis, so polling
+    it is the way); the line shows what is left."""
+    with ph.phase(what, total=None) as task:
         deadline = time.monotonic() + seconds
         idle = 0
         while time.monotonic() < deadline:
-            left = await _backlog(bb)
-            ph.note(task, f"workers consolidating: waiting on {left} events")
+            left = await left_of()
+            ph.note(task, f"{what}: waiting on {left} {unit}")
             # Idle twice, 1.5 s apart: age triggers fire the last, small batches.
             idle = idle + 1 if left == 0 else 0
             if idle >= 2:
-                ph.note(task, "workers consolidating: done")
+                ph.note(task, f"{what}: done")
                 return True
             await asyncio.sleep(1.5 if left == 0 else 0.3)
-        ph.note(task, f"workers consolidating: gave up after {seconds:.0f}s")
+        ph.note(task, f"{what}: gave up after {seconds:.0f}s")
         return False
 
 
 async def _main(url: str, names: list[str], steps: int, procs: list[subprocess.Popen[bytes]],
                 workers: bool, ph: Phases) -> tuple[dict[str, Any], MemoryMap]:
     async with Blackboard.connect(url) as bb:
+        # the model loads in a thread meanwhile: the recall at the end does not wait for it
+        warm = asyncio.ensure_future(asyncio.to_thread(load_default_embedder))
         with ph.phase(f"installing memory for {len(names)} agents"):
             await bb.ensure_groups(list(BUS_GROUP_ROLES))
             await install_agents(bb, names)
         if procs:
             await _await_workers(bb, procs, ph)
         # A script finishes the task in hand, so it may run a few steps past ``steps``.
-        bars = {n: ph.progress.add_task(f"{n} working", total=sum(1 for _ in script(n, steps, 7)))
+        bars = {n: ph.add(f"{n} working", total=sum(1 for _ in script(n, steps, 7)))
                 for n in names}
-
-        def ticker(name: str) -> Callable[[], None]:
-            return lambda: ph.progress.advance(bars[name])
-
-        done = await asyncio.gather(*(run_agent(bb, n, steps, 7, ticker(n)) for n in names))
+        done = await asyncio.gather(*(run_agent(bb, n, steps, 7, ph.ticker(bars[n]))
+                                      for n in names))
         if workers or await list_workers(bb):
-            settled = await _consolidate(bb, ph, 60)
+            settled = await _drain(ph, "workers consolidating",
+                                   lambda: _backlog(bb, EDGE_ROLES), 60)
+            # The index worker embeds every entry and stores its vector; recall here then
+            # reads the vectors instead of embedding the whole backlog itself again.
+            await _drain(ph, "index worker embedding", lambda: _unembedded(bb), 60, "entries")
         else:
             settled = False
             console.print("no live workers: nothing consolidates (drop --no-workers)")
-        with ph.phase("recall (loads the embedder)"):
+        with ph.phase(f"recall ({len(QUERIES)} questions)") as task:
+            loaded = await warm
+            if loaded is not None:
+                ph.note(task, f"recall ({len(QUERIES)} questions; the embedder loaded in "
+                              f"{loaded:.1f}s while the agents worked)")
             report, mmap = await build_report(bb, names[0])
     report["steps"] = sum(done)
     report["settled"] = settled
@@ -279,12 +259,12 @@ def run_demo(url: str | None, *, agents: int = 3, steps: int = 120, workers: boo
                               f"(got {agents} agents, {steps} steps)")
     t0 = time.perf_counter()
     names = [f"agent{i + 1}" for i in range(agents)]
-    ph = Phases(json_out)
+    ph = Phases(console, quiet=json_out)
     given = url or os.environ.get("BLACKBOARD_REDIS_URL")
     codes: list[int] = []
     problems: list[str] = []
     with contextlib.ExitStack() as stack:
-        stack.enter_context(ph.progress)
+        stack.enter_context(ph)
         with ph.phase(f"Redis at {mask_url(given)}" if given else "starting redis-server"):
             redis_url = stack.enter_context(redis_or_embedded(url))
         logs = stack.enter_context(tempfile.TemporaryDirectory(prefix="bb-demo-"))

@@ -9,6 +9,7 @@ from .base import (
     get_embedder,
     known_embedders,
     l2_normalise,
+    load_default_embedder,
     register_embedder,
 )
 from .fastembed import DEFAULT_FASTEMBED_MODEL, FastEmbedEmbedder
@@ -30,6 +31,7 @@ __all__ = [
     "get_embedder",
     "known_embedders",
     "l2_normalise",
+    "load_default_embedder",
     "minilm_available",
     "register_embedder",
 ]

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import logging
 import threading
+import time
 from collections.abc import Callable
 from typing import Protocol, runtime_checkable
 
@@ -19,6 +20,7 @@ __all__ = [
     "get_embedder",
     "known_embedders",
     "l2_normalise",
+    "load_default_embedder",
     "register_embedder",
 ]
 
@@ -113,3 +115,15 @@ def default_embedder() -> Embedder | None:
             missing,
         )
     return None
+
+
+def load_default_embedder() -> float | None:
+    """Load the default embedder's model now, in this thread (it loads on first use
+    otherwise): the seconds that took, None without one. A process about to recall runs
+    this in a thread while it does other work, so the first query does not wait for it."""
+    t0 = time.perf_counter()
+    emb = default_embedder()
+    if emb is None:
+        return None
+    emb.embed(["load"])
+    return time.perf_counter() - t0
