@@ -150,9 +150,14 @@ def register(app: typer.Typer) -> None:
         when = _check_as_of(as_of)
 
         async def main() -> None:
+            from retrieval.recall import Retriever
+
             async with (
                 Blackboard.connect(url) as bb,
-                AgentMemory(bb, agent, teams=team or ()) as mem,
+                # one recall and out: embedding the backlog in the background would only
+                # make the exit wait for it (the index worker stores vectors for everyone)
+                Retriever(bb, background_embed=False) as retriever,
+                AgentMemory(bb, agent, teams=team or (), retriever=retriever) as mem,
             ):
                 require_agent(await mem.memory_map(), agent)
                 fields: dict[str, Any] = {"max_results": most, "consistency": consistency}

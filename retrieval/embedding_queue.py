@@ -36,13 +36,17 @@ class EmbeddingQueue:
     """Adds entries to ``engine`` and stores the vectors it computes back in Redis.
 
     Owns two tasks on the running loop: one embeds the engine's queue in a thread after each
-    :meth:`add` (a search awaits :meth:`settled` first), one writes vectors back (when
-    ``write_back``). Hooks ``engine.on_embedded``
+    :meth:`add` (a search awaits :meth:`settled` first; with ``background`` off, only when
+    woken), one writes vectors back (when ``write_back``). Hooks ``engine.on_embedded``
     until :meth:`detach`. ``stored`` counts the vectors written back.
     """
 
-    def __init__(self, bb: Blackboard, engine: SearchEngine, *, write_back: bool = True) -> None:
+    def __init__(self, bb: Blackboard, engine: SearchEngine, *, write_back: bool = True,
+                 background: bool = True) -> None:
         self.bb, self.engine, self.write_back = bb, engine, write_back
+        #: Embed what is added in the background; off, only searches embed (what they
+        #: find, within ``engine.inline_embed``) and :meth:`wake` (a semantic wait).
+        self.background = background
         self.stored = 0
         self._stopped = False
         self._embed_wake = asyncio.Event()
@@ -76,7 +80,8 @@ class EmbeddingQueue:
             out.append(e)
         if out:
             self.engine.add(out, embed_now=False)
-            self._embed_wake.set()
+            if self.background:
+                self._embed_wake.set()
 
     def wake(self) -> None:
         """Embed whatever the engine has queued, soon."""

@@ -425,7 +425,10 @@ class SearchEngine:
                 self._flush_locked(self.inline_embed, cats)
                 self._heat(cats)
             qvec = None
-            if q.query is not None and self.embedder is not None:
+            # No searched entry has a vector: the query's would meet none, so the model is
+            # not loaded for it (a one-shot `blackboard recall` of a fresh memory).
+            if (q.query is not None and self.embedder is not None
+                    and any(c.dense is not None and len(c.dense) for c in cats)):
                 qvec = self.embedder.embed([q.query])[0]
             dim = self.embedder.dim if self.embedder is not None else 1
             k = q.max_results if depth is None else depth

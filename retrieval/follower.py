@@ -70,6 +70,9 @@ class IndexFollower:
     stops the readers (and saves a snapshot when ``snapshot_dir`` is set).
 
     ``write_back``: store computed vectors in Redis (off for a read-only ACL user).
+    ``background_embed``: embed the entries that lack a vector in a thread as they arrive
+    (off for a one-shot process, which would only wait for it to exit: its searches embed
+    what they need, within the engine's ``inline_embed``).
     """
 
     def __init__(
@@ -81,6 +84,7 @@ class IndexFollower:
         block_ms: int = 1000,
         page: int = 256,
         write_back: bool = True,
+        background_embed: bool = True,
     ) -> None:
         self.bb, self.engine = bb, engine
         self.snapshot_dir = Path(snapshot_dir) if snapshot_dir is not None else None
@@ -94,7 +98,8 @@ class IndexFollower:
         self._snapshot_read = False
         self._loop = asyncio.get_running_loop()
         self._n = {"events": 0, "bootstrapped": 0, "from_snapshot": 0, "timeouts": 0}
-        self._embeddings = EmbeddingQueue(bb, engine, write_back=write_back)
+        self._embeddings = EmbeddingQueue(bb, engine, write_back=write_back,
+                                          background=background_embed)
 
     # -- public ---------------------------------------------------------------------------
 

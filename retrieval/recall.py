@@ -51,6 +51,8 @@ class Retriever:
     searched in its rewrites, the rankings fused (:func:`~retrieval.rewrite.fuse_rankings`).
     ``semantic_timeout``: at most this long a ``consistency="semantic"`` query waits for its
     scopes' vectors (then :class:`~retrieval.completeness.EmbeddingBacklog`).
+    ``background_embed``: see :class:`~retrieval.follower.IndexFollower` (off for a one-shot
+    process such as ``blackboard recall``).
     """
 
     def __init__(
@@ -66,6 +68,7 @@ class Retriever:
         write_back: bool = True,
         rewriter: QueryRewriter | None = None,
         semantic_timeout: float = 30.0,
+        background_embed: bool = True,
     ) -> None:
         self.bb = bb
         self.semantic_timeout = semantic_timeout
@@ -74,6 +77,7 @@ class Retriever:
         self.wait_timeout = wait_timeout
         self._follower_args: dict[str, Any] = {
             "snapshot_dir": snapshot_dir, "block_ms": block_ms, "write_back": write_back,
+            "background_embed": background_embed,
         }
         self._follower: IndexFollower | None = None
 

@@ -167,6 +167,22 @@ def test_stored_embeddings_are_reused_and_foreign_ones_reembedded() -> None:
     assert eng.stats().embedded_texts == 5
 
 
+def test_no_query_vector_while_no_searched_entry_has_one() -> None:
+    # A one-shot recall of a fresh memory (more unembedded entries than a search embeds
+    # inline) ranks by BM25 alone either way: the query's vector would meet none, so the
+    # model is not asked for it (it loads in seconds). Once an entry has a vector, it is.
+    eng, emb = engine()
+    eng.inline_embed = 5
+    base = corpus(n=10)
+    eng.add(base, embed_now=False)
+    bm25_only = eng.search("deploy server", ["s"], NOW)
+    assert emb.calls == 0 and eng.stats().pending_embeddings == 10
+    assert bm25_only and all(h.dense is None for h in bm25_only)
+    eng.inline_embed = 64
+    eng.search("deploy server", ["s"], NOW)  # within the bound: embedded inline, + 1 query
+    assert emb.texts[-1] == "deploy server" and eng.stats().pending_embeddings == 0
+
+
 def test_scopes_merge_on_comparable_scores() -> None:
     eng, _ = engine()
     eng.add(corpus("a", 30) + corpus("b", 30))
