@@ -82,8 +82,9 @@ class BlackboardRetriever(BaseRetriever):
     ``memory``: an :class:`~memory.AgentMemory` (async calls only) or a
     :class:`~memory.sync.SyncMemory` (sync and async). ``k`` (>= 1) documents at most;
     ``levels`` (``"semantic"``, ``"ltm:semantic"``...) and ``scopes`` narrow the search,
-    ``tag_filter`` is a hard pre-filter. Bad values fail at construction (and at a call
-    that overrides them), naming the field."""
+    ``tag_filter`` is a hard pre-filter. Bad values fail at construction with pydantic's
+    ValidationError (a ValueError) naming the problem, or AccessDenied for a scope the
+    agent may not read; a call that overrides them checks them the same way."""
 
     model_config = ConfigDict(arbitrary_types_allowed=True)
 

@@ -93,8 +93,6 @@ class BlackboardVectorStore(VectorStore):
     def _requests(self, texts: Sequence[str], metadatas: Sequence[Mapping[str, Any]] | None,
                   ids: Sequence[str | None] | None) -> tuple[list[str], list[WriteRequest]]:
         """Checked write requests with their document ids (vectors not yet attached)."""
-        if isinstance(texts, str):
-            raise InvalidArgument("texts must be a list of strings, not one string")
         bad = [i for i, t in enumerate(texts) if not isinstance(t, str)]
         if bad:
             raise InvalidArgument(f"texts must be strings (not at positions {bad[:5]})")
@@ -137,7 +135,7 @@ class BlackboardVectorStore(VectorStore):
     def add_texts(self, texts: Iterable[str], metadatas: list[dict[str, Any]] | None = None,
                   *, ids: list[str] | None = None, **kwargs: Any) -> list[str]:
         _no_extra(kwargs, "add_texts")
-        texts = list(texts)
+        texts = _text_list(texts)
         doc_ids, reqs = self._requests(texts, metadatas, ids)
         vecs = self._embedding.embed_documents(texts) if self._embedding and texts else None
         reqs = self._with_vectors(reqs, vecs)
@@ -148,7 +146,7 @@ class BlackboardVectorStore(VectorStore):
                          metadatas: list[dict[str, Any]] | None = None, *,
                          ids: list[str] | None = None, **kwargs: Any) -> list[str]:
         _no_extra(kwargs, "aadd_texts")
-        texts = list(texts)
+        texts = _text_list(texts)
         doc_ids, reqs = self._requests(texts, metadatas, ids)
         vecs = (await self._embedding.aembed_documents(texts)
                 if self._embedding and texts else None)
@@ -287,7 +285,8 @@ class BlackboardVectorStore(VectorStore):
 
     def _select_relevance_score_fn(self) -> Callable[[float], float]:
         if self._embedding is not None:
-            return lambda cos: (1.0 + cos) / 2.0  # cosine in [-1, 1] -> [0, 1]
+            # cosine in [-1, 1] -> [0, 1] (float32 rounding can step just outside)
+            return lambda cos: min(1.0, max(0.0, (1.0 + cos) / 2.0))
         return lambda score: min(1.0, max(0.0, score))  # recall's score, about [0, 1.15]
 
     # -- construction ---------------------------------------------------------------------
@@ -317,6 +316,12 @@ def _memory_arg(kwargs: dict[str, Any]) -> AgentMemory | SyncMemory:
     if mem is None:
         raise InvalidArgument("from_texts needs memory= (an AgentMemory or a SyncMemory)")
     return mem
+
+
+def _text_list(texts: Iterable[str]) -> list[str]:
+    if isinstance(texts, str):
+        raise InvalidArgument("texts must be a list of strings, not one string")
+    return list(texts)
 
 
 def _id_list(ids: Sequence[str] | None) -> list[str]:
