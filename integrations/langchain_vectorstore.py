@@ -240,6 +240,8 @@ class BlackboardVectorStore(VectorStore):
 
     async def _by_recall(self, mem: AgentMemory, query: str, k: int,
                          flt: Mapping[str, Any] | None) -> Scored:
+        if not query.strip():
+            raise InvalidArgument("a search by recall needs a non-empty query")
         depth = k if not flt else min(max(10 * k, 100), 1000)
         hits = await mem.recall(MemoryQuery(query=query, scopes=[self.scope_id],
                                             max_results=depth, collapse=False))
@@ -247,7 +249,7 @@ class BlackboardVectorStore(VectorStore):
         return out[:k]
 
     def similarity_search_with_score(self, query: str, k: int = 4, **kwargs: Any) -> Scored:
-        k, flt = _search_args(k, kwargs)
+        k, flt = _search_args(k, kwargs, query)
         if self._embedding is None:
             return self._bridge.run(lambda m: self._by_recall(m, query, k, flt))
         qvec = self._embedding.embed_query(query)
@@ -255,7 +257,7 @@ class BlackboardVectorStore(VectorStore):
 
     async def asimilarity_search_with_score(self, query: str, k: int = 4,
                                             **kwargs: Any) -> Scored:
-        k, flt = _search_args(k, kwargs)
+        k, flt = _search_args(k, kwargs, query)
         if self._embedding is None:
             return await self._bridge.arun(lambda m: self._by_recall(m, query, k, flt))
         qvec = await self._embedding.aembed_query(query)
@@ -333,7 +335,10 @@ def _id_list(ids: Sequence[str] | None) -> list[str]:
     return list(ids)
 
 
-def _search_args(k: object, kwargs: dict[str, Any]) -> tuple[int, Mapping[str, Any] | None]:
+def _search_args(k: object, kwargs: dict[str, Any],
+                 query: object = "") -> tuple[int, Mapping[str, Any] | None]:
+    if not isinstance(query, str):
+        raise InvalidArgument(f"query must be a string, not {type(query).__name__}")
     flt = kwargs.pop("filter", None)
     _no_extra(kwargs, "a search")
     if flt is not None and not isinstance(flt, Mapping):

@@ -5,8 +5,10 @@ store over another agent's scope), async use with an AgentMemory, the missing ex
 from __future__ import annotations
 
 import importlib
+import re
 import sys
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 import redis
@@ -166,6 +168,10 @@ def test_store_without_embeddings_searches_by_recall(mem: SyncMemory) -> None:
                              metadata={"c": "acme"})]
     with pytest.raises(InvalidArgument, match="needs the store's Embeddings"):
         store.similarity_search_by_vector([0.1, 0.2], k=1)
+    with pytest.raises(InvalidArgument, match="non-empty query"):
+        store.similarity_search("  ", k=1)
+    with pytest.raises(InvalidArgument, match="query must be a string"):
+        store.similarity_search(None, k=1)  # type: ignore[arg-type]
 
 
 def test_team_store(mem: SyncMemory) -> None:
@@ -257,3 +263,16 @@ async def test_confined_agent_store_cannot_touch_another_agents_scope(
         assert (after.id, after.version, after.value) == (theirs.id, 1, {"text": "a2 only"})
     finally:
         await AclAdmin(bb).revoke("a1")
+
+
+def test_readme_snippet_runs(clean_redis: redis.Redis, redis_url: str,
+                             capsys: pytest.CaptureFixture[str]) -> None:
+    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text(encoding="utf-8")
+    section = readme[readme.index("### LangChain (issue 29 item 2)"):]
+    code = re.search(r"```python\n(.*?)```", section, re.S)
+    assert code is not None
+    exec(compile(code.group(1).replace("redis://localhost:6379/0", redis_url),
+                 "README.md LangChain", "exec"), {})
+    out = capsys.readouterr().out
+    assert "Acme pays on net-30 payment terms agent:a1:ltm:semantic" in out
+    assert "Document(id='rollback'" in out
