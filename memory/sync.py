@@ -82,6 +82,16 @@ class SyncMemory:
             raise
         return cls(runner, bb, mem)
 
+    @property
+    def loop(self) -> asyncio.AbstractEventLoop:
+        """The event loop the connection lives on: an adapter called from another loop
+        submits its coroutines there (``asyncio.run_coroutine_threadsafe``)."""
+        return self._runner.loop
+
+    @property
+    def closed(self) -> bool:
+        return self._closed
+
     def __getattr__(self, name: str) -> Any:
         attr = getattr(self.memory, name)
         if not inspect.iscoroutinefunction(attr):

@@ -142,6 +142,11 @@ PUBLIC = {
         "transformer_names",
         "transformer_roles",
     ],
+    "integrations.langchain": [
+        "BlackboardRetriever",
+        "BlackboardVectorStore",
+        "hit_document",
+    ],
     "cli": [
         "NATIVE_THREAD_VARS",
         "cap_native_threads",
