@@ -145,6 +145,18 @@ async def test_recall_finds_the_conversation(mem: AgentMemory) -> None:
     assert ITEMS[5] in [json.loads(h.entry.metadata[ITEM_FIELD]) for h in hits[:2]]
 
 
+async def test_maintenance_dedupe_keeps_a_turn_said_twice(mem: AgentMemory, bb: Blackboard) -> None:
+    from workers.maintenance import Maintenance
+
+    s = BlackboardSession("s1", mem)
+    items = [{"role": "user", "content": "yes"}, {"role": "assistant", "content": "Sure?"},
+             {"role": "user", "content": "yes"}]
+    await s.add_items(items)
+    rep = await Maintenance(bb, "t").dedupe(bb.scope(EPISODIC).partition)
+    assert rep.counts == {}
+    assert await s.get_items() == items
+
+
 # -- concurrency ----------------------------------------------------------------------------
 
 async def test_concurrent_pops_take_each_item_once(mem: AgentMemory) -> None:
