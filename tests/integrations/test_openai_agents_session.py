@@ -8,6 +8,7 @@ from __future__ import annotations
 import asyncio
 import importlib
 import json
+import random
 import re
 import sys
 from collections.abc import AsyncIterator
@@ -100,6 +101,23 @@ async def test_every_operation_matches_sqlite_session(mem: AgentMemory) -> None:
         pass
     assert await _both(ours, ref, "get_items") == []
     await _both(ours, ref, "clear_session")  # clearing an empty session is harmless
+
+
+@pytest.mark.parametrize("seed", [1, 2, 3])
+async def test_random_operation_sequences_match_sqlite_session(mem: AgentMemory, seed: int) -> None:
+    rnd = random.Random(seed)
+    ours, ref = _pair(mem, f"r{seed}")
+    for _ in range(40):
+        op = rnd.choices(["add", "get", "pop", "clear"], weights=[5, 4, 3, 1])[0]
+        if op == "add":
+            await _both(ours, ref, "add_items", rnd.choices(ITEMS, k=rnd.randint(0, 4)))
+        elif op == "get":
+            await _both(ours, ref, "get_items", rnd.choice([None, 0, 1, 2, 5, 50]))
+        elif op == "pop":
+            await _both(ours, ref, "pop_item")
+        else:
+            await _both(ours, ref, "clear_session")
+    await _both(ours, ref, "get_items")
 
 
 async def test_session_settings_limit_is_the_default(mem: AgentMemory) -> None:
