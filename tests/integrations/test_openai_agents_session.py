@@ -23,7 +23,7 @@ from openai import AsyncOpenAI
 
 from blackboard import Blackboard, InvalidArgument
 from integrations.openai_agents import ITEM_FIELD, BlackboardSession
-from memory import AgentMemory, MemoryLevel
+from memory import AgentMemory, MemoryLevel, MemorySubscription
 from memory.conversation import message_of, session_tag
 from retrieval import Retriever
 from tests.integrations.fake_responses import call, fake_responses, say
@@ -173,6 +173,25 @@ async def test_maintenance_dedupe_keeps_a_turn_said_twice(mem: AgentMemory, bb: 
     rep = await Maintenance(bb, "t").dedupe(bb.scope(EPISODIC).partition)
     assert rep.counts == {}
     assert await s.get_items() == items
+
+
+async def test_clear_forgets_the_items_and_keeps_what_consolidation_derived(
+    mem: AgentMemory, bb: Blackboard
+) -> None:
+    from workers.transform import TransformBridge
+
+    s = BlackboardSession("s1", mem, level=MemoryLevel.WORKING)
+    await s.add_items(ITEMS)
+    work = await bb.scope("agent:a1:working").entries(limit=None, newest_first=False)
+    edge = MemorySubscription("agent:*:working", "agent:{1}:stm", "summarize")
+    await bb.scope("agent:a1:stm").write_many(
+        await TransformBridge(bb)(edge, "agent:a1:stm", work, bb.now_ms()))
+    (summary,) = await bb.scope("agent:a1:stm").entries(all_of={"summary"})
+    assert "Paris" in summary.text
+    assert set(summary.metadata["provenance"]["sources"]) <= {e.id for e in work}
+    await s.clear_session()
+    assert await s.get_items() == [] and await bb.scope("agent:a1:working").count() == 0
+    assert (await bb.scope("agent:a1:stm").get(summary.id)).text == summary.text  # kept
 
 
 # -- concurrency ----------------------------------------------------------------------------
