@@ -67,12 +67,16 @@ async def fetch_filtered(
     scope: Scope, ids: list[str], none_of: set[str], limit: int | None
 ) -> list[Entry]:
     out: list[Entry] = []
-    step = 256
-    for i in range(0, len(ids), step):
+    i = 0
+    while i < len(ids):
+        # pages of 256, or of what the limit still needs: the newest 20 of a long list
+        # are 20 reads, not 256
+        step = 256 if limit is None else min(256, max(8, limit - len(out)))
         for e in await scope.get_many(ids[i : i + step]):
             if e is None or (none_of and e.tags & none_of):
                 continue
             out.append(e)
             if limit is not None and len(out) >= limit:
                 return out
+        i += step
     return out

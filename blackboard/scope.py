@@ -188,6 +188,22 @@ class Scope:
             raise
         return bool(ev)
 
+    async def delete_many(self, entry_ids: Sequence[str]) -> list[bool]:
+        """Delete entries in one MULTI/EXEC: all of them or, if the client dies first, none
+        (as :meth:`write_many`); -> per id, False when there was nothing to delete."""
+        ids = [_check_id(i) for i in entry_ids]
+        if not ids:
+            return []
+        replies = await run_script_many(
+            self.bb.client, "delete", [(self._script_keys, [i, self.id, ""]) for i in ids],
+            atomic=True, wait=self.bb.wait, what=f"delete of {len(ids)} entries in {self.id}",
+        )
+        for i, r in zip(ids, replies, strict=True):
+            if isinstance(r, Exception):
+                raise_for_script_error(r, i, self.id)
+                raise r
+        return [bool(r) for r in replies]
+
     async def reinforce(
         self, entry_id: str, *, by: str = "", boost: float = 0.2, max_strength: float = 1.0
     ) -> tuple[float, int]:

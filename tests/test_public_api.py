@@ -157,6 +157,10 @@ PUBLIC = {
         "Worker",
         "WorkerSettings",
     ],
+    "integrations.openai_agents": [
+        "BlackboardSession",
+        "ITEM_FIELD",
+    ],
 }
 
 #: Names other parts, docs and checks rely on (the Contract of the design).

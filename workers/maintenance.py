@@ -23,6 +23,7 @@ from blackboard.validation import validate_scope
 from consolidation.dedupe import find_duplicates, pooled_metadata
 from consolidation.text import entry_text
 from consolidation.transformer import Similarity
+from memory.conversation import message_of
 from retrieval.embedders import Embedder
 
 from .leases import JobLease
@@ -167,14 +168,16 @@ class Maintenance:
         ``embedder`` and pass the cohesion guard of :func:`consolidation.dedupe.find_duplicates`.
         Superseded versions are history, not duplicates: a belief's or a team statement's
         earlier versions (``as_of`` reads them) repeat its text, and the oldest member
-        would otherwise be kept over the live one.
+        would otherwise be kept over the live one. Conversation messages are records of
+        turns: the same words said twice are two turns (a session's history, e.g. the OpenAI
+        Agents session's, must keep both), so they are never merged.
         """
         counts: dict[str, int] = {}
         for scope_id, head in await self._changed("dedupe", await self._scopes(partition),
                                                   dry_run):
             scope = self.bb.scope(scope_id)
             entries = [e for e in await scope.entries(limit=self.dedupe_window)
-                       if e.superseded_by is None]
+                       if e.superseded_by is None and message_of(e) is None]
             if not dry_run:
                 self._seen[("dedupe", scope_id)] = head
             if len(entries) < 2:

@@ -93,3 +93,26 @@ async def test_on_a_real_cluster_one_partition_is_atomic_and_more_refused(cbb: B
     with pytest.raises(InvalidArgument, match="one partition"):
         await write_batch(cbb, [(A, [WriteRequest("z")]), (B, [WriteRequest("w")])])
     assert await cbb.scope(A).count() == 2 and await cbb.scope(B).count() == 0
+
+
+async def test_delete_many_is_one_transaction_and_checks_every_id_first(
+    bb: Blackboard, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    sc = bb.scope(A)
+    es = await sc.write_many(["x", "y", "z"])
+    with pytest.raises(InvalidArgument):
+        await sc.delete_many([es[0].id, "not an id!"])
+    assert await sc.count() == 3  # nothing deleted: the bad id was found before sending
+    seen: list[object] = []
+    real = bb.client.pipeline
+
+    def spy(*a: object, **kw: object):  # type: ignore[no-untyped-def]
+        seen.append(kw.get("transaction"))
+        return real(*a, **kw)
+
+    monkeypatch.setattr(bb.client, "pipeline", spy)
+    assert await sc.delete_many([es[0].id, es[2].id, es[0].id, "01NOSUCHENTRY"]) == [
+        True, True, False, False]
+    assert seen == [True]
+    assert [e.value for e in await sc.entries()] == ["y"]
+    assert await sc.delete_many([]) == []

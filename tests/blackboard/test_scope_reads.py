@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from blackboard import Blackboard, InvalidArgument, ScopePolicy
+from blackboard import Blackboard, InvalidArgument, ScopePolicy, WriteRequest
 
 A, B = "agent:a1:working", "team:t1"
 
@@ -69,3 +69,29 @@ async def test_one_embedding_check_everywhere(bb: Blackboard, bad: object) -> No
     with pytest.raises(InvalidArgument, match=msg):
         await s.set_embeddings([(e.id, e.version, b"")], "m")
     assert (await s.update(e.id, embedding=b"")).embedding in (None, b"")
+
+
+async def test_a_limited_listing_reads_what_the_limit_needs(
+    bb: Blackboard, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    sc = bb.scope("agent:a1:ltm:episodic")
+    es = await sc.write_many([{"text": f"m{i}"} for i in range(300)])
+    sizes: list[int] = []
+    real = type(sc).get_many
+
+    async def spy(self, ids):  # type: ignore[no-untyped-def]
+        sizes.append(len(ids))
+        return await real(self, ids)
+
+    monkeypatch.setattr(type(sc), "get_many", spy)
+    got = await sc.entries(limit=20)
+    assert [e.id for e in got] == [e.id for e in es[::-1][:20]] and sizes == [20]
+    sizes.clear()
+    assert len(await sc.entries(limit=None)) == 300 and max(sizes) == 256
+    # filtered out after the read: the listing reads on, in pages of what it still needs
+    tagged = await sc.write_many([WriteRequest(f"t{i}", tags={"t", "skip"} if i >= 290 else {"t"})
+                                  for i in range(300)])
+    sizes.clear()
+    got = await sc.entries(all_of={"t"}, none_of={"skip"}, limit=20)
+    assert [e.id for e in got] == [e.id for e in tagged[:290][::-1][:20]]
+    assert sizes == [20, 10]  # 10 of the newest 20 skipped: 10 more read
