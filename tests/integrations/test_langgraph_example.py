@@ -30,3 +30,15 @@ def test_example_graph_remembers_across_threads(
         "you told me: I drink green tea, no sugar",
         "I know nothing about that yet.",
     ]
+
+
+def test_readme_snippet_runs(clean_redis: redis.Redis, redis_url: str,
+                             capsys: pytest.CaptureFixture[str]) -> None:
+    readme = (EXAMPLE.parents[1] / "README.md").read_text(encoding="utf-8")
+    section = readme.split("### LangGraph store", 1)[1]
+    code = section.split("```python\n", 1)[1].split("```", 1)[0]
+    exec(compile(code.replace("redis://localhost:6379/0", redis_url), "README", "exec"), {})
+    out = capsys.readouterr().out.splitlines()
+    assert out[0] == "{'text': 'likes short answers', 'lang': 'en'}"
+    assert out[1] == "['prefs']"
+    assert out[2].startswith("[('prefs', ") and out[3] == "[('team', 't1'), ('users', 'u1')]"
