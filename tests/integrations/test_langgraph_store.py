@@ -30,10 +30,11 @@ from langgraph.store.base import (
 )
 from langgraph.store.memory import InMemoryStore
 
-from blackboard import AccessDenied, Blackboard
+from blackboard import AccessDenied, Blackboard, Entry
 from blackboard.acl import AclAdmin
+from consolidation.dedupe import find_duplicates
 from integrations.langgraph import BlackboardStore
-from integrations.store_paths import ITEM_TAG
+from integrations.store_paths import ITEM_TAG, item_key, unwrap, wrap
 from memory import AgentMemory
 from memory.access import provision_agent
 
@@ -327,3 +328,15 @@ def test_search_prefix_is_exact_while_listing_takes_wildcards(
     ref = [step(reference) for step in steps]
     with BlackboardStore.connect(redis_url, "a1") as store:
         assert _compare(ref, [step(store) for step in steps]) == len(steps)
+
+
+def test_store_items_never_fold_in_dedupe() -> None:
+    """Maintenance's exact dedupe hashes an entry's main text: an item's entry value holds
+    its namespace and key, so two items with equal values are never duplicates."""
+    value = {"text": "same words", "n": 1}
+    entries = [Entry(id=f"01J{i}", scope="agent:a1:ltm:semantic",
+                     value=wrap(ns, "k", value), key=item_key(ns, "k"))
+               for i, ns in enumerate([("users", "u1"), ("users", "u2"), ("docs",)])]
+    assert find_duplicates(entries) == []
+    assert unwrap(entries[0].key, entries[0].value) == (("users", "u1"), "k", value)
+    assert unwrap("other", entries[0].value) is None
