@@ -21,8 +21,11 @@ entry whose logical key is :func:`item_key` (a put on an existing key updates th
 ``created_at`` stays, ``updated_at`` moves) and which carries :data:`ITEM_TAG` and its
 namespace's tag (:func:`namespace_tag`), so a search or a listing reads the tag indexes
 and never scans. Its value is :func:`wrap` of the item's value: the namespace and key
-inside it make every item's text unique, so the maintenance's exact dedupe never folds
-two items with equal values into one.
+inside it make every item's text unique, so the maintenance's exact dedupe (the workers'
+default) never folds two items with equal values into one; a near-duplicate dedupe by
+meaning, where an operator turns it on, could, so keep it off for scopes a store uses.
+Items age as the scope's policy says (``agent:<a>:ltm:semantic`` decays 1 % a day and is
+pruned at 5 %, about 300 days without reinforcement): pick ``level`` accordingly.
 
 Everything here is plain data: no Redis, no LangGraph.
 """
