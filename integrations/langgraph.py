@@ -65,6 +65,7 @@ from . import store_paths as paths
 __all__ = ["BlackboardStore"]
 
 T = TypeVar("T")
+_ItemId = tuple[tuple[str, ...], str]  # (namespace, key)
 #: A query ranks at most this many candidates by meaning; the rest follow unscored.
 MAX_RANKED = 1000
 
@@ -181,13 +182,14 @@ class BlackboardStore(BaseStore):
             else:
                 results.append(None)
         for op, sid in puts.values():
-            await self._put(op, sid)
+            if sid is not None:
+                await self._put(op, sid)
         return results
 
-    def _check(self, ops: Sequence[Op]) -> dict[tuple[paths.Namespace, str], tuple[PutOp, str]]:
+    def _check(self, ops: Sequence[Op]) -> dict[_ItemId, tuple[PutOp, str | None]]:
         """Every op checked before any runs (so a bad one writes nothing): labels as
         LangGraph requires, scopes the agent may use, put values as JSON objects."""
-        puts: dict[tuple[paths.Namespace, str], tuple[PutOp, str]] = {}
+        puts: dict[_ItemId, tuple[PutOp, str | None]] = {}
         for op in ops:
             if not isinstance(op, GetOp | SearchOp | ListNamespacesOp | PutOp):
                 raise ValueError(f"unknown store operation {type(op).__name__}")
@@ -204,8 +206,11 @@ class BlackboardStore(BaseStore):
                 puts[(op.namespace, op.key)] = (op, self._put_scope(op))
         return puts
 
-    def _put_scope(self, op: PutOp) -> str:
+    def _put_scope(self, op: PutOp) -> str | None:
+        """The scope a put writes (None: a delete of what no put can have written)."""
         ns = op.namespace
+        if op.value is None and (not ns or ns[0] == "langgraph"):
+            return None
         if not ns:
             raise InvalidNamespaceError("Namespace cannot be empty.")
         if ns[0] == "langgraph":

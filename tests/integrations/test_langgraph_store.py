@@ -123,6 +123,8 @@ def _sequence() -> list[Step]:
     steps += [lambda s: s.get(("users", "u2"), "prefs"), lambda s: s.get(("users", "u3"), "x"),
               lambda s: s.get(("docs",), "d1"), lambda s: s.search((), limit=100),
               lambda s: s.list_namespaces()]
+    # last: InMemoryStore lists these namespaces after a delete on them (a quirk)
+    steps += [lambda s: s.delete((), "k"), lambda s: s.delete(("langgraph",), "k")]
     return steps
 
 
