@@ -14,7 +14,8 @@ to (the agent's own, a team's, ``collective``) is in :mod:`integrations.store_pa
 Every read and write goes through the SDK (``AgentMemory``, its scopes), so an agent's
 store reaches only what that agent (and, with a confined Redis user, Redis) allows; a
 namespace it may not write raises :class:`blackboard.AccessDenied` naming it, before
-anything of the batch is written.
+anything of the batch is written (puts run one by one: a refusal only Redis makes -- a
+quota, an ACL our check was not told of -- stops the batch at that put).
 
 Semantics are those of LangGraph's ``InMemoryStore`` (checked by a parity test): a batch
 reads before it writes and its puts on one (namespace, key) collapse to the last; search
