@@ -161,6 +161,22 @@ PUBLIC = {
         "BlackboardSession",
         "ITEM_FIELD",
     ],
+    # integrations: one module per framework, pinned by module (the package exports none)
+    "integrations.langgraph": ["BlackboardStore"],
+    "integrations.store_paths": [
+        "ITEM_TAG",
+        "NS_TAG_PREFIX",
+        "check_filter",
+        "compare",
+        "item_key",
+        "item_scope",
+        "namespace_matches",
+        "namespace_tag",
+        "prefix_scopes",
+        "unwrap",
+        "value_matches",
+        "wrap",
+    ],
 }
 
 #: Names other parts, docs and checks rely on (the Contract of the design).
