@@ -105,12 +105,6 @@ class SyncMemory:
 
         return blocking
 
-    @property
-    def loop(self) -> asyncio.AbstractEventLoop:
-        """The private loop the memory runs on: adapters that call ``memory``'s coroutines
-        from other threads submit them there (``asyncio.run_coroutine_threadsafe``)."""
-        return self._runner.loop
-
     def __repr__(self) -> str:
         return f"<SyncMemory agent={self.memory.agent_id} teams={list(self.memory.teams)}>"
 
