@@ -169,7 +169,7 @@ def test_recall_over_mcp_says_no_sentence_twice(gateway: GatewayProc) -> None:
 
 
 #: The MCP Inspector from npm, run only from the npm cache (no network in tests).
-INSPECTOR = ["npx", "--offline", "--yes", "@modelcontextprotocol/inspector", "--cli"]
+INSPECTOR = ["npx", "--offline", "--yes", "@modelcontextprotocol/inspector@2", "--cli"]
 
 
 def _inspector_cached() -> str | None:
@@ -182,7 +182,7 @@ def _inspector_cached() -> str | None:
         return "the MCP Inspector CLI did not answer --help within 120 s"
     if r.returncode != 0:
         return ("@modelcontextprotocol/inspector is not in the npm cache (fill it with "
-                "`npx @modelcontextprotocol/inspector --help` online)")
+                "`npx @modelcontextprotocol/inspector@2 --cli --help` online; 0.x has no --header)")
     return None
 
 
@@ -207,7 +207,10 @@ def test_the_mcp_inspector_cli_lists_and_calls_the_tools(gateway: GatewayProc) -
     called = run("--method", "tools/call", "--tool-name", "memory_map")
     assert called.returncode == 0, called.stderr
     assert "agent:alice:working -> agent:alice:stm" in called.stdout
-    refused = run("--method", "tools/list", auth=False)
+    # Without a TTY the Inspector (2.x) answers any 401 with "Interactive OAuth requires a
+    # TTY ... use --stored-auth-only"; with that flag, as it says for non-interactive runs,
+    # it shows the server's own answer.
+    refused = run("--method", "tools/list", "--stored-auth-only", auth=False)
     assert refused.returncode != 0
     assert "blackboard token create" in refused.stdout + refused.stderr
 
