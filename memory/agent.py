@@ -23,7 +23,7 @@ from retrieval.reconcile import team_beliefs_first
 from retrieval.scoring import ScoredEntry
 from retrieval.structured import StructuredRetriever
 
-from . import feedback
+from . import feedback, utility
 from .access import AccessPolicy
 from .aliases import deprecated_keyword
 from .context import Context, assemble, validate_budget
@@ -325,6 +325,13 @@ class AgentMemory:
         subject and predicate): contradicting evidence that supersedes the belief when it
         wins (:mod:`memory.feedback`); -> the feedback entry written."""
         return await feedback.correct(self, belief_id, claim, scope)
+
+    async def feedback(self, entry_ids: Sequence[str] | str, helpful: bool
+                       ) -> utility.FeedbackResult:
+        """Say whether recalled entries helped: per-agent use counts ranking can use (the
+        ``useful`` lens), reinforcement when helpful, contradicting evidence against a
+        misleading belief (:mod:`memory.utility`)."""
+        return await utility.feedback(self, entry_ids, helpful)
 
     async def transfer(self, entry_id: str, to_level: MemoryLevel | str, *,
                        team: str | None = None) -> Entry:
