@@ -39,6 +39,7 @@ from .errors import error_response, refused_by_redis, status_of
 from .maps import caller_map
 from .mcp_beliefs import add_belief_tools
 from .mcp_context import add_context_tool
+from .mcp_feedback import add_feedback_tool
 from .mcp_render import Recalled, answer, found, map_summary, tool
 from .routes.deps import authorized
 
@@ -294,6 +295,7 @@ def build_mcp(caller_of: CallerOf) -> MCPServer:
 
     add_belief_tools(mcp, caller_of, _refusals)  # confirm, correct
     add_context_tool(mcp, caller_of, _refusals)
+    add_feedback_tool(mcp, caller_of, _refusals)
     return mcp
 
 

@@ -37,7 +37,7 @@ from .levels import MemoryLevel
 if TYPE_CHECKING:
     from .agent import AgentMemory
 
-__all__ = ["FeedbackResult", "feedback"]
+__all__ = ["FeedbackResult", "check_ids", "feedback", "feedback_result"]
 
 _BELIEF_FIELDS = ("subject", "predicate", "object", "canonical_key")
 
@@ -146,3 +146,16 @@ async def feedback(mem: AgentMemory, entry_ids: Sequence[str] | str,
             verdicts[v.entry_id] = v
     evidence = await _contradict(mem, beliefs) if beliefs else []
     return FeedbackResult(helpful, tuple(verdicts[i] for i in ids), tuple(evidence))
+
+
+def feedback_result(body: dict[str, Any]) -> FeedbackResult:
+    """A :class:`FeedbackResult` from the JSON ``POST /v1/feedback`` answers."""
+    from .wire import EntryOut
+
+    return FeedbackResult(
+        helpful=bool(body["helpful"]),
+        verdicts=tuple(Verdict(entry_id=v["id"], scope=v["scope"], changed=v["changed"],
+                               reinforced=v["reinforced"], uses=v["uses"],
+                               helpful=v["helpful"], strength=v["strength"])
+                       for v in body["entries"]),
+        evidence=tuple(EntryOut.model_validate(e).to_entry() for e in body["evidence"]))

@@ -1,0 +1,71 @@
+"""REST ``POST /v1/feedback``: whether recalled entries helped (``AgentMemory.feedback``,
+:mod:`memory.utility`): per-agent use counts ranking can use (the ``useful`` lens), the
+pool's reinforcement for a helpful entry, contradicting evidence against a misleading
+belief. Refusals before anything is written: 422 naming ``entry_ids`` or ``helpful``; 404
+naming ``entry_ids`` for an id in no scope the caller may read (unknown or another
+agent's: not told apart); 403 for an entry the caller may read but not write
+(``collective``), or when Redis refuses.
+"""
+
+from __future__ import annotations
+
+from fastapi import APIRouter
+from pydantic import BaseModel, ConfigDict, Field, StrictBool
+
+from blackboard import InvalidArgument, NotFound
+from blackboard.feedback import MAX_FEEDBACK_IDS
+from memory.wire import ENTRY_ID_SCHEMA, EntryOut
+
+from ..refusals import GatewayError
+from .deps import CallerDep
+from .responses import BODY_ERRORS
+
+router = APIRouter(prefix="/v1", tags=["memory"])
+
+
+class FeedbackIn(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    entry_ids: list[str] = Field(min_length=1, max_length=MAX_FEEDBACK_IDS, json_schema_extra={
+        "items": {"type": "string", **ENTRY_ID_SCHEMA}}, description=(
+        "Ids of recalled entries (of the caller's own or its teams' scopes)."))
+    helpful: StrictBool = Field(description="true: they helped; false: they misled.")
+
+
+class VerdictOut(BaseModel):
+    id: str
+    scope: str
+    changed: bool = Field(description="The caller's verdict on it is new or different.")
+    reinforced: bool = Field(description="This call reinforced it (once per agent).")
+    uses: int = Field(description="Agents that gave it feedback.")
+    helpful: int = Field(description="Of those, the agents that found it helpful.")
+    strength: float
+
+
+class FeedbackOut(BaseModel):
+    helpful: bool
+    entries: list[VerdictOut]
+    evidence: list[EntryOut] = Field(description=(
+        "Contradicting evidence written against misleading beliefs (in the caller's stm)."))
+
+
+class _Refused(GatewayError):
+    def __init__(self, status: int, kind: str, detail: str) -> None:
+        super().__init__(detail, field="entry_ids")
+        self.status, self.kind = status, kind
+
+
+@router.post("/feedback", response_model=FeedbackOut, responses=BODY_ERRORS)
+async def feedback(body: FeedbackIn, caller: CallerDep) -> FeedbackOut:
+    """Say whether recalled entries helped; each agent's verdict counts once per entry."""
+    try:
+        r = await caller.memory.feedback(body.entry_ids, body.helpful)
+    except NotFound as exc:
+        raise _Refused(404, "NotFound", str(exc)) from exc
+    except InvalidArgument as exc:
+        raise _Refused(422, "InvalidArgument", str(exc)) from exc
+    return FeedbackOut(
+        helpful=r.helpful, evidence=[EntryOut.of(e) for e in r.evidence],
+        entries=[VerdictOut(id=v.entry_id, scope=v.scope, changed=v.changed,
+                            reinforced=v.reinforced, uses=v.uses, helpful=v.helpful,
+                            strength=v.strength) for v in r.verdicts])
