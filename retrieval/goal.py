@@ -35,7 +35,7 @@ class RetrievalContext(BaseModel):
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 
-    goal: str = Field(min_length=1, max_length=MAX_GOAL)
+    goal: str = Field(min_length=1, max_length=MAX_GOAL, json_schema_extra={"pattern": r"\S"})
     weight: float = Field(default=0.3, ge=0.0, le=1.0)
 
     @field_validator("goal")

@@ -245,7 +245,7 @@ class MemoryQuery(BaseModel):
             raise ValueError("min_strength needs order='relevance' (strength is a ranking "
                              "input; order='newest' reads the indexes only)")
         if self.order == "newest" and (self.utility or self.context is not None):
-            raise ValueError("utility and context rank hits: they need order='relevance'")
+            raise ValueError("utility and context rank hits: each needs order='relevance'")
         return self
 
     @property

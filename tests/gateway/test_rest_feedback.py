@@ -85,5 +85,23 @@ async def test_feedback_over_mcp_and_remote_memory(gateway):
     async with mcp_client(gateway, tok) as m:
         out = ok(await m.call_tool("feedback", {"ids": [e.id], "helpful": False}))
         bad = refused(await m.call_tool("feedback", {"ids": [], "helpful": True}))
+        hits = ok(await m.call_tool("recall", {"query": "invoice run", "goal": "night",
+                                               "lens": "useful"}))
     assert out == {"memories": [{"id": e.id, "uses": 1, "helpful": 0}], "contradicted": []}
     assert "ids" in bad
+    assert hits["memories"][0]["id"] == e.id
+
+
+def test_recall_takes_the_useful_lens_and_a_goal(gateway):
+    with gateway.client(gateway.token("fh", [])) as c:
+        e = c.post("/v1/memories", json={"value": "the invoice run starts at 02:00"}).json()
+        r = c.post("/v1/recall", json={"query": "invoice run", "lens": "useful",
+                                       "context": {"goal": "billing", "weight": 0.5}})
+        assert r.status_code == 200, r.text
+        assert r.json()["hits"][0]["entry"]["id"] == e["id"]
+        for body, field in (({"query": "x", "context": {"goal": " "}}, "context.goal"),
+                            ({"query": "x", "utility": 2}, "utility"),
+                            ({"query": "x", "context": {"goal": "g", "weight": "1"}},
+                             "context.weight")):
+            r = c.post("/v1/recall", json=body)
+            assert r.status_code == 422 and field in (r.json()["field"] or ""), r.text
