@@ -86,3 +86,19 @@ async def test_bad_feedback_is_refused_and_writes_nothing(bb: Blackboard) -> Non
         for e in (mine, other):
             got = await bb.scope(e.scope).get(e.id)
             assert (got.uses, got.reinforcements, got.version) == (0, 0, e.version)
+
+
+async def test_feedback_on_the_cluster(cbb: Blackboard) -> None:
+    """One script per scope, every key it touches in the scope's slot: the same on a
+    3-master cluster, entries of several partitions in one call."""
+    async with (AgentMemory(cbb, "a1", teams=["t1"], default_retriever=False) as a1,
+                AgentMemory(cbb, "a2", teams=["t1"], default_retriever=False) as a2):
+        es = [await a1.store("stm note", MemoryLevel.STM),
+              await a1.store("team note", team="t1", level=None),
+              await a1.store("semantic note", MemoryLevel.SEMANTIC)]
+        assert len({cbb.scope(e.scope).partition for e in es}) > 1
+        r = await a1.feedback([e.id for e in es], helpful=True)
+        assert [(v.entry_id, v.uses, v.reinforced) for v in r.verdicts] == [
+            (e.id, 1, True) for e in es]
+        v = (await a2.feedback([es[1].id], helpful=False)).verdicts[0]
+        assert (v.uses, v.helpful) == (2, 1)
