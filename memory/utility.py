@@ -40,6 +40,8 @@ if TYPE_CHECKING:
 __all__ = ["FeedbackResult", "check_ids", "feedback", "feedback_result"]
 
 _BELIEF_FIELDS = ("subject", "predicate", "object", "canonical_key")
+#: Ids looked up concurrently (each one pipelined EXISTS per readable scope).
+_AT_ONCE = 8
 
 
 @dataclass(frozen=True, slots=True)
@@ -74,7 +76,10 @@ async def _locate(mem: AgentMemory, ids: list[str]) -> dict[str, list[str]]:
     """scope -> the ids it holds, for every id, each in the first readable scope holding
     it; NotFound / AccessDenied as the module says."""
     readable = mem.readable_scopes()
-    held = await asyncio.gather(*(mem.bb.reads.holding(i, readable) for i in ids))
+    held: list[list[bool]] = []
+    for k in range(0, len(ids), _AT_ONCE):  # a few round trips at a time: the pool is capped
+        held += await asyncio.gather(*(mem.bb.reads.holding(i, readable)
+                                       for i in ids[k:k + _AT_ONCE]))
     where: dict[str, list[str]] = {}
     missing = []
     for i, hits in zip(ids, held, strict=True):

@@ -49,10 +49,11 @@ class FeedbackOut(BaseModel):
         "Contradicting evidence written against misleading beliefs (in the caller's stm)."))
 
 
-class _Refused(GatewayError):
-    def __init__(self, status: int, kind: str, detail: str) -> None:
-        super().__init__(detail, field="entry_ids")
-        self.status, self.kind = status, kind
+def _refused(status: int, kind: str, exc: Exception) -> GatewayError:
+    """The library's refusal with the field it is about (its message names it too)."""
+    err = GatewayError(str(exc), field="entry_ids")
+    err.status, err.kind = status, kind
+    return err
 
 
 @router.post("/feedback", response_model=FeedbackOut, responses=BODY_ERRORS)
@@ -61,9 +62,9 @@ async def feedback(body: FeedbackIn, caller: CallerDep) -> FeedbackOut:
     try:
         r = await caller.memory.feedback(body.entry_ids, body.helpful)
     except NotFound as exc:
-        raise _Refused(404, "NotFound", str(exc)) from exc
+        raise _refused(404, "NotFound", exc) from exc
     except InvalidArgument as exc:
-        raise _Refused(422, "InvalidArgument", str(exc)) from exc
+        raise _refused(422, "InvalidArgument", exc) from exc
     return FeedbackOut(
         helpful=r.helpful, evidence=[EntryOut.of(e) for e in r.evidence],
         entries=[VerdictOut(id=v.entry_id, scope=v.scope, changed=v.changed,

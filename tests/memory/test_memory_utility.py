@@ -102,3 +102,12 @@ async def test_feedback_on_the_cluster(cbb: Blackboard) -> None:
             (e.id, 1, True) for e in es]
         v = (await a2.feedback([es[1].id], helpful=False)).verdicts[0]
         assert (v.uses, v.helpful) == (2, 1)
+
+
+async def test_many_ids_in_one_call(bb: Blackboard) -> None:
+    async with AgentMemory(bb, "a1", teams=["t1"], default_retriever=False) as mem:
+        es = [await mem.store(f"note {i}", MemoryLevel.STM if i % 2 else MemoryLevel.WORKING)
+              for i in range(40)]
+        r = await mem.feedback([e.id for e in es] + [es[0].id], helpful=True)  # a repeat: once
+        assert [v.entry_id for v in r.verdicts] == [e.id for e in es]
+        assert all(v.uses == 1 and v.reinforced for v in r.verdicts)
