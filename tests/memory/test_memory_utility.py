@@ -36,6 +36,8 @@ async def test_counts_are_per_agent_and_reinforcement_once_per_agent(bb: Blackbo
         v = (await a1.feedback([e.id], helpful=True)).verdicts[0]
         assert (v.uses, v.helpful, v.reinforced) == (2, 1, False)
         assert (await bb.scope("team:t1").get(e.id)).reinforcements == 1
+        report = await bb.check()  # the indexes (evict schedule) agree with the entries
+        assert report.ok, report.drift
 
 
 async def test_misleading_belief_gets_contradicting_weight_once(bb: Blackboard) -> None:
