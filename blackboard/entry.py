@@ -118,6 +118,10 @@ class Entry:
     #: metadata or tags): see :mod:`blackboard.authorship`. None: not established (an
     #: entry written by the dataflow, or before authorship was recorded).
     author: str | None = None
+    #: Feedback from use (:mod:`blackboard.feedback`): agents that judged the entry after a
+    #: recall, and those of them that found it helpful (each agent counted once).
+    uses: int = 0
+    helpful: int = 0
 
     def expired(self, now_ms: int) -> bool:
         return 0 < self.expires_at <= now_ms
@@ -260,7 +264,7 @@ ENTRY_FIELDS: tuple[str, ...] = (
     "id", "scope", "value", "tags", "metadata", "key", "importance", "strength",
     "strength_at", "reinforcements", "reinforced_by", "created_at", "updated_at",
     "expires_at", "version", "source", "event_id", "embedding", "embedder", "superseded_by",
-    "author",
+    "author", "uses", "helpful",
 )  # fmt: skip
 ENTRY_FIELDS_B: tuple[bytes, ...] = tuple(f.encode() for f in ENTRY_FIELDS)
 
@@ -276,7 +280,7 @@ def decode_entry_values(scope: str, values: Sequence[bytes | None]) -> Entry:
     (
         id_, scope_, value, tags, meta, key, importance, strength, strength_at,
         reinforcements, reinforced_by, created_at, updated_at, expires_at, version, source,
-        event_id, emb, embedder, superseded_by, author,
+        event_id, emb, embedder, superseded_by, author, uses, helpful,
     ) = values  # fmt: skip
     sid = _s(scope_, scope)
     return Entry(
@@ -303,6 +307,8 @@ def decode_entry_values(scope: str, values: Sequence[bytes | None]) -> Entry:
         # the owner of an agent scope is its only possible writer (the ACL): the stored
         # field, which the owner could rewrite with raw commands, does not override it
         author=scope_owner(sid) or _s(author) or None,
+        uses=int(uses or 0),
+        helpful=int(helpful or 0),
     )
 
 

@@ -57,7 +57,8 @@ __all__ = [
 
 _LIB = "_lib.lua"
 _FLOW = "_flow.lua"
-_WITH_LIB = ("write", "update", "delete", "expire", "reinforce", "prune", "reschedule")
+_WITH_LIB = ("write", "update", "delete", "expire", "reinforce", "prune", "reschedule",
+             "feedback")
 _WITH_FLOW = ("pending_take", "reap", "edge_drop", "relay")
 _STANDALONE = (
     "dlq",

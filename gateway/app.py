@@ -83,11 +83,13 @@ def create_app(settings: GatewaySettings | None = None, *,
     _count_refusals(app)
 
     from .routes import beliefs, context, health, memories, streams
+    from .routes import feedback as feedback_route
 
     app.include_router(health.router)
     app.include_router(memories.router)
     app.include_router(beliefs.router)
     app.include_router(context.router)
+    app.include_router(feedback_route.router)
     app.include_router(streams.router)
     for mount in mounts:
         ctx = mount(app)

@@ -39,6 +39,7 @@ from .errors import error_response, refused_by_redis, status_of
 from .maps import caller_map
 from .mcp_beliefs import add_belief_tools
 from .mcp_context import add_context_tool
+from .mcp_feedback import add_feedback_tool
 from .mcp_render import Recalled, answer, found, map_summary, tool
 from .routes.deps import authorized
 
@@ -215,6 +216,10 @@ def build_mcp(caller_of: CallerOf) -> MCPServer:
             description="Each fact once (default): a memory and its copies, summaries and "
                         "beliefs come back as one, the others in also_in. false: every "
                         "form.")] = True,
+        goal: Annotated[str | None, Field(
+            min_length=1, max_length=2000,
+            description="What you are working toward: memories that also serve it rank "
+                        "higher (the query still decides).")] = None,
     ) -> Annotated[CallToolResult, Recalled]:
         """Look something up before you answer or act: memories by meaning and keywords
         when a query is given, narrowed by levels, tags, time and scopes. Returns the
@@ -233,6 +238,7 @@ def build_mcp(caller_of: CallerOf) -> MCPServer:
                 "time_range": time_range, "explain": explain, "as_of": as_of,
                 "include_history": include_history,
                 "collapse": collapse,
+                "context": {"goal": goal} if goal is not None else None,
                 "tag_filter": TagFilter(all_of=frozenset(tags_all),
                                         any_of=frozenset(tags_any),
                                         none_of=frozenset(tags_none)),
@@ -294,6 +300,7 @@ def build_mcp(caller_of: CallerOf) -> MCPServer:
 
     add_belief_tools(mcp, caller_of, _refusals)  # confirm, correct
     add_context_tool(mcp, caller_of, _refusals)
+    add_feedback_tool(mcp, caller_of, _refusals)
     return mcp
 
 

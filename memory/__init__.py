@@ -10,6 +10,7 @@ their modules.
 
 from __future__ import annotations
 
+from retrieval.goal import RetrievalContext
 from retrieval.query import MemoryQuery, TagFilter
 from retrieval.scoring import ScoredEntry
 
@@ -34,6 +35,7 @@ from .registry import Registry
 from .stats import ScopeStats
 from .subscriptions import MemorySubscription, TagMatch, Trigger
 from .sync import SyncMemory
+from .utility import FeedbackResult
 
 __all__ = [
     "COLLECTIVE",
@@ -43,6 +45,7 @@ __all__ = [
     "ConversationConfig",
     "EdgeCycle",
     "EdgeVersionConflict",
+    "FeedbackResult",
     "Hierarchy",
     "InvalidClaim",
     "InvalidEdge",
@@ -54,6 +57,7 @@ __all__ = [
     "Message",
     "NotABelief",
     "Registry",
+    "RetrievalContext",
     "ScopeConfig",
     "ScopeName",
     "ScopeStats",

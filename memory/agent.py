@@ -18,12 +18,13 @@ from blackboard import (
     deterministic_id,
 )
 from retrieval.completeness import RecallHits
+from retrieval.goal import RetrievalContext, with_context
 from retrieval.query import MemoryQuery, as_query
 from retrieval.reconcile import team_beliefs_first
 from retrieval.scoring import ScoredEntry
 from retrieval.structured import StructuredRetriever
 
-from . import feedback
+from . import feedback, utility
 from .access import AccessPolicy
 from .aliases import deprecated_keyword
 from .context import Context, assemble, validate_budget
@@ -211,7 +212,8 @@ class AgentMemory:
         self._sessions.configs[self.access.check_write(self.scope_for(level, team))] = config
 
     async def recall(self, query: str | MemoryQuery, *, max_results: int | None = None,
-                     explain: bool = False, limit: int | None = None) -> RecallHits:
+                     explain: bool = False, limit: int | None = None,
+                     context: RetrievalContext | None = None) -> RecallHits:
         """Recall -> ``list[ScoredEntry]`` (a :class:`~retrieval.completeness.RecallHits`:
         with ``dense_pending``, the searched entries still waiting for a vector; each hit's
         ``has_vector``), in the query's order.
@@ -224,9 +226,11 @@ class AgentMemory:
         :class:`SemanticRecallUnavailable`. ``order="newest"``: the entries matching the
         tag, time and key filters, newest first, read from the scopes' indexes.
         ``max_results`` overrides the query's; ``explain`` logs each hit's score breakdown.
-        ``limit`` is the deprecated name of ``max_results`` (:mod:`memory.aliases`)."""
+        ``limit`` is the deprecated name of ``max_results`` (:mod:`memory.aliases`).
+        ``context``: what the recall is for; its ``goal`` biases the ranking toward it
+        (:mod:`retrieval.goal`; as the query's ``context``)."""
         n = deprecated_keyword(max_results, limit, "limit", "AgentMemory.recall()")
-        q = as_query(query, n, explain)
+        q = with_context(as_query(query, n, explain), context)
         scopes = self.recall_scopes(q.scopes, q.levels)
         hits = await self._retriever_for(q).recall(q, scopes)
         if q.order != "newest":  # a team's reconciled belief before a member's own
@@ -325,6 +329,13 @@ class AgentMemory:
         subject and predicate): contradicting evidence that supersedes the belief when it
         wins (:mod:`memory.feedback`); -> the feedback entry written."""
         return await feedback.correct(self, belief_id, claim, scope)
+
+    async def feedback(self, entry_ids: Sequence[str] | str, helpful: bool
+                       ) -> utility.FeedbackResult:
+        """Say whether recalled entries helped: per-agent use counts ranking can use (the
+        ``useful`` lens), reinforcement when helpful, contradicting evidence against a
+        misleading belief (:mod:`memory.utility`)."""
+        return await utility.feedback(self, entry_ids, helpful)
 
     async def transfer(self, entry_id: str, to_level: MemoryLevel | str, *,
                        team: str | None = None) -> Entry:

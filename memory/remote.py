@@ -31,6 +31,7 @@ except ImportError as exc:  # pragma: no cover - depends on the installation
 
 from blackboard import Entry, EventType
 from retrieval.completeness import RecallHits
+from retrieval.goal import RetrievalContext, with_context
 from retrieval.query import MemoryQuery
 
 from .aliases import deprecated_keyword
@@ -41,6 +42,7 @@ from .remote_decode import map_of, raise_for, stats_of
 from .remote_events import RemoteChangeHandle, RemoteHandler
 from .stats import ScopeStats
 from .subscriptions import TagMatch
+from .utility import FeedbackResult, check_ids, feedback_result
 from .wire import (
     BatchOut,
     EntryOut,
@@ -208,13 +210,23 @@ class RemoteMemory:
                                json={"claim": claim, "scope": scope})
         return EntryOut.model_validate(got["evidence"]).to_entry()
 
+    async def feedback(self, entry_ids: Sequence[str] | str,
+                       helpful: bool) -> FeedbackResult:
+        """As :meth:`AgentMemory.feedback`: whether recalled entries helped."""
+        ids = check_ids(entry_ids)  # the gateway checks again; this names the mistake here
+        got = await self._call("POST", "/v1/feedback",
+                               json={"entry_ids": ids, "helpful": helpful})
+        return feedback_result(got)
+
     # -- recall and introspection ---------------------------------------------------------
 
     async def recall(self, query: str | MemoryQuery, *, max_results: int | None = None,
-                     explain: bool = False, limit: int | None = None) -> RecallHits:
+                     explain: bool = False, limit: int | None = None,
+                     context: RetrievalContext | None = None) -> RecallHits:
         """As :meth:`AgentMemory.recall`: hybrid recall over the readable scopes (a
         :class:`MemoryQuery` narrows it), best first, every score component included."""
         q = query if isinstance(query, MemoryQuery) else MemoryQuery(query=str(query))
+        q = with_context(q, context)
         # The lens was applied when the query was built; its fields travel as set.
         body = q.model_dump(mode="json", exclude_defaults=True, exclude={"lens"})
         n = deprecated_keyword(max_results, limit, "limit", "RemoteMemory.recall()")

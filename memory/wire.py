@@ -219,6 +219,9 @@ class EntryOut(BaseModel):
     author: str | None = None
     #: writers the entry's own metadata or tags name other than ``author``: claims only
     claimed_agents: list[str] = Field(default_factory=list)
+    #: feedback from use: agents that judged it, and those that found it helpful
+    uses: int = 0
+    helpful: int = 0
 
     @classmethod
     def of(cls, e: Entry) -> EntryOut:
@@ -232,6 +235,7 @@ class EntryOut(BaseModel):
             updated_at=e.updated_at, expires_at=e.expires_at, version=e.version,
             source=list(e.source), event_id=e.event_id, embedder=e.embedder,
             superseded_by=e.superseded_by, author=e.author, claimed_agents=claimed_agents(e),
+            uses=e.uses, helpful=e.helpful,
         )
 
     def to_entry(self) -> Entry:

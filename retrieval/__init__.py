@@ -29,6 +29,7 @@ if TYPE_CHECKING:
     )
     from .engine import SearchEngine
     from .follower import IndexFollower
+    from .goal import RetrievalContext
     from .lens import LensPreset, UnknownLens, known_lenses, register_lens
     from .query import MemoryQuery, RecallOrder, TagFilter
     from .recall import Retriever
@@ -51,6 +52,7 @@ _WHERE = {
     "register_embedder": "embedders",
     "SearchEngine": "engine",
     "IndexFollower": "follower",
+    "RetrievalContext": "goal",
     "LensPreset": "lens",
     "UnknownLens": "lens",
     "known_lenses": "lens",
@@ -79,6 +81,7 @@ __all__ = [
     "MiniLMEmbedder",
     "OpenAIEmbedder",
     "RecallOrder",
+    "RetrievalContext",
     "Retriever",
     "ScoredEntry",
     "ScoringConfig",

@@ -39,6 +39,7 @@ class LensPreset:
     min_strength: float | None = None
     max_results: int | None = None
     alpha: float | None = None  # the dense weight of fusion for this kind of question
+    utility: float | None = None  # the weight of feedback from use (retrieval.utility)
 
 
 #: A lens maps its optional argument (the text after ``name:``) to a preset.
@@ -100,6 +101,8 @@ register_lens(
 )
 register_lens("failures", LensPreset(any_of=frozenset({"failure", "error"})))
 register_lens("facts_about", _facts_about)
+# Hits that helped the agents who gave feedback first (retrieval.utility).
+register_lens("useful", LensPreset(utility=0.5))
 register_lens(
     "procedures",
     LensPreset(any_of=frozenset({"procedure"}), levels=("ltm:procedural",)),

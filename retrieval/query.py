@@ -17,11 +17,12 @@ from pydantic import (
 
 from blackboard.validation import TAG_PATTERN, validate_tag
 
+from .goal import RetrievalContext
 from .lens import LensPreset, known_lenses, resolve_lens
 
 __all__ = [
-    "Consistency", "FusionMethod", "MemoryQuery", "RecallOrder", "TagFilter", "as_query",
-    "instant_input", "json_number", "past_instant",
+    "Consistency", "FusionMethod", "MemoryQuery", "RecallOrder", "RetrievalContext",
+    "TagFilter", "as_query", "instant_input", "json_number", "past_instant",
 ]
 
 FusionMethod = Literal["convex", "rrf"]
@@ -123,7 +124,11 @@ class MemoryQuery(BaseModel):
     (copies, summaries, beliefs, episodes, team copies) come back as one hit, the others
     in its ``also_in`` (:mod:`retrieval.collapse`); off: every form, as ranked.
     ``consistency="semantic"`` waits until the searched scopes are embedded (see
-    :data:`Consistency`).
+    :data:`Consistency`). ``utility`` (a weight in [0, 1], the ``useful`` lens sets 0.5)
+    reorders hits by how often they helped the agents that gave feedback
+    (:mod:`retrieval.utility`; off by default). ``context``: a
+    :class:`~retrieval.goal.RetrievalContext` whose ``goal`` is searched too and blended in
+    (:mod:`retrieval.goal`).
     """
 
     model_config = ConfigDict(frozen=True, extra="forbid")
@@ -149,6 +154,8 @@ class MemoryQuery(BaseModel):
     include_history: bool = Field(default=False, strict=True)
     collapse: bool = Field(default=True, strict=True)
     consistency: Consistency = "immediate"
+    utility: float | None = Field(default=None, json_schema_extra=_UNIT_SCHEMA)
+    context: RetrievalContext | None = None
 
     @model_validator(mode="before")
     @classmethod
@@ -164,6 +171,7 @@ class MemoryQuery(BaseModel):
         if "max_results" not in out and preset.max_results is not None:
             out["max_results"] = preset.max_results
         _fill(out, "alpha", preset.alpha)
+        _fill(out, "utility", preset.utility)
         return out
 
     @field_validator("query")
@@ -181,7 +189,7 @@ class MemoryQuery(BaseModel):
             raise ValueError("key_pattern must be a non-empty glob")
         return v
 
-    _numbers = field_validator("min_strength", "max_results", "alpha", "mmr",
+    _numbers = field_validator("min_strength", "max_results", "alpha", "mmr", "utility",
                                mode="before")(json_number)
 
     @field_validator("max_results")
@@ -212,7 +220,7 @@ class MemoryQuery(BaseModel):
             raise ValueError(f"min_strength must be >= 0 (got {v})")
         return v
 
-    @field_validator("alpha", "mmr")
+    @field_validator("alpha", "mmr", "utility")
     @classmethod
     def _unit(cls, v: float | None) -> float | None:
         if v is not None and not 0.0 <= v <= 1.0:
@@ -236,6 +244,8 @@ class MemoryQuery(BaseModel):
         if self.order == "newest" and self.min_strength is not None:
             raise ValueError("min_strength needs order='relevance' (strength is a ranking "
                              "input; order='newest' reads the indexes only)")
+        if self.order == "newest" and (self.utility or self.context is not None):
+            raise ValueError("utility and context rank hits: each needs order='relevance'")
         return self
 
     @property

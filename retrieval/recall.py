@@ -22,11 +22,13 @@ from .completeness import RecallHits, wait_embedded
 from .embedders.base import Embedder
 from .engine import SearchEngine
 from .follower import IndexFollower
+from .goal import GOAL_DEPTH, blend_goal
 from .query import MemoryQuery, as_query
 from .rewrite import QueryRewriter, fuse_rankings
 from .scoring import ScoredEntry, ScoringConfig
 from .truth import current_truth, truth_filter
 from .updates import latest_first, pull_updates
+from .utility import by_utility
 
 __all__ = ["Retriever"]
 
@@ -136,6 +138,16 @@ class Retriever:
         pending = sum(self.engine.unembedded(names).values())
         return RecallHits(self.engine.mark_vectors(hits, q.query is not None), pending)
 
+    def _toward_goal(self, q: MemoryQuery, names: list[str]) -> list[ScoredEntry]:
+        """The query's and its goal's rankings, each ``GOAL_DEPTH`` times deeper, blended
+        (:mod:`retrieval.goal`), cut to ``max_results``."""
+        assert q.context is not None
+        deep = q.model_copy(update={"context": None, "max_results": q.max_results * GOAL_DEPTH})
+        goal = deep.model_copy(update={"query": q.context.goal})
+        blended = blend_goal(self._search(deep, names), self._search(goal, names),
+                             q.context.weight)
+        return blended[: q.max_results]
+
     async def _embedded(self, names: list[str]) -> None:
         """Wait until every entry of ``names`` has its vector (``EmbeddingBacklog`` past
         ``semantic_timeout``)."""
@@ -143,6 +155,8 @@ class Retriever:
                             self.follower.wake_embedder, self.semantic_timeout)
 
     def _search(self, q: MemoryQuery, names: list[str]) -> list[ScoredEntry]:
+        if q.context is not None:
+            return self._toward_goal(q, names)
         now = self.bb.now_ms()  # decay and recency on the clock the entries were stamped with
         # Current truth (retrieval.truth): superseded versions pre-filtered out unless asked
         # for; beliefs re-scored and filtered from a deeper pool.
@@ -166,6 +180,8 @@ class Retriever:
         many as asked (so there may be more)."""
         found = self.engine.search(q, names, now, depth=depth)
         hits = current_truth(found, q, now)
+        if q.utility:  # feedback from use reorders the candidates (retrieval.utility)
+            hits = by_utility(hits, q.utility)
         if q.as_of is None:  # the newest statement is today's answer, not that time's
             hits = pull_updates(hits, self.engine.newest_on_slot)
         return hits, len(found) >= depth
