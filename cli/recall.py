@@ -110,7 +110,9 @@ def register(app: typer.Typer) -> None:
     @app.command()
     def recall(
         text: Annotated[str, typer.Argument(help="What to recall (free text; '' for none).")],
-        agent: Annotated[str, typer.Option("--agent", help="Agent whose memory is searched.")],
+        agent: Annotated[str | None, typer.Option(
+            "--agent", help="Agent whose memory is searched (with --gateway: the token's).",
+            show_default=False)] = None,
         team: Annotated[
             list[str] | None, typer.Option("--team", help="Team of the agent (repeatable).")
         ] = None,
@@ -135,53 +137,86 @@ def register(app: typer.Typer) -> None:
         consistency: Annotated[str, typer.Option(
             help="immediate: rank what is indexed now; semantic: first wait until every "
                  "searched memory is embedded.")] = "immediate",
+        gateway: Annotated[str | None, typer.Option(
+            "--gateway", envvar="BLACKBOARD_GATEWAY_URL", show_default=False,
+            help="A running gateway (http://host:port): recall there, where the index is "
+                 "warm, as the agent of --token.")] = None,
+        token: Annotated[str | None, typer.Option(
+            "--token", envvar="BLACKBOARD_TOKEN", show_default=False,
+            help="The agent's token for --gateway (blackboard token create).")] = None,
         redis_url: RedisUrl = None,
         json_out: Json = False,
     ) -> None:
         """Recall from an agent's memory (its scopes, its teams', collective), best first."""
-        from blackboard import Blackboard
-        from memory import AgentMemory, MemoryQuery
+        from memory import MemoryQuery
 
-        from .output import console, err_console, print_json
+        from .errors import usage
+        from .output import console, print_json
 
-        url = _need_url(redis_url)
         most = canonical_option(max_results, limit, "max_results", "recall") or 10
         _check_query(lens, level, consistency)
         when = _check_as_of(as_of)
+        fields: dict[str, Any] = {"max_results": most, "consistency": consistency}
+        if text.strip():
+            fields["query"] = text
+        for name, value in (("levels", level), ("lens", lens), ("as_of", when),
+                            ("include_history", history or None)):
+            if value:
+                fields[name] = value
+        q = MemoryQuery(**fields)
+        if gateway:
+            if not token:
+                usage("--gateway needs the agent's token: --token or BLACKBOARD_TOKEN "
+                      "(blackboard token create --agent A)")
+            who, hits = _run(_over_gateway(gateway, token, agent, q, explain))
+        else:
+            if not agent:
+                usage("--agent is required (or --gateway URL with the agent's --token)")
+            who = agent
+            hits = _run(_in_process(_need_url(redis_url), agent, team or (), q, explain))
+        if json_out:
+            print_json([hit_record(i, h) for i, h in enumerate(hits, 1)])
+            return
+        _table(console, text, who, hits, explain)
 
-        async def main() -> None:
-            from retrieval.recall import Retriever
 
-            async with (
-                Blackboard.connect(url) as bb,
-                # one recall and out: embedding the backlog in the background would only
-                # make the exit wait for it (the index worker stores vectors for everyone)
-                Retriever(bb, background_embed=False) as retriever,
-                AgentMemory(bb, agent, teams=team or (), retriever=retriever) as mem,
-            ):
-                require_agent(await mem.memory_map(), agent)
-                fields: dict[str, Any] = {"max_results": most, "consistency": consistency}
-                if text.strip():
-                    fields["query"] = text
-                if level:
-                    fields["levels"] = level
-                if lens:
-                    fields["lens"] = lens
-                if when is not None:
-                    fields["as_of"] = when
-                if history:
-                    fields["include_history"] = True
-                # The first free-text recall loads the embedder and indexes the readable
-                # scopes: seconds to a minute, so say so (on stderr, gone when done).
-                with err_console.status(f"recalling: indexing agent {agent}'s memory "
-                                        "(the first recall loads the embedder)"):
-                    hits = await mem.recall(MemoryQuery(**fields), explain=explain)
-            if json_out:
-                print_json([hit_record(i, h) for i, h in enumerate(hits, 1)])
-                return
-            _table(console, text, agent, hits, explain)
+async def _in_process(url: str, agent: str, teams: Any, q: Any, explain: bool) -> list[Any]:
+    """The recall run here: the agent's scopes indexed for this one query."""
+    from blackboard import Blackboard
+    from memory import AgentMemory
+    from retrieval.recall import Retriever
 
-        _run(main())
+    from .output import err_console
+
+    async with (
+        Blackboard.connect(url) as bb,
+        # one recall and out: embedding the backlog in the background would only make the
+        # exit wait for it (the index worker stores vectors for everyone)
+        Retriever(bb, background_embed=False) as retriever,
+        AgentMemory(bb, agent, teams=teams, retriever=retriever) as mem,
+    ):
+        require_agent(await mem.memory_map(), agent)
+        # The first free-text recall may load the embedder and indexes the readable
+        # scopes: seconds, so say so (on stderr, gone when done).
+        with err_console.status(f"recalling: indexing agent {agent}'s memory "
+                                "(a search by meaning loads the embedder)"):
+            return list(await mem.recall(q, explain=explain))
+
+
+async def _over_gateway(url: str, token: str, agent: str | None, q: Any,
+                        explain: bool) -> tuple[str, list[Any]]:
+    """The recall a running gateway answers from its warm index (no model loaded here):
+    the token's agent, and its hits. ``agent``, when given, must be the token's."""
+    from memory.remote import RemoteMemory
+
+    from .errors import usage
+
+    async with RemoteMemory(url, token) as mem:
+        who = (await mem.memory_map()).agent
+        if agent is not None and who != agent:
+            usage(f"--agent {agent!r} is not the token's agent ({who!r}): drop --agent or "
+                  "use that agent's token")
+        return who, list(await mem.recall(q, explain=explain))
 
 
 def _table(console: Any, text: str, agent: str, hits: list[Any], explain: bool) -> None:
