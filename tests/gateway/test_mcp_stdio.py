@@ -68,3 +68,25 @@ def test_stdio_refuses_to_start_without_a_good_token(gateway: GatewayProc) -> No
         lines = p.stderr.strip().splitlines()
         assert len(lines) == 1 and says in lines[0], p.stderr
         assert "Traceback" not in p.stderr
+
+
+async def test_stdio_answers_its_first_calls_fast(gateway: GatewayProc) -> None:
+    """Issue 30 item 1: a desktop client starts `blackboard mcp` and calls at once. Printed,
+    not asserted (the machine may be shared): start to tools listed, then a first recall
+    over 200 fresh entries (none embedded yet: no model loaded for it)."""
+    import time
+
+    tok = gateway.token("dora", [])
+    with gateway.client(tok) as h:
+        r = h.post("/v1/memories/batch", json={"items": [
+            {"value": f"note {i}: invoice {i} is due on day {i % 30}"} for i in range(200)]})
+        assert r.status_code == 201, r.text
+    t0 = time.perf_counter()
+    async with stdio_client(gateway, tok) as c:
+        assert (await c.list_tools()).tools
+        listed = time.perf_counter() - t0
+        got = ok(await c.call_tool("recall", {"query": "invoice due", "max_results": 3}))
+        first = time.perf_counter() - t0 - listed
+    assert len(got["memories"]) == 3
+    print(f"blackboard mcp: tools listed {listed:.2f}s after start, first recall "
+          f"{first:.2f}s more")
