@@ -118,6 +118,9 @@ class Entry:
     #: metadata or tags): see :mod:`blackboard.authorship`. None: not established (an
     #: entry written by the dataflow, or before authorship was recorded).
     author: str | None = None
+    #: The W3C traceparent of the write that made this content (:mod:`blackboard.tracing`);
+    #: None when it was not traced.
+    traceparent: str | None = None
 
     def expired(self, now_ms: int) -> bool:
         return 0 < self.expires_at <= now_ms
@@ -154,6 +157,9 @@ class Event:
     #: A re-driven dead letter (blackboard/dead_letters.py) is for this consumer group
     #: only; other groups' readers ack it unhandled. None: for every group.
     only: str | None = None
+    #: The W3C traceparent of the traced write behind a bus event (:mod:`blackboard.tracing`);
+    #: None for untraced writes, feed events and events from before it existed.
+    traceparent: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -260,7 +266,7 @@ ENTRY_FIELDS: tuple[str, ...] = (
     "id", "scope", "value", "tags", "metadata", "key", "importance", "strength",
     "strength_at", "reinforcements", "reinforced_by", "created_at", "updated_at",
     "expires_at", "version", "source", "event_id", "embedding", "embedder", "superseded_by",
-    "author",
+    "author", "tp",
 )  # fmt: skip
 ENTRY_FIELDS_B: tuple[bytes, ...] = tuple(f.encode() for f in ENTRY_FIELDS)
 
@@ -276,7 +282,7 @@ def decode_entry_values(scope: str, values: Sequence[bytes | None]) -> Entry:
     (
         id_, scope_, value, tags, meta, key, importance, strength, strength_at,
         reinforcements, reinforced_by, created_at, updated_at, expires_at, version, source,
-        event_id, emb, embedder, superseded_by, author,
+        event_id, emb, embedder, superseded_by, author, tp,
     ) = values  # fmt: skip
     sid = _s(scope_, scope)
     return Entry(
@@ -303,6 +309,7 @@ def decode_entry_values(scope: str, values: Sequence[bytes | None]) -> Entry:
         # the owner of an agent scope is its only possible writer (the ACL): the stored
         # field, which the owner could rewrite with raw commands, does not override it
         author=scope_owner(sid) or _s(author) or None,
+        traceparent=_s(tp) or None,
     )
 
 
@@ -328,4 +335,5 @@ def decode_event(
         at=int(f.get(b"at") or 0),
         partition=partition,
         only=_s(f[b"only"]) if b"only" in f else None,
+        traceparent=_s(f[b"traceparent"]) if b"traceparent" in f else None,
     )
