@@ -7,11 +7,13 @@
 --   older than the inbox's), [3] bus. Derived from KEYS[3] (same slot): entry hashes
 --   'bb:{pN}:s:<scope>:e:<entry id>'.
 -- ARGV: [1] at most this many items from the inbox.
--- Returns: {relayed, stale, invalid, items left in the inbox, traceparents}: the last, the
---   trace context (entry field `tp`, see write.lua) of each relayed event that carries one,
---   for the relay's spans (blackboard/tracing.py); only a well-formed one is relayed. Stale: a version already
---   relayed (an update collapsed into a newer one, or a replay). Invalid: no such entry in
---   this partition, a version the entry never had, a malformed item (forged, or a bug).
+-- Returns: {relayed, stale, invalid, items left in the inbox, traceparents}. Stale: a version
+--   already relayed (an update collapsed into a newer one, or a replay). Invalid: no such
+--   entry in this partition, a version the entry never had, a malformed item (forged, or a
+--   bug). Traceparents: the trace context (entry field `tp`, see write.lua) of each relayed
+--   event that carries one, for the relay's spans (blackboard/tracing.py); the bus event's
+--   `traceparent` field holds it, only when well-formed (an agent may write anything into
+--   its own entry hash).
 --
 -- An item is relayed when its entry exists in this partition (live or retired), its version
 -- is at most the entry's newest content version `cver`, and that version has not been

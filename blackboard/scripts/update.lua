@@ -22,7 +22,7 @@ local cfg = load_cfg(CFG)
 local now = now_ms()
 want_type(ekey, 'hash')
 local cur = redis.call('HMGET', ekey, 'version', 'expires_at', 'tags', 'value', 'metadata', 'op_id',
-  'retired')
+  'retired', 'tp')
 if not cur[1] or cur[7] then return redis.error_reply('NOT_FOUND ' .. id) end
 local exp_at = tonumber(cur[2])
 if exp_at > 0 and exp_at <= now then return redis.error_reply('NOT_FOUND ' .. id) end
@@ -81,7 +81,7 @@ if ch.ttl_ms then
   redis.call('HSET', ekey, 'expires_at', exp_at)
 end
 redis.call('HSET', ekey, 'version', version, 'updated_at', now)
-redis.call('HDEL', ekey, 'tp')
+if cur[8] then redis.call('HDEL', ekey, 'tp') end
 count_usage(0, d_bytes)
 local ev = emit(cfg, 'updated', id, version, tags_json, now, scope)
 redis.call('HSET', ekey, 'last_event_id', ev)

@@ -49,9 +49,14 @@ local id, scope = ARGV[1], ARGV[12]
 do local bad = check_scope(scope); if bad then return bad end end
 local tp = ARGV[20] or ''
 if tp ~= '' and not string.match(tp, TRACEPARENT) then tp = '' end
--- The content event of `ekey` is this write's: its trace context is this write's or none.
-local function set_tp(ekey)
-  if tp ~= '' then redis.call('HSET', ekey, 'tp', tp) else redis.call('HDEL', ekey, 'tp') end
+-- The content event of `ekey` is this write's: its trace context is this write's or none
+-- (`had`: whether it holds one, from a read already made).
+local function set_tp(ekey, had)
+  if tp ~= '' then
+    redis.call('HSET', ekey, 'tp', tp)
+  elseif had then
+    redis.call('HDEL', ekey, 'tp')
+  end
 end
 local ekey = KEYS[1] .. 'e:' .. id
 local cfg = load_cfg(CFG)
@@ -114,7 +119,8 @@ if key ~= '' then
   if target then
     local tkey = KEYS[1] .. 'e:' .. target
     want_entry_types(target)
-    local t = redis.call('HMGET', tkey, 'op_id', 'expires_at', 'version', 'tags', 'retired')
+    local t = redis.call('HMGET', tkey, 'op_id', 'expires_at', 'version', 'tags', 'retired',
+      'tp')
     if not t[3] or t[5] then
       -- dangling or retired: written as new below (HSET keys overwrites it)
     elseif t[1] == id then
@@ -128,10 +134,10 @@ if key ~= '' then
         if want ~= target then actual = '0' end
         return redis.error_reply('VERSION_CONFLICT ' .. ARGV[16] .. ' ' .. actual)
       end
-      supersede = {target, tonumber(t[3]), cjson.decode(t[4]), t[4], want ~= ''}
+      supersede = {target, tonumber(t[3]), cjson.decode(t[4]), t[4], want ~= '', nil, t[6]}
       want_type(KEYS[1] .. 'tag:superseded', 'set')
     else
-      update_target = {target, tkey, tonumber(t[3]) + 1, cjson.decode(t[4])}
+      update_target = {target, tkey, tonumber(t[3]) + 1, cjson.decode(t[4]), t[6]}
     end
   end
 end
@@ -212,7 +218,7 @@ if update_target then
     reschedule_ttl(scope)
   end
   count_usage(0, d_bytes)
-  set_tp(tkey)
+  set_tp(tkey, update_target[5])
   local ev = emit(cfg, 'updated', target, version, ARGV[3], now, scope)
   redis.call('HSET', tkey, 'last_event_id', ev)
   return flat_entry('updated', target)
@@ -263,7 +269,7 @@ if supersede then
     redis.call('HSET', okey, 'metadata', ARGV[17])
     if ARGV[18] ~= '' then redis.call('HSET', okey, 'value', ARGV[18]) end
   end
-  set_tp(okey)
+  set_tp(okey, supersede[7])
   local oev = emit(cfg, 'updated', old, old_version, old_json, now, scope)
   redis.call('HSET', okey, 'last_event_id', oev)
 end

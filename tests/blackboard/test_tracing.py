@@ -76,6 +76,20 @@ async def test_a_later_untraced_change_drops_the_context(bb: Blackboard, spans: 
     assert [ev.traceparent for ev in await _bus_events(bb, s.id)] == [None, None]
 
 
+async def test_an_upsert_or_supersession_carries_its_own_context(bb: Blackboard,
+                                                                 spans: Any) -> None:
+    s = bb.scope("agent:a1:working")
+    first = await s.write({"text": "v1"}, key="k")
+    again = await s.write({"text": "v2"}, key="k")
+    assert again.id == first.id and again.version == 2
+    assert again.traceparent is not None and again.traceparent != first.traceparent
+    old = await s.write({"text": "belief 1"}, key="b")
+    new = await s.write({"text": "belief 2"}, key="b", key_mode="supersede")
+    # the replaced entry's `updated` event is the new write's doing
+    assert (await s.get(old.id)).traceparent == new.traceparent
+    assert [sp.name for sp in spans.get_finished_spans()] == ["blackboard.write"] * 4
+
+
 async def test_a_malformed_context_is_never_relayed(bb: Blackboard) -> None:
     # An agent may write anything into its own entry with raw commands: the relay carries
     # only a well-formed traceparent, and the write script ignores a malformed one.
