@@ -120,15 +120,18 @@ _OFF = """
 import asyncio, json, sys
 from blackboard import Blackboard
 import memory
+from retrieval import Retriever
+from retrieval.embedders import HashingEmbedder
 
 async def main():
     async with Blackboard.connect(sys.argv[1], partitions=8) as bb:
         e = await bb.scope("agent:off:working").write({"text": "untraced"})
         await bb.scope("agent:off:working").write_many(["a", "b"])
         await bb.relays.relay_all()
-        mem = memory.AgentMemory(bb, agent_id="off")
-        await mem.recall("untraced")
-        await mem.aclose()
+        r = Retriever(bb, embedder=HashingEmbedder())  # no model to load
+        async with memory.AgentMemory(bb, agent_id="off", retriever=r) as mem:
+            assert await mem.recall("untraced")
+        await r.aclose()
         print(json.dumps({"tp": e.traceparent,
                           "otel": sorted(m for m in sys.modules if m.startswith("opentelemetry"))}))
 asyncio.run(main())
