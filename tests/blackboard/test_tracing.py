@@ -36,6 +36,7 @@ async def _bus_events(bb: Blackboard, scope: str) -> list[Any]:
     return [decode_event(i, f) for i, f in await bb.client.xrange(bus)]
 
 
+@pytest.mark.integration
 async def test_write_span_context_rides_the_entry_and_the_bus_event(bb: Blackboard,
                                                                     spans: Any) -> None:
     e = await bb.scope("agent:a1:working").write({"text": "hello"})
@@ -53,6 +54,7 @@ async def test_write_span_context_rides_the_entry_and_the_bus_event(bb: Blackboa
     assert relay[0].context.trace_id == write.context.trace_id
 
 
+@pytest.mark.integration
 async def test_a_batch_is_one_span_whose_context_every_item_carries(bb: Blackboard,
                                                                    spans: Any) -> None:
     got = await bb.scope("agent:a1:working").write_many([WriteRequest({"i": i}) for i in range(3)])
@@ -76,6 +78,7 @@ async def test_a_later_untraced_change_drops_the_context(bb: Blackboard, spans: 
     assert [ev.traceparent for ev in await _bus_events(bb, s.id)] == [None, None]
 
 
+@pytest.mark.integration
 async def test_an_upsert_or_supersession_carries_its_own_context(bb: Blackboard,
                                                                  spans: Any) -> None:
     s = bb.scope("agent:a1:working")
@@ -145,6 +148,7 @@ def _run(code: str, *args: str,
                           env={**os.environ, **(env or {})})
 
 
+@pytest.mark.integration
 @pytest.mark.process
 def test_tracing_off_imports_no_tracing(redis_url: str, clean_redis: object) -> None:
     # redis-py (8.x) imports opentelemetry's metrics API when it is installed; tracing off,
@@ -177,6 +181,7 @@ asyncio.run(main())
 """
 
 
+@pytest.mark.integration
 @pytest.mark.process
 def test_without_the_extra_tracing_off_works_and_on_names_the_extra(
         redis_url: str, clean_redis: object) -> None:
@@ -186,6 +191,7 @@ def test_without_the_extra_tracing_off_works_and_on_names_the_extra(
     assert "pip install 'reactive-blackboard[otel]'" in line
 
 
+@pytest.mark.integration
 def test_enable_without_the_extra_says_what_to_install(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setitem(sys.modules, "opentelemetry", None)
     with pytest.raises(ImportError, match=r"pip install 'reactive-blackboard\[otel\]'"):

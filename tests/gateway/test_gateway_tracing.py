@@ -15,6 +15,8 @@ from gateway.settings import GatewaySettings
 from tests.support_tracing import in_memory_spans
 
 pytest.importorskip("opentelemetry.sdk.trace", reason="needs the [otel] extra")
+#: OpenTelemetry is a framework integration: CI runs these on its first Redis only.
+pytestmark = pytest.mark.integration
 
 CALLER = "00-" + "ab" * 16 + "-" + "cd" * 8 + "-01"
 

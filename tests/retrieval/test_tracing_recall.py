@@ -16,6 +16,8 @@ from retrieval import Retriever
 from tests.support_tracing import in_memory_spans
 
 pytest.importorskip("opentelemetry.sdk.trace", reason="needs the [otel] extra")
+#: OpenTelemetry is a framework integration: CI runs these on its first Redis only.
+pytestmark = pytest.mark.integration
 
 
 @pytest.fixture()

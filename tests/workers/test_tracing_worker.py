@@ -22,6 +22,8 @@ from workers.settings import WorkerSettings
 from workers.worker import Worker
 
 pytest.importorskip("opentelemetry.sdk.trace", reason="needs the [otel] extra")
+#: OpenTelemetry is a framework integration: CI runs these on its first Redis only.
+pytestmark = pytest.mark.integration
 
 FAST = WorkerSettings(heartbeat_ms=200, lease_ttl_ms=1000, trigger_check_ms=50, block_ms=100)
 
