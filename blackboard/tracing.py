@@ -100,13 +100,13 @@ def _otlp_provider() -> Any:
 
 
 def disable() -> None:
-    """Turn tracing off (spans already ended are still exported by their provider)."""
-    global ENABLED, _tracer, _owned_provider
+    """Turn tracing off: no new traced work starts (spans already ended are still exported
+    by their provider). The tracer is kept, so work traced when it began (a worker batch in
+    flight) ends its spans normally."""
+    global ENABLED
     ENABLED = False
-    _tracer = None
-    if _owned_provider is not None:
+    if _owned_provider is not None:  # ours (made from OTEL_*): what it holds goes out now
         _owned_provider.force_flush()
-        _owned_provider = None
 
 
 def _context(tp: str | bytes | None) -> Any:
