@@ -13,6 +13,11 @@ with ``BLACKBOARD_REDIS_SERVER``). Measures:
 
 Targets: write_many >= 0.6x raw pipeline; delivery p99 <= 2x raw.
 
+``--tracing`` also measures both write rates with OpenTelemetry tracing on (the ``[otel]``
+extra: an SDK provider with a batch span processor whose exporter drops the spans, so the
+figure is the cost of making spans and carrying their context, not of a network) against
+off, alternating the two three times (medians).
+
 ``--durability replicated`` also measures both write rates under ``durability="replicated"``
 (each write then waits for ``--wait-replicas`` replicas, WAIT on the same connection)
 against the default's, alternating the two three times (medians): on an embedded server
@@ -206,9 +211,52 @@ async def durability_cost(url: str, n: int, batch: int, n_single: int,
             "ratio_single": m["rep_single"] / m["single"]}
 
 
+def _tracing_on() -> None:
+    """Tracing on into an SDK batch processor whose exporter drops what it is handed."""
+    from opentelemetry.sdk.trace import TracerProvider
+    from opentelemetry.sdk.trace.export import (
+        BatchSpanProcessor,
+        SpanExporter,
+        SpanExportResult,
+    )
+
+    from blackboard import tracing
+
+    class Drop(SpanExporter):
+        def export(self, spans: Any) -> SpanExportResult:
+            return SpanExportResult.SUCCESS
+
+    provider = TracerProvider()
+    provider.add_span_processor(BatchSpanProcessor(Drop()))
+    tracing.enable(provider)
+
+
+async def tracing_cost(bb: Blackboard, n: int, batch: int, n_single: int,
+                       rounds: int = 3) -> dict[str, Any]:
+    """write_many and sequential write rates with tracing on against off, same client and
+    server, alternated ``rounds`` times (medians)."""
+    from blackboard import tracing
+
+    got: dict[str, list[float]] = {"many": [], "on_many": [], "single": [], "on_single": []}
+    for _ in range(rounds):
+        got["many"].append(await bench_write_many(bb, n, batch))
+        got["single"].append(await bench_write_single(bb, n_single))
+        _tracing_on()
+        try:
+            got["on_many"].append(await bench_write_many(bb, n, batch))
+            got["on_single"].append(await bench_write_single(bb, n_single))
+        finally:
+            tracing.disable()
+    m = {k: statistics.median(v) for k, v in got.items()}
+    return {"rounds": rounds, "off_write_many": m["many"], "on_write_many": m["on_many"],
+            "off_write_single": m["single"], "on_write_single": m["on_single"],
+            "ratio_many": m["on_many"] / m["many"], "ratio_single": m["on_single"] / m["single"],
+            "all": got}
+
+
 async def run(
     url: str, n: int, batch: int, n_single: int, n_lat: int, rate: float,
-    replicas: int = 0,
+    replicas: int = 0, traced: bool = False,
 ) -> dict[str, Any]:
     r = aredis.Redis.from_url(url)
     await r.flushall()
@@ -222,6 +270,7 @@ async def run(
         ours_single = await bench_write_single(bb, n_single)
         raw_lat = await latency_raw(r, n_lat, rate)
         ours_lat = await latency_ours(bb, n_lat, rate)
+        trc = await tracing_cost(bb, n, batch, n_single) if traced else None
     rep = None
     if replicas:
         rep = await durability_cost(url, n, batch, n_single, replicas)
@@ -252,6 +301,8 @@ async def run(
     }
     if rep is not None:
         out["replicated"] = rep
+    if trc is not None:
+        out["tracing"] = trc
     return out
 
 
@@ -293,6 +344,12 @@ def _print(res: dict[str, Any]) -> None:
         t.add_row(f"write entries/s, default | replicated (WAIT {rp['replicas']})",
                   f"{rp['default_write_single']:,.0f}", f"{rp['write_single']:,.0f}",
                   f"{rp['ratio_single']:.2f}")
+    if "tracing" in res:
+        tr = res["tracing"]
+        t.add_row("write_many entries/s, tracing off | on", f"{tr['off_write_many']:,.0f}",
+                  f"{tr['on_write_many']:,.0f}", f"{tr['ratio_many']:.2f}")
+        t.add_row("write entries/s, tracing off | on", f"{tr['off_write_single']:,.0f}",
+                  f"{tr['on_write_single']:,.0f}", f"{tr['ratio_single']:.2f}")
     c.print(t)
     for name, ok in res["targets"].items():
         c.print(f"{'[green]met' if ok else '[red]MISSED'}[/]  {name}")
@@ -310,6 +367,8 @@ def main() -> None:
     ap.add_argument("--durability", choices=("local", "replicated"), default="local",
                     help="replicated: also measure writes that wait for replicas (WAIT)")
     ap.add_argument("--wait-replicas", type=int, default=1, help="replicas to wait for")
+    ap.add_argument("--tracing", action="store_true",
+                    help="also measure writes with OpenTelemetry tracing on (the [otel] extra)")
     ap.add_argument("--json", action="store_true")
     a = ap.parse_args()
     replicas = a.wait_replicas if a.durability == "replicated" else 0
@@ -323,7 +382,8 @@ def main() -> None:
                 servers.append(RedisServer(extra_args=(
                     "--replicaof", "127.0.0.1", str(servers[0].port))).start())
             _await_replicas(url, replicas)
-        res = asyncio.run(run(url, a.n, a.batch, a.single, a.latency_n, a.rate, replicas))
+        res = asyncio.run(run(url, a.n, a.batch, a.single, a.latency_n, a.rate, replicas,
+                              a.tracing))
     finally:
         for s in reversed(servers):
             s.stop()

@@ -14,6 +14,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
+from . import tracing
 from .entry import Entry
 from .errors import InvalidArgument
 from .request import EncodedWrite, WriteRequest, encode_write, entry_from_write_reply
@@ -45,11 +46,22 @@ async def write_batch(
     by raw commands) is raised for the first refused item; the transaction has then run
     the other items, which a retry with the same ids leaves unchanged.
     """
+    if tracing.ENABLED:
+        n = sum(len(reqs) for _, reqs in groups)
+        with tracing.span("blackboard.write_many", {"blackboard.entries": n}):
+            return await _write_batch(bb, groups, tracing.traceparent())
+    return await _write_batch(bb, groups, None)
+
+
+async def _write_batch(
+    bb: Blackboard, groups: Sequence[tuple[str, Sequence[WriteRequest]]], tp: str | None
+) -> list[list[Entry]]:
+    # Traced, every item carries the batch span's context: one span per batch, not per item.
     encoded: list[tuple[str, list[EncodedWrite]]] = []
     for sid, reqs in groups:
         sc = bb.scope(sid)
         encoded.append((sc.id, [
-            encode_write(r, sc.id, bb.settings.max_entry_bytes) for r in reqs
+            encode_write(r, sc.id, bb.settings.max_entry_bytes, tp) for r in reqs
         ]))
     calls = [
         (bb.scope(sid).keys.script_keys(), e.args) for sid, encs in encoded for e in encs

@@ -13,6 +13,7 @@ from dataclasses import replace
 from typing import Any
 
 from . import keys as K
+from . import tracing
 from .backlog import Progress
 from .bus import Bus
 from .check import CheckReport, check_scopes
@@ -110,6 +111,11 @@ class Blackboard:
             s = replace(s, redis_url=without_credentials(s.redis_url))
 
         async def _open() -> Blackboard:
+            if s.tracing and not tracing.ENABLED:
+                try:
+                    tracing.enable()
+                except ImportError as exc:  # one line naming the extra, as any bad setting
+                    raise InvalidArgument(f"BLACKBOARD_TRACING is on but {exc}") from None
             if not s.redis_url:
                 raise InvalidArgument(
                     "no Redis URL: pass one or set BLACKBOARD_REDIS_URL "

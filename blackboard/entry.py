@@ -122,6 +122,9 @@ class Entry:
     #: recall, and those of them that found it helpful (each agent counted once).
     uses: int = 0
     helpful: int = 0
+    #: The W3C traceparent of the write that made this content (:mod:`blackboard.tracing`);
+    #: None when it was not traced.
+    traceparent: str | None = None
 
     def expired(self, now_ms: int) -> bool:
         return 0 < self.expires_at <= now_ms
@@ -158,6 +161,9 @@ class Event:
     #: A re-driven dead letter (blackboard/dead_letters.py) is for this consumer group
     #: only; other groups' readers ack it unhandled. None: for every group.
     only: str | None = None
+    #: The W3C traceparent of the traced write behind a bus event (:mod:`blackboard.tracing`);
+    #: None for untraced writes, feed events and events from before it existed.
+    traceparent: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -264,7 +270,7 @@ ENTRY_FIELDS: tuple[str, ...] = (
     "id", "scope", "value", "tags", "metadata", "key", "importance", "strength",
     "strength_at", "reinforcements", "reinforced_by", "created_at", "updated_at",
     "expires_at", "version", "source", "event_id", "embedding", "embedder", "superseded_by",
-    "author", "uses", "helpful",
+    "author", "uses", "helpful", "tp",
 )  # fmt: skip
 ENTRY_FIELDS_B: tuple[bytes, ...] = tuple(f.encode() for f in ENTRY_FIELDS)
 
@@ -280,7 +286,7 @@ def decode_entry_values(scope: str, values: Sequence[bytes | None]) -> Entry:
     (
         id_, scope_, value, tags, meta, key, importance, strength, strength_at,
         reinforcements, reinforced_by, created_at, updated_at, expires_at, version, source,
-        event_id, emb, embedder, superseded_by, author, uses, helpful,
+        event_id, emb, embedder, superseded_by, author, uses, helpful, tp,
     ) = values  # fmt: skip
     sid = _s(scope_, scope)
     return Entry(
@@ -309,6 +315,7 @@ def decode_entry_values(scope: str, values: Sequence[bytes | None]) -> Entry:
         author=scope_owner(sid) or _s(author) or None,
         uses=int(uses or 0),
         helpful=int(helpful or 0),
+        traceparent=_s(tp) or None,
     )
 
 
@@ -334,4 +341,5 @@ def decode_event(
         at=int(f.get(b"at") or 0),
         partition=partition,
         only=_s(f[b"only"]) if b"only" in f else None,
+        traceparent=_s(f[b"traceparent"]) if b"traceparent" in f else None,
     )

@@ -24,6 +24,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from . import tracing
 from .errors import OutOfMemory
 from .keys import PartitionKeys
 from .scripts import run_script
@@ -73,10 +74,15 @@ class Inbox:
     async def relay(self, limit: int = 1000) -> RelayResult:
         """Move up to ``limit`` items (and any taken by :meth:`wait`) to the bus."""
         k = self.keys
+        start = time.time_ns()
         reply = await run_script(
             self.bb.client, "relay", [k.inbox, k.relaying, k.bus], [str(limit)]
         )
-        return RelayResult(*(int(x) for x in reply))
+        if reply[4] and tracing.ENABLED:
+            # One span per traced event moved, in its write's trace, over this call.
+            tracing.record("blackboard.relay", reply[4], start, time.time_ns(),
+                           {"blackboard.partition": self.keys.partition})
+        return RelayResult(*(int(x) for x in reply[:4]))
 
     async def wait(self, timeout_s: float) -> bool:
         """Block until an item arrives (True) or ``timeout_s`` passes (False)."""

@@ -99,10 +99,14 @@ class EncodedWrite:
     importance: float
     strength: float
     source: tuple[str, ...]
+    traceparent: str | None = None
 
 
-def encode_write(req: WriteRequest, scope_id: str, max_entry_bytes: int) -> EncodedWrite:
-    """Validate ``req`` and build its script arguments; raise before touching Redis."""
+def encode_write(req: WriteRequest, scope_id: str, max_entry_bytes: int,
+                 traceparent: str | None = None) -> EncodedWrite:
+    """Validate ``req`` and build its script arguments; raise before touching Redis.
+    ``traceparent``: the W3C context of the write's span (:mod:`blackboard.tracing`),
+    stored with the entry for its bus event; None (tracing off) sends nothing more."""
     entry_id = req.entry_id if req.entry_id is not None else new_ulid()
     if not isinstance(entry_id, str) or not is_entry_id(entry_id):
         raise InvalidArgument(f"entry id must match [0-9A-Za-z_-]{{1,64}}: {entry_id!r:.80}")
@@ -141,6 +145,9 @@ def encode_write(req: WriteRequest, scope_id: str, max_entry_bytes: int) -> Enco
         _check_author(req.author),
         *_retire_args(req, max_entry_bytes),
     )
+    if traceparent is not None:
+        # ARGV[20]: the optional retirement fields before it are '' when absent.
+        args = (*args, *("",) * (19 - len(args)), traceparent)
     return EncodedWrite(
         entry_id=entry_id,
         args=args,
@@ -151,6 +158,7 @@ def encode_write(req: WriteRequest, scope_id: str, max_entry_bytes: int) -> Enco
         importance=importance,
         strength=strength,
         source=source,
+        traceparent=traceparent,
     )
 
 
@@ -222,6 +230,7 @@ def entry_from_write_reply(scope_id: str, enc: EncodedWrite, reply: Sequence[Any
         embedding=None,
         embedder=None,
         author=scope_owner(scope_id) or _str(f.get(b"author")) or None,
+        traceparent=enc.traceparent,
     )
 
 

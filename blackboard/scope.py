@@ -6,6 +6,7 @@ import json
 from collections.abc import AsyncIterator, Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
+from . import tracing
 from .batch_write import write_batch
 from .entry import Entry, Event, ScopePolicy, decode_entry, decode_event
 from .errors import BlackboardError, InvalidArgument, NotFound
@@ -66,8 +67,8 @@ class Scope:
 
     # -- writes ---------------------------------------------------------------------------
 
-    def _encode(self, req: WriteRequest) -> EncodedWrite:
-        return encode_write(req, self.id, self.bb.settings.max_entry_bytes)
+    def _encode(self, req: WriteRequest, traceparent: str | None = None) -> EncodedWrite:
+        return encode_write(req, self.id, self.bb.settings.max_entry_bytes, traceparent)
 
     async def write(
         self,
@@ -99,7 +100,13 @@ class Scope:
             value, tags, metadata, key, ttl, importance, strength, tuple(source),
             entry_id, embedding, embedder, key_mode, author, retire,
         )
-        enc = self._encode(req)
+        if tracing.ENABLED:
+            with tracing.span("blackboard.write", {"blackboard.scope": self.id}):
+                return await self._write(req, tracing.traceparent())
+        return await self._write(req, None)
+
+    async def _write(self, req: WriteRequest, traceparent: str | None) -> Entry:
+        enc = self._encode(req, traceparent)
         try:
             reply = await run_script(self.bb.client, "write", self._script_keys, list(enc.args),
                                      wait=self.bb.wait, what=f"entry {enc.entry_id} of {self.id}")

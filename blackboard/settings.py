@@ -94,6 +94,10 @@ class ClientSettings:
     wait_replicas: int = 0
     wait_aof: bool = False
     wait_timeout_ms: int = 2000
+    #: OpenTelemetry traces (``BLACKBOARD_TRACING=1``; the ``[otel]`` extra): turned on for
+    #: the process at connect, exported as the standard ``OTEL_*`` variables say
+    #: (:mod:`blackboard.tracing`).
+    tracing: bool = False
 
     def __post_init__(self) -> None:
         if self.durability not in ("local", "replicated"):

@@ -17,7 +17,7 @@ from typing import Any
 from fastapi import FastAPI, Request
 from fastapi.responses import Response
 
-from blackboard import AccessDenied, Blackboard, BlackboardError
+from blackboard import AccessDenied, Blackboard, BlackboardError, ClientSettings, tracing
 from blackboard.ratelimit import RateLimiter
 
 from . import mcp_server
@@ -35,6 +35,7 @@ from .metrics import Metrics, MetricsMiddleware, route_of
 from .refusals import BookkeepingUnavailable
 from .routes import dashboard
 from .settings import GatewaySettings
+from .traces import TracingMiddleware
 
 __all__ = ["MOUNTS", "Mount", "app_from_env", "create_app"]
 
@@ -57,6 +58,8 @@ def create_app(settings: GatewaySettings | None = None, *,
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+        if ClientSettings.from_env().tracing and not tracing.ENABLED:
+            tracing.enable()  # from the first request, not the first caller's connect
         async with AsyncExitStack() as stack:
             app.state.service = None
             app.state.limiter = None
@@ -97,6 +100,7 @@ def create_app(settings: GatewaySettings | None = None, *,
             contexts.append(ctx)
     app.add_middleware(BodyLimit, limit=s.body_limit)
     app.add_middleware(MetricsMiddleware, metrics=app.state.metrics)
+    app.add_middleware(TracingMiddleware)
     if s.insecure_local:  # outermost: nothing runs for a foreign Host or Origin
         app.add_middleware(LocalOnly)
     return app

@@ -12,7 +12,7 @@ from typing import Literal
 import numpy as np
 import numpy.typing as npt
 
-from blackboard import Entry, ScopePolicy
+from blackboard import Entry, ScopePolicy, tracing
 
 from .bm25 import BM25Index
 from .bm25_variants import BM25Params
@@ -419,17 +419,19 @@ class SearchEngine:
         the same candidate pool."""
         q = MemoryQuery(query=query) if isinstance(query, str) else query
         now = int(time.time() * 1000) if now_ms is None else now_ms
-        with self._lock:
+        with tracing.stage("retrieval.search"), self._lock:
             cats = self._searched_locked(scopes, q.scopes)
             if self._pending or self._out:
-                self._flush_locked(self.inline_embed, cats)
+                with tracing.stage("retrieval.embed_pending"):
+                    self._flush_locked(self.inline_embed, cats)
                 self._heat(cats)
             qvec = None
             # No searched entry has a vector: the query's would meet none, so the model is
             # not loaded for it (a one-shot `blackboard recall` of a fresh memory).
             if (q.query is not None and self.embedder is not None
                     and any(c.dense is not None and len(c.dense) for c in cats)):
-                qvec = self.embedder.embed([q.query])[0]
+                with tracing.stage("retrieval.embed_query"):
+                    qvec = self.embedder.embed([q.query])[0]
             dim = self.embedder.dim if self.embedder is not None else 1
             k = q.max_results if depth is None else depth
             return ranked(SearchRound(q, cats, qvec, now, self.config, dim, self.text_fn), k)

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 import numpy as np
 import numpy.typing as npt
 
-from blackboard import Entry
+from blackboard import Entry, tracing
 
 from .prf import entities, expansion_terms, rocchio
 from .query import MemoryQuery
@@ -53,21 +53,28 @@ def ranked(r: SearchRound, k: int) -> list[ScoredEntry]:
     head = q.model_copy(update={"max_results": max(k, cfg.rerank_depth)})
     qvec = r.qvec
     if cfg.prf_docs and q.query is not None:
-        first = rank(parts, head, qvec, r.now, cfg, r.dim)[: cfg.prf_docs]
-        q2, qvec = _feedback(r, first)
+        with tracing.stage("retrieval.feedback"):
+            first = rank(parts, head, qvec, r.now, cfg, r.dim)[: cfg.prf_docs]
+            q2, qvec = _feedback(r, first)
         head = head.model_copy(update={"query": q2})
         parts = _candidates(r, head, qvec, pool)
         if not parts:
             return []
     anchor = max(c.latest_event for c in r.cats)
     if not _second_stage(r, anchor):
-        return rank(parts, head.model_copy(update={"max_results": k}), qvec, r.now, cfg, r.dim)
-    return rerank(rank(parts, head, qvec, r.now, cfg, r.dim), q.query, cfg, anchor, k)
+        with tracing.stage("retrieval.fusion"):
+            return rank(parts, head.model_copy(update={"max_results": k}), qvec, r.now, cfg,
+                        r.dim)
+    with tracing.stage("retrieval.fusion"):
+        fused = rank(parts, head, qvec, r.now, cfg, r.dim)
+    with tracing.stage("retrieval.rerank"):
+        return rerank(fused, q.query, cfg, anchor, k)
 
 
 def _candidates(r: SearchRound, q: MemoryQuery, qvec: Vec | None, pool: int) -> list[Candidates]:
     """The candidates of each scope index that has any (:func:`scope_candidates`)."""
-    parts = [scope_candidates(c, q, qvec, r.now, pool, r.config) for c in r.cats]
+    with tracing.stage("retrieval.candidates", {"retrieval.scopes": len(r.cats)}):
+        parts = [scope_candidates(c, q, qvec, r.now, pool, r.config) for c in r.cats]
     return [p for p in parts if len(p.rows)]
 
 

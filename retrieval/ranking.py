@@ -13,6 +13,8 @@ from dataclasses import dataclass
 import numpy as np
 import numpy.typing as npt
 
+from blackboard import tracing
+
 from .fusion import convex, minmax, mmr, rrf
 from .query import MemoryQuery
 from .scope_index import ScopeIndex
@@ -59,10 +61,12 @@ def scope_candidates(
         return Candidates([cat], rows.astype(np.int64), np.full(n, np.nan), np.zeros(n))
     d_ids, d_scores = np.zeros(0, np.int64), np.zeros(0, np.float32)
     if qvec is not None and cat.dense is not None:
-        dv = cat.dense.search(qvec, pool, allowed)
+        with tracing.stage("retrieval.dense", {"blackboard.scope": cat.scope}):
+            dv = cat.dense.search(qvec, pool, allowed)
         d_ids, d_scores = dv.ids, dv.scores
     # one BM25 pass gives its top pool and the scores of the dense hits
-    b = cat.bm25.search(q.query, pool, allowed, score_ids=d_ids)
+    with tracing.stage("retrieval.lexical", {"blackboard.scope": cat.scope}):
+        b = cat.bm25.search(q.query, pool, allowed, score_ids=d_ids)
     rows = np.union1d(b.ids, d_ids)  # sorted: each list's ids are placed by bisection
     bm = np.zeros(len(rows))
     bm[np.searchsorted(rows, b.ids)] = b.scores

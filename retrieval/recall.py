@@ -15,7 +15,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, Literal
 
-from blackboard import Blackboard
+from blackboard import Blackboard, tracing
 
 from .collapse import collapse
 from .completeness import RecallHits, wait_embedded
@@ -102,6 +102,18 @@ class Retriever:
         names = list(dict.fromkeys(scopes if scopes is not None else q.scopes or ()))
         if not names:
             return RecallHits()
+        if tracing.ENABLED:  # the query's text is not recorded: it is the user's data
+            with tracing.span("retrieval.recall", {
+                "retrieval.scopes": len(names), "retrieval.max_results": q.max_results,
+                "retrieval.consistency": q.consistency,
+            }) as sp:
+                out = await self._recall(q, names)
+                sp.set_attribute("retrieval.hits", len(out))
+                sp.set_attribute("retrieval.dense_pending", out.dense_pending)
+                return out
+        return await self._recall(q, names)
+
+    async def _recall(self, q: MemoryQuery, names: list[str]) -> RecallHits:
         rewrites = await self.rewriter(q.query) if self.rewriter and q.query else []
         fol = self.follower
         await fol.follow(names)
@@ -119,7 +131,8 @@ class Retriever:
         seen = fol.positions(names)
         hits, ids = await self.bb.feed_probe.around(names, lambda: self._search(q, names))
         if fol.behind(ids, seen):
-            await fol.catch_up_to(ids, self.wait_timeout)
+            with tracing.stage("retrieval.catch_up"):
+                await fol.catch_up_to(ids, self.wait_timeout)
             hits = self._search(q, names)
         if q.consistency == "semantic" and self.engine.unembedded(names):
             # writes the read-your-writes check brought in since: their vectors too
@@ -168,10 +181,12 @@ class Retriever:
             return latest_first(hits)[:k]
         # Each fact once (retrieval.collapse): rank more candidates than asked for, fold the
         # forms of each fact into one hit, then cut.
-        out = collapse(hits, self.engine.get)
+        with tracing.stage("retrieval.collapse"):
+            out = collapse(hits, self.engine.get)
         if len(out) < k and full:  # the candidates ran out: once more, deeper
             hits, _ = self._ranked(q, names, now, depth * 4)
-            out = collapse(hits, self.engine.get)
+            with tracing.stage("retrieval.collapse"):
+                out = collapse(hits, self.engine.get)
         return latest_first(out)[:k]
 
     def _ranked(self, q: MemoryQuery, names: list[str], now: int,
@@ -179,11 +194,12 @@ class Retriever:
         """The engine's ``depth`` best, current truth applied, and whether it returned as
         many as asked (so there may be more)."""
         found = self.engine.search(q, names, now, depth=depth)
-        hits = current_truth(found, q, now)
-        if q.utility:  # feedback from use reorders the candidates (retrieval.utility)
-            hits = by_utility(hits, q.utility)
-        if q.as_of is None:  # the newest statement is today's answer, not that time's
-            hits = pull_updates(hits, self.engine.newest_on_slot)
+        with tracing.stage("retrieval.truth"):
+            hits = current_truth(found, q, now)
+            if q.utility:  # feedback from use reorders the candidates (retrieval.utility)
+                hits = by_utility(hits, q.utility)
+            if q.as_of is None:  # the newest statement is today's answer, not that time's
+                hits = pull_updates(hits, self.engine.newest_on_slot)
         return hits, len(found) >= depth
 
     def pending_embeddings(self) -> int:

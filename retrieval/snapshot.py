@@ -31,7 +31,8 @@ __all__ = ["SNAPSHOT_FORMAT", "Snapshot", "SnapshotManifest", "load_snapshot", "
 
 SNAPSHOT_FORMAT = 1
 _MANIFEST = "manifest.json"
-_SKIP = frozenset({"embedding", "embedder"})
+# Vectors go in their own file; a write's trace context is of no use to a restored index.
+_SKIP = frozenset({"embedding", "embedder", "traceparent"})
 
 
 @dataclass(frozen=True, slots=True)

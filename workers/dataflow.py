@@ -21,7 +21,7 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from blackboard import Blackboard, Entry, EntryRef, Event, EventType, WriteRequest
+from blackboard import Blackboard, Entry, EntryRef, Event, EventType, WriteRequest, tracing
 from blackboard.edges_version import version_string
 from blackboard.errors import OutOfMemory
 from blackboard.pending import PendingBuffer
@@ -144,6 +144,15 @@ class DataflowRunner:
         """
         if not events:
             return set()
+        if tracing.ENABLED and any(ev.traceparent for ev in events):
+            with tracing.fan_in("dataflow.buffer", [ev.traceparent for ev in events], {
+                "blackboard.role": self.role, "blackboard.partition": partition,
+                "blackboard.events": len(events),
+            }):
+                return await self._buffer(partition, consumer, events)
+        return await self._buffer(partition, consumer, events)
+
+    async def _buffer(self, partition: int, consumer: str, events: Sequence[Event]) -> set[str]:
         part = self.bb.pending(partition)
         for _ in range(MAX_EDGE_RELOADS):
             used = self.edges.version(partition)
@@ -278,8 +287,7 @@ class DataflowRunner:
         now_ms = max(i.at for i in items)  # reproducible: depends on the batch, not the clock
         try:
             if entries:
-                requests = await self.transform(edge, target, entries, now_ms)
-                await self._write(target, requests)
+                await self._consolidate(edge, target, entries, now_ms)
         except OutOfMemory:
             # Nothing was written and it is not the batch's fault: tried again, uncounted
             # (never dead-lettered for want of memory), until memory is freed.
@@ -311,6 +319,20 @@ class DataflowRunner:
             await asyncio.sleep(self.crash_window_ms / 1000)
         await self._take(part, key, raw, "trim", "", edge.id, target)
         self.counters.fired += 1
+
+    async def _consolidate(
+        self, edge: MemorySubscription, target: str, entries: list[Entry], now_ms: int
+    ) -> None:
+        """Run the transformer on a batch and write its drafts; traced, in the trace of the
+        first traced source, linked to the others (:func:`blackboard.tracing.fan_in`)."""
+        if tracing.ENABLED and any(e.traceparent for e in entries):
+            with tracing.fan_in("dataflow.fire", [e.traceparent for e in entries], {
+                "blackboard.role": self.role, "blackboard.edge": edge.id,
+                "blackboard.target": target, "blackboard.entries": len(entries),
+            }):
+                await self._write(target, await self.transform(edge, target, entries, now_ms))
+            return
+        await self._write(target, await self.transform(edge, target, entries, now_ms))
 
     async def _load(self, partition: int, items: list[BufferItem]) -> list[Entry]:
         """Re-read the entries the items name (once each, in buffer order; deleted ones skipped).

@@ -46,6 +46,9 @@ local USAGE = PREFIX .. 'usage'
 local OWNER = string.match(SCOPE, '^(agent:[^:]+)') or string.match(SCOPE, '^(team:[^:]+)')
 local OWNED = OWNER and (BASE .. ':s:' .. OWNER .. ':owned') or false
 local OCFG = OWNER and (BASE .. ':cfg:' .. OWNER) or false
+-- A W3C traceparent (version 00) as blackboard/tracing.py makes it: stored with an entry
+-- (`tp`) and relayed onto its bus event only when it matches.
+local TRACEPARENT = '^00%-' .. string.rep('%x', 32) .. '%-' .. string.rep('%x', 16) .. '%-%x%x$'
 local DEFAULT_SCOPE_BYTES = 67108864      -- 64 MiB per scope
 local DEFAULT_OWNER_ENTRIES = 1000000     -- per owner and partition
 local DEFAULT_OWNER_BYTES = 536870912     -- 512 MiB per owner and partition

@@ -7,7 +7,8 @@
 -- ARGV: [1] entry id, [2] expected version ('' = any), [3] scope id, then pairs
 --   field, value with field one of: value, tags (JSON list), metadata, importance,
 --   ttl_ms ('0' = no expiry), source, embedding, embedder, op_id.
--- A change of value or metadata without a new embedding drops the stored one.
+-- A change of value or metadata without a new embedding drops the stored one. The trace
+--   context of the write (`tp`, write.lua ARGV[20]) is dropped: this content event is not its.
 -- Returns: {'updated', id, field, value, ...} the whole stored hash after the update,
 --   or {'unchanged', id, ...} when op_id equals the stored op_id (a retried update).
 -- Errors: 'NOT_FOUND <id>' (also for a retired entry), 'VERSION_CONFLICT <expected> <actual>',
@@ -21,7 +22,7 @@ local cfg = load_cfg(CFG)
 local now = now_ms()
 want_type(ekey, 'hash')
 local cur = redis.call('HMGET', ekey, 'version', 'expires_at', 'tags', 'value', 'metadata', 'op_id',
-  'retired')
+  'retired', 'tp')
 if not cur[1] or cur[7] then return redis.error_reply('NOT_FOUND ' .. id) end
 local exp_at = tonumber(cur[2])
 if exp_at > 0 and exp_at <= now then return redis.error_reply('NOT_FOUND ' .. id) end
@@ -80,6 +81,7 @@ if ch.ttl_ms then
   redis.call('HSET', ekey, 'expires_at', exp_at)
 end
 redis.call('HSET', ekey, 'version', version, 'updated_at', now)
+if cur[8] then redis.call('HDEL', ekey, 'tp') end
 count_usage(0, d_bytes)
 local ev = emit(cfg, 'updated', id, version, tags_json, now, scope)
 redis.call('HSET', ekey, 'last_event_id', ev)

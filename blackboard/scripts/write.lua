@@ -23,6 +23,10 @@
 --   stored under when it is a former form of [5] (a belief key from before kinds joined
 --   it): [5] must then have no live holder (else 'VERSION_CONFLICT <expected> 0'); the
 --   former key keeps pointing at the retired holder.
+--   [20] (optional; [15..19] are then '' when no holder is retired) the W3C traceparent of
+--   the write's span (blackboard/tracing.py): stored as the entry's `tp`, which the relay
+--   puts on the bus event. A malformed one is ignored (tracing never fails a write); an
+--   upsert or supersession without one drops the old `tp` (it named another write).
 -- Author: the entry's `author` field says who wrote it, never taken from the value, metadata
 --   or tags. In `agent:<a>` / `agent:<a>:...` scopes it is `a` (the ACL lets no other agent
 --   user write there). Elsewhere (team, collective) it is ARGV[14] after a proof the script
@@ -43,6 +47,17 @@
 
 local id, scope = ARGV[1], ARGV[12]
 do local bad = check_scope(scope); if bad then return bad end end
+local tp = ARGV[20] or ''
+if tp ~= '' and not string.match(tp, TRACEPARENT) then tp = '' end
+-- The content event of `ekey` is this write's: its trace context is this write's or none
+-- (`had`: whether it holds one, from a read already made).
+local function set_tp(ekey, had)
+  if tp ~= '' then
+    redis.call('HSET', ekey, 'tp', tp)
+  elseif had then
+    redis.call('HDEL', ekey, 'tp')
+  end
+end
 local ekey = KEYS[1] .. 'e:' .. id
 local cfg = load_cfg(CFG)
 local now = now_ms()
@@ -104,7 +119,8 @@ if key ~= '' then
   if target then
     local tkey = KEYS[1] .. 'e:' .. target
     want_entry_types(target)
-    local t = redis.call('HMGET', tkey, 'op_id', 'expires_at', 'version', 'tags', 'retired')
+    local t = redis.call('HMGET', tkey, 'op_id', 'expires_at', 'version', 'tags', 'retired',
+      'tp')
     if not t[3] or t[5] then
       -- dangling or retired: written as new below (HSET keys overwrites it)
     elseif t[1] == id then
@@ -118,10 +134,10 @@ if key ~= '' then
         if want ~= target then actual = '0' end
         return redis.error_reply('VERSION_CONFLICT ' .. ARGV[16] .. ' ' .. actual)
       end
-      supersede = {target, tonumber(t[3]), cjson.decode(t[4]), t[4], want ~= ''}
+      supersede = {target, tonumber(t[3]), cjson.decode(t[4]), t[4], want ~= '', nil, t[6]}
       want_type(KEYS[1] .. 'tag:superseded', 'set')
     else
-      update_target = {target, tkey, tonumber(t[3]) + 1, cjson.decode(t[4])}
+      update_target = {target, tkey, tonumber(t[3]) + 1, cjson.decode(t[4]), t[6]}
     end
   end
 end
@@ -202,6 +218,7 @@ if update_target then
     reschedule_ttl(scope)
   end
   count_usage(0, d_bytes)
+  set_tp(tkey, update_target[5])
   local ev = emit(cfg, 'updated', target, version, ARGV[3], now, scope)
   redis.call('HSET', tkey, 'last_event_id', ev)
   return flat_entry('updated', target)
@@ -224,6 +241,7 @@ redis.call('HSET', ekey, 'id', id, 'scope', scope, 'value', ARGV[2], 'tags', ARG
   'updated_at', now, 'expires_at', expires_at, 'version', 1, 'source', ARGV[9], 'op_id', id,
   'author', author)
 if ARGV[10] ~= '' then redis.call('HSET', ekey, 'embedding', ARGV[10], 'embedder', ARGV[11]) end
+if tp ~= '' then redis.call('HSET', ekey, 'tp', tp) end
 count_usage(1, new_bytes)
 redis.call('ZADD', KEYS[2], now, id)
 add_tags(id, tags)
@@ -251,6 +269,7 @@ if supersede then
     redis.call('HSET', okey, 'metadata', ARGV[17])
     if ARGV[18] ~= '' then redis.call('HSET', okey, 'value', ARGV[18]) end
   end
+  set_tp(okey, supersede[7])
   local oev = emit(cfg, 'updated', old, old_version, old_json, now, scope)
   redis.call('HSET', okey, 'last_event_id', oev)
 end
