@@ -60,10 +60,6 @@ PAGE = 200
 EDGE = "generation"
 
 
-class TransferRefused(AccessDenied):
-    """A transfer this caller may not make (a team it is not in, or confinement)."""
-
-
 @dataclass(slots=True)
 class TransferReport:
     """What one transfer did, per level: ``copied`` (written now), ``present`` (copied
@@ -134,13 +130,13 @@ async def check_successor(mem: AgentMemory, successor: str) -> None:
                            f"(`blackboard acl grant {successor} --team ...` first)")
         theirs = set(await teams_of(mem.bb, successor))
     except AccessDenied as exc:
-        raise TransferRefused(
+        raise AccessDenied(
             f"transfer to {successor!r} needs the service user (it reads the grants and "
             "writes another agent's scopes): run `blackboard transfer` as the operator"
         ) from exc
     foreign = sorted(theirs - set(mem.teams))
     if foreign:
-        raise TransferRefused(
+        raise AccessDenied(
             f"agent {mem.agent_id!r} may not transfer to {successor!r}: it belongs to "
             f"team(s) {', '.join(foreign)} that {mem.agent_id!r} is not in")
 
@@ -202,10 +198,8 @@ async def transfer(mem: AgentMemory, successor: str,
     try:
         for lvl in lvls:
             await _level(mem, successor, lvl, report, page)
-    except AccessDenied as exc:
-        if isinstance(exc, TransferRefused):
-            raise
-        raise TransferRefused(
+    except AccessDenied as exc:  # our checks passed: Redis refused (a confined connection)
+        raise AccessDenied(
             f"transfer to {successor!r} refused by Redis ({exc}): a confined agent may "
             "neither write another agent's scopes nor read them; run `blackboard transfer` "
             "as the operator (service user)", by_server=exc.by_server) from exc
