@@ -15,6 +15,12 @@ from blackboard.acl import AclAdmin
 pytestmark = pytest.mark.process  # the CLI as a process (cli_support.cli)
 
 
+async def _revoke(url: str) -> None:
+    async with Blackboard.connect(url) as bb:
+        for agent in ("gen1", "gen2", "outsider"):
+            await AclAdmin(bb).revoke(agent)
+
+
 async def _seed(url: str) -> None:
     async with Blackboard.connect(url) as bb:
         admin = AclAdmin(bb)
@@ -29,6 +35,13 @@ async def _seed(url: str) -> None:
 def test_transfer_copies_once_and_refuses_clearly(redis_url: str,
                                                   clean_redis: redis.Redis) -> None:
     asyncio.run(_seed(redis_url))
+    try:
+        _transfer(redis_url, clean_redis)
+    finally:
+        asyncio.run(_revoke(redis_url))  # ACL users outlive the flushed data
+
+
+def _transfer(redis_url: str, clean_redis: redis.Redis) -> None:
     r = cli("transfer", "gen1", "gen2", "--redis-url", redis_url)
     assert r.code == 0, r.err
     assert "gen1 -> gen2: copied 4 (episodic 0, semantic 3, procedural 1); 0 already" in r.out

@@ -23,6 +23,15 @@ async def mem(bb: Blackboard) -> AsyncIterator[AgentMemory]:
         yield m
 
 
+@pytest.fixture()
+async def admin(bb: Blackboard) -> AsyncIterator[AclAdmin]:
+    """Grants for the test, revoked after it (ACL users outlive the flushed data)."""
+    a = AclAdmin(bb)
+    yield a
+    for agent in ("a1", "a2", "a3"):
+        await a.revoke(agent)
+
+
 async def _counts(bb: Blackboard, agent: str) -> list[int]:
     return [await bb.scope(s.format(agent)).count() for s in LTM] + [
         await bb.scope(f"agent:{agent}:stm").count()]
@@ -104,9 +113,9 @@ async def test_bad_input_is_refused_and_writes_nothing(
     assert sorted(clean_redis.keys("*")) == before
 
 
-async def test_refused_across_teams_the_caller_is_not_in(mem: AgentMemory, bb: Blackboard) -> None:
+async def test_refused_across_teams_the_caller_is_not_in(mem: AgentMemory, bb: Blackboard,
+                                                         admin: AclAdmin) -> None:
     await mem.store("fact", level=MemoryLevel.SEMANTIC)
-    admin = AclAdmin(bb)
     await admin.grant("a1", ["t1"])
     await admin.grant("a2", ["t1", "t2"])
     await admin.grant("a3", ["t1"])
@@ -118,9 +127,8 @@ async def test_refused_across_teams_the_caller_is_not_in(mem: AgentMemory, bb: B
     assert (await mem.transfer_to("a3")).total_copied == 1
 
 
-async def test_a_confined_agent_cannot_transfer_redis_refuses(bb: Blackboard,
-                                                              redis_url: str) -> None:
-    admin = AclAdmin(bb)
+async def test_a_confined_agent_cannot_transfer_redis_refuses(bb: Blackboard, redis_url: str,
+                                                              admin: AclAdmin) -> None:
     g = await admin.grant("a1", ["t1"], rotate=True)
     await admin.grant("a2", ["t1"])
     await provision_agent(bb, "a1", ["t1"])
