@@ -263,6 +263,12 @@ class ScopeKeys:
         "Quotas"; the entry count is ``ZCARD ix``)."""
         return f"{self.prefix}usage"
 
+    @property
+    def removed(self) -> str:
+        """Hash {expired, decayed, capacity, merged}: entries maintenance removed from the
+        scope, ever (pool statistics; counted by the scripts that remove them)."""
+        return f"{self.prefix}removed"
+
     def script_keys(self) -> list[str]:
         """The declared KEYS of every per-scope mutation script, in header order.
 
