@@ -264,6 +264,13 @@ class ScopeKeys:
         return f"{self.prefix}usage"
 
     @property
+    def transferred(self) -> str:
+        """Set ``<source scope>|<original id>`` of the entries a generational transfer has
+        copied into this scope, ever (``memory.transfer``): ``bb:{pN}:transfers:<scope>``,
+        a partition key outside the scope's prefix, so only the service user reaches it."""
+        return f"{self.part.base}:transfers:{self.scope_id}"
+
+    @property
     def removed(self) -> str:
         """Hash {expired, decayed, capacity, merged}: entries maintenance removed from the
         scope, ever (pool statistics; counted by the scripts that remove them)."""

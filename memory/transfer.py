@@ -19,9 +19,12 @@ What is not copied, and why:
 
 Idempotent: each copy's id is ``deterministic_id("generation", source scope, target scope,
 original id)``, so a rerun -- after a crash mid-way, or concurrently -- finds the copies
-already made and writes only the rest; nothing is copied twice while the copy exists (a
-copy the successor forgot since is copied again by a rerun). Copies go in pages, each one
-transaction (``Scope.write_many``): a page is there whole or not at all.
+already made and writes only the rest; and every original copied is recorded in the
+successor scope's transfer ledger (:mod:`blackboard.ledger`), so a copy the successor has
+forgotten since, or that decayed away, is never brought back by a later transfer. Copies go
+in pages, each one transaction (``Scope.write_many``): a page is there whole or not at all;
+the ledger is written after its page (a crash between: the next run finds the copies by
+their ids and records them).
 
 Who may run it: the successor's scopes are writable only by the successor's Redis user and
 the service user, and the predecessor's readable only by the predecessor's and the service
@@ -37,7 +40,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from blackboard import AccessDenied, Entry, InvalidArgument, NotFound, deterministic_id
+from blackboard import AccessDenied, Entry, InvalidArgument, NotFound, deterministic_id, ledger
 from blackboard.acl import AclAdmin
 from blackboard.decay import strength_at
 from blackboard.request import WriteRequest
@@ -63,7 +66,8 @@ EDGE = "generation"
 @dataclass(slots=True)
 class TransferReport:
     """What one transfer did, per level: ``copied`` (written now), ``present`` (copied
-    before: a rerun), ``skipped`` (superseded history, not copied)."""
+    before, by an earlier run: still there, or since forgotten by the successor),
+    ``skipped`` (superseded history, not copied)."""
 
     predecessor: str
     successor: str
@@ -169,17 +173,20 @@ async def _level(mem: AgentMemory, successor: str, lvl: MemoryLevel, report: Tra
         originals = [e for e in await src.get_many(ids[i:i + page]) if e is not None]
         live = [e for e in originals if e.superseded_by is None]
         skipped += len(originals) - len(live)
-        copy_ids = [deterministic_id(EDGE, src.id, dst_id, e.id) for e in live]
-        have = await dst.get_many(copy_ids)
+        members = [f"{src.id}|{e.id}" for e in live]
+        done = await ledger.recorded(mem.bb, dst_id, members)
+        have = await dst.get_many([deterministic_id(EDGE, src.id, dst_id, e.id) for e in live])
         now = mem.bb.now_ms()
         todo = [_copy(e, src.id, dst_id, mem.agent_id, now, policy)
-                for e, h in zip(live, have, strict=True) if h is None]
+                for e, d, h in zip(live, done, have, strict=True) if not d and h is None]
         present += len(live) - len(todo)
         if todo:
             if not copied:
                 await mem._ensure(dst_id)
             await dst.write_many(todo)
             copied += len(todo)
+        await ledger.record(mem.bb, dst_id, [m for m, d in zip(members, done, strict=True)
+                                             if not d])
     report.copied[lvl.value] = copied
     report.present[lvl.value] = present
     report.skipped[lvl.value] = skipped

@@ -96,6 +96,11 @@ async def test_interrupted_transfer_resumes_and_copies_nothing_twice(
     assert (third.copied, third.present) == ({"semantic": 0}, {"semantic": 25})
     copies = await bb.scope("agent:a2:ltm:semantic").entries(limit=None)
     assert sorted(e.metadata["original_id"] for e in copies) == sorted(e.id for e in originals)
+    # the successor forgets a copy (or it decays away): a later transfer does not bring it back
+    assert await bb.scope("agent:a2:ltm:semantic").delete(copies[0].id)
+    later = await mem.transfer_to("a2", levels=["semantic"])
+    assert (later.copied, later.present) == ({"semantic": 0}, {"semantic": 25})
+    assert await bb.scope("agent:a2:ltm:semantic").count() == 24
 
 
 async def test_bad_input_is_refused_and_writes_nothing(
@@ -141,4 +146,6 @@ async def test_a_confined_agent_cannot_transfer_redis_refuses(bb: Blackboard, re
         with pytest.raises(AccessDenied) as refused:
             await abb.scope("agent:a2:ltm:semantic").write("forged")
         assert refused.value.by_server
+        with pytest.raises(AccessDenied):  # nor read or reset the successor's ledger
+            await abb.client.delete(abb.scope("agent:a2:ltm:semantic").keys.transferred)
     assert await _counts(bb, "a2") == [0, 0, 0, 0]
