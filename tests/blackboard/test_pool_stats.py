@@ -109,3 +109,16 @@ async def test_a_mangled_counter_refuses_whole_and_check_repairs_it(bb: Blackboa
         await s.write("y")
     await bb.check(repair=True)
     await s.write("y")
+
+
+async def test_pool_counts_on_the_cluster(cbb: Blackboard) -> None:
+    s = cbb.scope("team:ops")
+    await s.set_policy(ScopePolicy(max_entries=2, on_full="evict"))
+    for i in range(3):
+        await s.write(f"e{i}", author="a1")
+    e = await cbb.scope("agent:a2:stm").write("dup")
+    await cbb.scope("agent:a2:stm").delete(e.id, merged=True)
+    team, stm = await cbb.reads.stats(["team:ops", "agent:a2:stm"])
+    assert team.pool is not None and stm.pool is not None
+    assert (team.pool.removed["capacity"], team.pool.agents) == (1, {"a1": 2})
+    assert stm.pool.removed["merged"] == 1 == stm.pool.evicted_total

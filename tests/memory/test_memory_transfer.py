@@ -149,3 +149,14 @@ async def test_a_confined_agent_cannot_transfer_redis_refuses(bb: Blackboard, re
         with pytest.raises(AccessDenied):  # nor read or reset the successor's ledger
             await abb.client.delete(abb.scope("agent:a2:ltm:semantic").keys.transferred)
     assert await _counts(bb, "a2") == [0, 0, 0, 0]
+
+
+async def test_transfer_on_the_cluster(cbb: Blackboard) -> None:
+    async with AgentMemory(cbb, "a1", default_retriever=False) as m:
+        for lvl in (MemoryLevel.EPISODIC, MemoryLevel.SEMANTIC, MemoryLevel.PROCEDURAL):
+            await m.store(f"{lvl.value} one", level=lvl)
+        first = await transfer(m, "a2", page=1)
+        again = await m.transfer_to("a2")
+    assert first.total_copied == 3 and again.total_copied == 0
+    assert sum(again.present.values()) == 3
+    assert await _counts(cbb, "a2") == [1, 1, 1, 0]
