@@ -30,8 +30,8 @@ def register(app: typer.Typer) -> None:
         successor: Annotated[str, typer.Argument(help="Agent that receives it.")],
         level: Annotated[list[str] | None, typer.Option(
             "--level", "--levels",
-            help="Long-term level to copy (repeatable): episodic, semantic, procedural; "
-                 "all three by default.")] = None,
+            help="Long-term levels to copy (repeatable, or comma-separated): episodic, "
+                 "semantic, procedural; all three by default.")] = None,
         redis_url: RedisUrl = None,
         json_out: Json = False,
     ) -> None:
@@ -44,7 +44,7 @@ def register(app: typer.Typer) -> None:
         from .errors import usage
 
         try:  # a bad level: exit 2 before connecting
-            levels = transfer_levels(level) if level else None
+            levels = transfer_levels([x for v in level for x in v.split(",")]) if level else None
         except InvalidArgument as exc:
             usage(str(exc), as_json=json_out)
 

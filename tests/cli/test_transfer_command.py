@@ -45,7 +45,8 @@ def _transfer(redis_url: str, clean_redis: redis.Redis) -> None:
     r = cli("transfer", "gen1", "gen2", "--redis-url", redis_url)
     assert r.code == 0, r.err
     assert "gen1 -> gen2: copied 4 (episodic 0, semantic 3, procedural 1); 0 already" in r.out
-    r = cli("transfer", "gen1", "gen2", "--level", "semantic", "--json", "--redis-url", redis_url)
+    r = cli("transfer", "gen1", "gen2", "--levels", "semantic,ltm:semantic", "--json",
+            "--redis-url", redis_url)
     assert r.code == 0, r.err
     doc = json.loads(r.out)
     assert doc["copied"] == {"semantic": 0} and doc["present"] == {"semantic": 3}
