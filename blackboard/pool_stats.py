@@ -10,12 +10,13 @@ per category are the scope's tag counts (:class:`~blackboard.scope_stats.ScopeSt
   nor made twice. ``forget`` is not an eviction and is not counted.
 - ``agents``: live entries per source agent (the entry's ``author``; in an agent's own
   scopes that is the agent, without reading the entries). In team and collective scopes
-  the authors are read from the newest ``POOL_SAMPLE`` entries; entries written by the
+  the authors are read from the newest ``POOL_SAMPLE`` entries (fewer when one call covers
+  more than ``POOL_BUDGET / POOL_SAMPLE`` scopes); entries written by the
   dataflow carry no author and count under ``""`` ("workers" on the surfaces).
 - ``avg_strength``: mean current (decayed) strength over the same entries, each computed
   in closed form from its stored strength, time and reinforcements (:mod:`blackboard.decay`).
-- ``sampled``: how many entries those two were computed from (the scope's count unless it
-  holds more than ``POOL_SAMPLE``).
+- ``sampled``: how many entries those two were computed from (the scope's live count unless
+  it holds more than its sample).
 """
 
 from __future__ import annotations
@@ -32,8 +33,12 @@ __all__ = ["POOL_SAMPLE", "REMOVAL_REASONS", "PoolStats", "pool_of", "removed_of
 
 #: Mirrors REMOVAL_REASONS in scripts/_lib.lua.
 REMOVAL_REASONS: tuple[str, ...] = ("expired", "decayed", "capacity", "merged")
-#: Entries per scope read for the per-agent counts and the average strength (the newest).
+#: Entries per scope read for the per-agent counts and the average strength (the newest)...
 POOL_SAMPLE = 1000
+#: ... and in all, for a call over many scopes (an operator's ``stats`` of every scope):
+#: each scope then reads ``POOL_BUDGET // scopes`` entries, at least ``POOL_MIN``.
+POOL_BUDGET = 50_000
+POOL_MIN = 10
 _FIELDS = ("author", "strength", "strength_at", "reinforcements", "expires_at")
 
 
@@ -104,10 +109,11 @@ async def read_pools(client: Any, keys: Sequence[K.ScopeKeys], counts: Sequence[
                      policies: Sequence[ScopePolicy], now: int) -> list[PoolStats]:
     """Each scope's :class:`PoolStats`: two pipelined round trips for all scopes (the
     removed hashes and the newest ids, then the sampled entries' fields)."""
+    per = min(POOL_SAMPLE, max(POOL_MIN, POOL_BUDGET // max(1, len(keys))))
     async with client.pipeline(transaction=False) as pipe:
         for k in keys:
             pipe.hgetall(k.removed)
-            pipe.zrevrange(k.ix, 0, POOL_SAMPLE - 1)
+            pipe.zrevrange(k.ix, 0, per - 1)
         first = await pipe.execute()
     removed = first[0::2]
     ids = [[i.decode() for i in got] for got in first[1::2]]

@@ -89,6 +89,10 @@ async def test_a_large_scope_is_sampled(bb: Blackboard, monkeypatch: pytest.Monk
         await t.write(f"e{i}", author="a1")
     got = await _pool(bb, "team:big")
     assert got["count"] == 5 and got["sampled"] == 3 and got["agents"] == {"a1": 3}
+    monkeypatch.setattr(ps, "POOL_BUDGET", 4)  # a call over many scopes shares a budget
+    monkeypatch.setattr(ps, "POOL_MIN", 2)
+    two = await bb.reads.stats(["team:big", "team:other"])
+    assert [st.pool.sampled for st in two if st.pool] == [2, 0]
 
 
 async def test_a_mangled_counter_refuses_whole_and_check_repairs_it(bb: Blackboard) -> None:
