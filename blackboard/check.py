@@ -30,6 +30,7 @@ from .codec import as_str
 from .errors import AccessDenied, InvalidArgument, ServerError
 from .ids import is_entry_id
 from .keys import PartitionKeys, ScopeKeys
+from .pool_stats import REMOVAL_REASONS
 from .quota_check import (
     Tally,
     check_invented,
@@ -148,7 +149,7 @@ class _ScopeCheck:
         the scope's indexes can be read (all of the right type, or just repaired)."""
         sk, c = self.sk, self.c
         want = {sk.ix: "zset", sk.tags: "hash", sk.keys: "hash", sk.exp: "zset",
-                sk.evict: "zset", sk.feed: "stream"}
+                sk.evict: "zset", sk.feed: "stream", sk.removed: "hash"}
         async for raw in c.scan_iter(match=sk.tag_set("") + "*", count=1000):
             if not _s(raw).startswith(self.nested):
                 want[_s(raw)] = "set"
@@ -160,6 +161,7 @@ class _ScopeCheck:
                 readable = self.repair
                 if self.repair:
                     await c.delete(key)  # rebuilt from the entries below
+        await self.check_removed()
         if _s(await c.type(sk.feed)) == "stream":
             info = await c.xinfo_stream(sk.feed)
             if _s(info.get("last-generated-id", "0-0")).startswith(_MAX_MS):
@@ -167,6 +169,17 @@ class _ScopeCheck:
                 if self.repair:
                     await c.delete(sk.feed)  # observers re-read the scope from its entries
         return readable
+
+    async def check_removed(self) -> None:
+        """Pool counters the scripts could not HINCRBY (written by hand): reset to 0."""
+        if _s(await self.c.type(self.sk.removed)) != "hash":
+            return
+        got = await self.c.hmget(self.sk.removed, list(REMOVAL_REASONS))
+        for reason, v in zip(REMOVAL_REASONS, got, strict=True):
+            if v is not None and (not _s(v).lstrip("-").isdigit() or len(_s(v)) > 15):
+                self.drift("removed", reason, "unreadable counter")
+                if self.repair:
+                    await self.c.hset(self.sk.removed, reason, 0)
 
     async def check_events(self, ents: dict[str, dict[str, str]],
                            retired: dict[str, dict[str, str]]) -> None:

@@ -263,6 +263,19 @@ class ScopeKeys:
         "Quotas"; the entry count is ``ZCARD ix``)."""
         return f"{self.prefix}usage"
 
+    @property
+    def transferred(self) -> str:
+        """Set ``<source scope>|<original id>`` of the entries a generational transfer has
+        copied into this scope, ever (``memory.transfer``): ``bb:{pN}:transfers:<scope>``,
+        a partition key outside the scope's prefix, so only the service user reaches it."""
+        return f"{self.part.base}:transfers:{self.scope_id}"
+
+    @property
+    def removed(self) -> str:
+        """Hash {expired, decayed, capacity, merged}: entries maintenance removed from the
+        scope, ever (pool statistics; counted by the scripts that remove them)."""
+        return f"{self.prefix}removed"
+
     def script_keys(self) -> list[str]:
         """The declared KEYS of every per-scope mutation script, in header order.
 

@@ -23,7 +23,7 @@ import asyncio
 import logging
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
 from .backoff import Backoff
@@ -41,6 +41,7 @@ from .errors import AccessDenied, BlackboardError, InvalidArgument
 from .ids import is_entry_id
 from .keys import ScopeKeys, partition_of
 from .listing import fetch_filtered, tagged_ids, walk_time_index
+from .pool_stats import read_pools
 from .scope_stats import ScopeStats, scope_stats_of, strength_ranges
 from .scripts import raise_for_script_error, run_script
 from .validation import validate_scope, validate_tags
@@ -146,7 +147,9 @@ class Reads:
             return [bool(x) for x in await pipe.execute()]
 
     async def stats(self, scope_ids: Sequence[str]) -> list[ScopeStats]:
-        """Stats of each scope, in order; O(scopes + tags) Redis work, two round trips."""
+        """Stats of each scope, in order; O(scopes + tags) Redis work, two round trips, then
+        the pool statistics (:mod:`blackboard.pool_stats`): two more, reading at most
+        ``POOL_SAMPLE`` entries' fields per scope."""
         if not scope_ids:
             return []
         now = self.bb.now_ms()
@@ -168,8 +171,10 @@ class Reads:
                 for lo, hi in rs:
                     pipe.zcount(k.evict, lo, hi)
             counts = iter(await pipe.execute())
-        return [scope_stats_of(s, row, policy, [int(next(counts)) for _ in rs])
-                for s, row, policy, rs in zip(scope_ids, rows, policies, ranges, strict=True)]
+        out = [scope_stats_of(s, row, policy, [int(next(counts)) for _ in rs])
+               for s, row, policy, rs in zip(scope_ids, rows, policies, ranges, strict=True)]
+        pools = await read_pools(self.bb.client, keys, [st.count for st in out], policies, now)
+        return [replace(st, pool=p) for st, p in zip(out, pools, strict=True)]
 
     # -- entries --------------------------------------------------------------------------
 

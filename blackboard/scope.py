@@ -183,10 +183,15 @@ class Scope:
             raise
         return decode_entry(self.id, reply_fields(reply[2:]))
 
-    async def delete(self, entry_id: str, *, expected_version: int | None = None) -> bool:
-        """Delete an entry and its index members; False when there was nothing to delete."""
+    async def delete(self, entry_id: str, *, expected_version: int | None = None,
+                     merged: bool = False) -> bool:
+        """Delete an entry and its index members; False when there was nothing to delete.
+        ``merged``: the dedupe job removes a duplicate it merged into another entry (counted
+        in the scope's pool statistics, ``removed.merged``; an explicit delete is not)."""
         _check_id(entry_id)
         args = [entry_id, self.id, "" if expected_version is None else str(expected_version)]
+        if merged:
+            args.append("merged")
         try:
             ev = await run_script(self.bb.client, "delete", self._script_keys, args,
                                   wait=self.bb.wait, what=f"delete of {entry_id} in {self.id}")

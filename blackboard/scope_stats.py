@@ -27,6 +27,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from .entry import ScopePolicy
+from .pool_stats import PoolStats
 
 __all__ = [
     "STRENGTH_EDGES",
@@ -65,11 +66,17 @@ class ScopeStats:
     oldest_ms: int | None
     newest_ms: int | None
     strength: StrengthHistogram
+    #: Pool statistics (evicted_total, per source agent, average strength): see
+    #: :mod:`blackboard.pool_stats`; None where they were not read.
+    pool: PoolStats | None = None
 
     def to_json(self) -> dict[str, Any]:
-        return {"scope": self.scope, "count": self.count, "tags": dict(self.tags),
-                "oldest_ms": self.oldest_ms, "newest_ms": self.newest_ms,
-                "strength": self.strength.to_json()}
+        out = {"scope": self.scope, "count": self.count, "tags": dict(self.tags),
+               "oldest_ms": self.oldest_ms, "newest_ms": self.newest_ms,
+               "strength": self.strength.to_json()}
+        if self.pool is not None:
+            out.update(self.pool.to_json())
+        return out
 
 
 def strength_ranges(policy: ScopePolicy, now: int) -> list[tuple[str, str]]:

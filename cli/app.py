@@ -1,7 +1,7 @@
 """The ``blackboard`` command. This module defines ``server``, ``sweep``, ``trim``,
 ``worker``, ``map`` and ``demo``; :func:`_mount` adds the commands of the package's other
 modules (``recall``, ``tail``, ``stats``, ``check``, ``acl ...``, ``quota ...``,
-``belief ...``) and of the gateway
+``belief ...``, ``transfer``) and of the gateway
 (``gateway``, ``token ...``: :mod:`cli.gateway`; ``mcp``: :mod:`cli.mcp`).
 ``blackboard --help`` lists them all.
 
@@ -294,6 +294,7 @@ def _mount() -> None:
     from .recall import register as register_recall
     from .stats import register as register_stats
     from .tail import register as register_tail
+    from .transfer import register as register_transfer
 
     register_recall(app)
     register_tail(app)
@@ -302,6 +303,7 @@ def _mount() -> None:
     register_belief(app)  # belief confirm|correct
     register_gateway(app)  # gateway, token
     register_mcp(app)
+    register_transfer(app)
 
 
 _mount()

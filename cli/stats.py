@@ -11,7 +11,14 @@ totals, the partitions that need a look); ``--all`` adds every partition's row.
      "workers": [{"id", "role", "pid", "host", "started_at", "beat_at",
                   "partitions": [int], "counters": {str: int},
                   "progress": {partition: last_progress_ms}}],
-     "progress": [{"role": str, "partition": int, "worker": str, "age_ms": int}]}
+     "progress": [{"role": str, "partition": int, "worker": str, "age_ms": int}],
+     "pool": [{"scope", "count", "tags", "strength", ..., "evicted_total": int,
+               "removed": {"expired", "decayed", "capacity", "merged": int},
+               "agents": {agent: int}, "avg_strength": float | null, "sampled": int}]}
+
+``pool``: every registered scope's statistics as ``GET /v1/stats`` gives them (issue 27
+item 5, :mod:`blackboard.pool_stats`), fullest first; the table shows the fullest 12
+(``--all``: every one holding or having evicted entries).
 
 ``progress``: per role and partition, how long ago its reader last made progress (a read
 returned or a batch settled; an idle reader's every ``block_ms``): a large age with lag is
@@ -27,11 +34,13 @@ from rich import box
 from rich.table import Table
 
 from blackboard import Blackboard
+from blackboard.scope_stats import ScopeStats
 from workers.heartbeat import WorkerInfo, list_workers
 from workers.stats import BusStats, Stats, collect_stats, progress_rows
 
 from .options import Json, RedisUrl, with_blackboard
 from .output import console, print_json
+from .pool import collect_pool, pool_table
 
 __all__ = ["ranges", "register", "render", "role_summary"]
 
@@ -139,7 +148,8 @@ def _partition_table(buses: list[BusStats], title: str) -> Table:
     return t
 
 
-def render(st: Stats, workers: list[WorkerInfo], show_all: bool, now_ms: int = 0) -> None:
+def render(st: Stats, workers: list[WorkerInfo], show_all: bool, now_ms: int = 0,
+           pool: list[ScopeStats] | None = None) -> None:
     if workers:
         console.print(_workers_table(workers))
         progress = progress_rows(workers, now_ms)
@@ -162,6 +172,11 @@ def render(st: Stats, workers: list[WorkerInfo], show_all: bool, now_ms: int = 0
         f"on the buses, {tot['pending']} pending, lag {tot['lag']}, "
         f"{tot['dlq']} dead-lettered, {tot['unembedded']} waiting for a vector",
         highlight=False)
+    if pool is not None:
+        table, line = pool_table(pool, show_all)
+        if table is not None:
+            console.print(table)
+        console.print(line, highlight=False)
     if show_all:
         console.print(_partition_table(list(st.buses), f"all {st.partitions} partitions"))
         return
@@ -183,17 +198,21 @@ def register(app: typer.Typer) -> None:
     @app.command()
     def stats(
         redis_url: RedisUrl = None,
-        show_all: Annotated[bool, typer.Option("--all", help="A row for every partition.")] = False,
+        show_all: Annotated[bool, typer.Option(
+            "--all", help="A row for every partition and every scope in the pool.")] = False,
         json_out: Json = False,
     ) -> None:
         """Live workers, consumer groups (pending, lag), dead letters: a summary."""
-        async def both(bb: Blackboard) -> tuple[Stats, list[WorkerInfo], int]:
-            return await collect_stats(bb), await list_workers(bb), bb.now_ms()
+        async def every(bb: Blackboard) -> tuple[Stats, list[WorkerInfo], int,
+                                                 list[ScopeStats]]:
+            return (await collect_stats(bb), await list_workers(bb), bb.now_ms(),
+                    await collect_pool(bb))
 
-        st, workers, now_ms = with_blackboard(redis_url, both)
+        st, workers, now_ms, pool = with_blackboard(redis_url, every)
         if json_out:
             print_json({"partitions": st.partitions, "totals": st.totals(),
                         "buses": st.buses, "workers": workers,
-                        "progress": progress_rows(workers, now_ms)})
+                        "progress": progress_rows(workers, now_ms),
+                        "pool": [s.to_json() for s in pool]})
             return
-        render(st, workers, show_all, now_ms)
+        render(st, workers, show_all, now_ms, pool)

@@ -39,6 +39,7 @@ from .producers import Producers
 from .registry import Registry
 from .stats import ScopeStats
 from .subscriptions import TagMatch, pattern_matches
+from .transfer import TransferReport, transfer
 
 __all__ = ["AgentMemory", "Retriever"]
 
@@ -367,6 +368,14 @@ class AgentMemory:
         )
         await self.bb.scope(sid).delete(entry_id)
         return copy
+
+    async def transfer_to(self, successor: str,
+                          levels: Sequence[MemoryLevel | str] | None = None) -> TransferReport:
+        """Give ``successor`` this agent's long-term memory (episodic, semantic, procedural
+        unless ``levels`` says), each copy with provenance to its original; idempotent.
+        Needs a connection that may write the successor's scopes (the service user): see
+        :mod:`memory.transfer`."""
+        return await transfer(self, successor, levels)
 
     # -- introspection --------------------------------------------------------------------
 

@@ -26,7 +26,7 @@ from .config import LevelConfig, ScopeConfig
 from .levels import MemoryLevel
 from .memory_map import EdgeView, MemoryMap, ScopeView
 from .naming import OwnerKind
-from .stats import ScopeStats, StrengthHistogram
+from .stats import PoolStats, ScopeStats, StrengthHistogram
 from .wire import ErrorBody, MapOut, StatsOut
 
 __all__ = ["RateLimited", "map_of", "raise_for", "stats_of"]
@@ -159,5 +159,15 @@ def stats_of(s: StatsOut) -> dict[str, ScopeStats]:
                                d["newest_ms"],
                                StrengthHistogram(tuple(h["edges"]), tuple(h["counts"]),
                                                  int(h.get("below_threshold", 0)),
-                                                 bool(h.get("exact", True))))
+                                                 bool(h.get("exact", True))),
+                               _pool(d))
     return out
+
+
+def _pool(d: dict[str, Any]) -> PoolStats | None:
+    """The pool statistics of a ``/v1/stats`` scope (None from a gateway without them)."""
+    if "removed" not in d:
+        return None
+    return PoolStats(removed={str(k): int(v) for k, v in d["removed"].items()},
+                     agents={str(k): int(v) for k, v in d.get("agents", {}).items()},
+                     avg_strength=d.get("avg_strength"), sampled=int(d.get("sampled", 0)))

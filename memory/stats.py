@@ -7,6 +7,7 @@ memory's callers.
 
 from __future__ import annotations
 
+from blackboard.pool_stats import PoolStats
 from blackboard.scope_stats import STRENGTH_EDGES, ScopeStats, StrengthHistogram
 
-__all__ = ["STRENGTH_EDGES", "ScopeStats", "StrengthHistogram"]
+__all__ = ["STRENGTH_EDGES", "PoolStats", "ScopeStats", "StrengthHistogram"]

@@ -203,7 +203,7 @@ class Maintenance:
                 for d in drop:
                     for _ in range(max(1, d.reinforcements + 1)):
                         await scope.reinforce(keep.id, by="dedupe", boost=0.0)
-                    await scope.delete(d.id)
+                    await scope.delete(d.id, merged=True)
             if merged:
                 counts[scope.id] = merged
         return JobReport("dedupe", partition, dry_run, counts)

@@ -23,6 +23,8 @@
 --   PTTL     'bb:{pN}:ttl'           partition ttl schedule (ZADD/ZREM)
 --   PPRUNE   'bb:{pN}:prune'         partition prune schedule (ZADD/ZREM)
 --   USAGE    PREFIX .. 'usage'       the scope's quota counter: hash {bytes} (HGET/HINCRBY)
+--   REMOVED  PREFIX .. 'removed'     what maintenance removed from the scope, ever: hash
+--            {expired, decayed, capacity, merged} (HMGET/HINCRBY; pool statistics)
 --   OWNED    'bb:{pN}:s:<owner>:owned'  the owner's (agent:<a> / team:<t>) counters in this
 --            partition: hash {entries, bytes} (HMGET/HINCRBY); false for scopes no agent owns
 --   OCFG     'bb:{pN}:cfg:<owner>'   the owner's quotas in this partition (HMGET only)
@@ -43,6 +45,10 @@ local PPRUNE = BASE .. ':prune'
 -- changes or removes a live entry moves the counters in the same script; `check --repair`
 -- rebuilds them from the entries.
 local USAGE = PREFIX .. 'usage'
+-- Pool statistics (issue 27 item 5): entries maintenance removed, by reason, counted by
+-- remove_entry in the script that removes them. Explicit deletes (forget) are not counted.
+local REMOVED = PREFIX .. 'removed'
+local REMOVAL_REASONS = {'expired', 'decayed', 'capacity', 'merged'}
 local OWNER = string.match(SCOPE, '^(agent:[^:]+)') or string.match(SCOPE, '^(team:[^:]+)')
 local OWNED = OWNER and (BASE .. ':s:' .. OWNER .. ':owned') or false
 local OCFG = OWNER and (BASE .. ':cfg:' .. OWNER) or false
@@ -151,6 +157,8 @@ end
 local function want_counters()
   want_type(USAGE, 'hash')
   want_counter(USAGE, 'bytes')
+  want_type(REMOVED, 'hash')
+  for _, r in ipairs(REMOVAL_REASONS) do want_counter(REMOVED, r) end
   if OWNED then
     want_type(OWNED, 'hash')
     want_counter(OWNED, 'entries')
@@ -271,8 +279,9 @@ end
 -- evicted or expired while the dataflow still needs it is retired, not deleted: readers
 -- no longer see it, and the hash stays (listed in RETIRED) until every edge has taken it
 -- in and a reaper deletes it. Capacity thus bounds what readers see, never what the
--- layers above receive. Returns the feed event id, or false when the entry does not exist.
-local function remove_entry(cfg, id, typ, now, scope)
+-- layers above receive. `reason` (one of REMOVAL_REASONS, or nil for an explicit delete)
+-- is counted in REMOVED. Returns the feed event id, or false when the entry does not exist.
+local function remove_entry(cfg, id, typ, now, scope, reason)
   local ekey = KEYS[1] .. 'e:' .. id
   local f = redis.call('HMGET', ekey, 'tags', 'key', 'version', 'retired')
   if not f[3] then return false end
@@ -293,6 +302,7 @@ local function remove_entry(cfg, id, typ, now, scope)
   redis.call('ZREM', KEYS[5], id)
   redis.call('ZREM', KEYS[6], id)
   count_usage(-1, -bytes)
+  if reason then redis.call('HINCRBY', REMOVED, reason, 1) end
   if typ == 'deleted' or reapable(BASE, ekey) then
     redis.call('DEL', ekey)
   else

@@ -3,7 +3,9 @@
 -- KEYS (as _lib.lua): [1] scope prefix, [2] ix, [3] tags, [4] keys, [5] exp, [6] evict,
 --   [7] feed; derived from [1] (see _lib.lua): INBOX, RETIRED, FLOWMARK, CFG, PSCOPES, PTTL, PPRUNE,
 --   prefix..'e:'..id, prefix..'tag:'..tag.
--- ARGV: [1] entry id, [2] scope id, [3] expected version ('' = any).
+-- ARGV: [1] entry id, [2] scope id, [3] expected version ('' = any), [4] (optional)
+--   'merged' when the dedupe job removes a duplicate: counted in REMOVED (pool statistics);
+--   an explicit delete is not.
 -- Returns: the feed event id, or false when no such entry exists (deleting twice is harmless).
 --   A retired entry (evicted or expired, kept for the dataflow) is deleted with no event:
 --   readers already had its `evicted`/`expired` one.
@@ -21,6 +23,8 @@ if ARGV[3] ~= '' then
     return redis.error_reply('VERSION_CONFLICT ' .. ARGV[3] .. ' ' .. v)
   end
 end
-local ev = remove_entry(cfg, id, 'deleted', now, scope)
+local reason = nil
+if ARGV[4] == 'merged' then reason = 'merged' end
+local ev = remove_entry(cfg, id, 'deleted', now, scope, reason)
 if ev then reschedule_ttl(scope) end
 return ev

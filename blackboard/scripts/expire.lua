@@ -18,7 +18,7 @@ want_scope_types()
 for _, id in ipairs(ids) do want_entry_types(id) end
 local n = 0
 for _, id in ipairs(ids) do
-  if remove_entry(cfg, id, 'expired', now, scope) then n = n + 1
+  if remove_entry(cfg, id, 'expired', now, scope, 'expired') then n = n + 1
   else redis.call('ZREM', KEYS[5], id) end
 end
 reschedule_ttl(scope)

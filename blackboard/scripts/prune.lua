@@ -7,7 +7,8 @@
 --   prefix..'e:'..id, prefix..'tag:'..tag.
 -- ARGV: [1] scope id, [2] mode ('decay' | 'capacity'), [3] at most this many entries,
 --   [4] dry run ('1' = only count).
--- Returns: {removed count, due count}. Mode 'decay' moves the scope's score in the
+-- Returns: {removed count, due count}; each removal is counted in REMOVED ('decayed' or
+--   'capacity'). Mode 'decay' moves the scope's score in the
 --   partition prune zset to its next eviction time (or removes it). Cost: O(evicted).
 
 local scope, mode, limit = ARGV[1], ARGV[2], tonumber(ARGV[3])
@@ -33,8 +34,9 @@ end
 want_scope_types()
 for _, id in ipairs(ids) do want_entry_types(id) end
 local n = 0
+local reason = mode == 'decay' and 'decayed' or 'capacity'
 for _, id in ipairs(ids) do
-  if remove_entry(cfg, id, 'evicted', now, scope) then n = n + 1
+  if remove_entry(cfg, id, 'evicted', now, scope, reason) then n = n + 1
   else redis.call('ZREM', KEYS[6], id) end
 end
 if n > 0 then reschedule_ttl(scope) end

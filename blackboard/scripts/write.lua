@@ -226,11 +226,11 @@ end
 
 local removed = false
 if expired_target then
-  remove_entry(cfg, expired_target, 'expired', now, scope)
+  remove_entry(cfg, expired_target, 'expired', now, scope, 'expired')
   removed = true
 end
 for _, victim in ipairs(victims) do
-  if remove_entry(cfg, victim, 'evicted', now, scope) then removed = true end
+  if remove_entry(cfg, victim, 'evicted', now, scope, 'capacity') then removed = true end
 end
 if removed then reschedule_ttl(scope) end
 

@@ -22,6 +22,8 @@ from typer.testing import CliRunner
 
 from blackboard import Blackboard
 from blackboard.bus import GroupInfo
+from blackboard.pool_stats import PoolStats
+from blackboard.scope_stats import STRENGTH_EDGES, ScopeStats, StrengthHistogram
 from cli import app as cli_app
 from cli import output
 from cli.stats import ranges, render
@@ -91,8 +93,22 @@ def _stats_sample() -> str:
                    counters={"events": 1834, "written": 412, "dead_lettered": 1})
         for i, (role, tag) in enumerate((("all", "9f3a1c"), ("index", "07bd2e")))]
     with output.console.capture() as cap:
-        render(Stats(16, buses), workers, show_all=False, now_ms=0)
+        render(Stats(16, buses), workers, show_all=False, now_ms=0, pool=_pool_sample())
     return cap.get()
+
+
+def _pool_sample() -> list[ScopeStats]:
+    """The memory pool section: fixed scopes, counts and evictions."""
+    hist = StrengthHistogram(STRENGTH_EDGES, (0, 0, 0, 0, 0))
+    rows = [("agent:agent1:working", 140, {"action": 140}, {"agent1": 140}, 0.97,
+             {"expired": 0, "decayed": 0, "capacity": 61, "merged": 0}),
+            ("team:ops", 37, {"summary": 30, "invoice": 12, "email": 4},
+             {"agent1": 14, "agent2": 12, "": 11}, 0.81,
+             {"expired": 0, "decayed": 3, "capacity": 0, "merged": 5}),
+            ("agent:agent2:ltm:procedural", 4, {"procedure": 4}, {"agent2": 4}, 0.64,
+             {"expired": 0, "decayed": 1, "capacity": 0, "merged": 0})]
+    return [ScopeStats(s, n, tags, None, None, hist, PoolStats(removed, agents, avg, n))
+            for s, n, tags, agents, avg, removed in rows]
 
 
 @pytest.fixture

@@ -169,6 +169,19 @@ def test_map_shows_every_scope_and_edge_and_updates_live(page: Page, demo: Demo)
     assert {"agent agent1", "agent agent2", "team ops"} <= set(
         page.eval_on_selector_all("section.group", "els => els.map(e => e.dataset.group)"))
     assert page.locator(".edges li").count() == len(m["edges"])
+    # the memory pool table (issue 27 item 5): the busiest scopes as /v1/stats has them
+    pool = page.eval_on_selector_all("#pool tbody tr", """els => els.map(e => [
+        e.dataset.scope, ...Array.from(e.children).map(c => c.textContent),
+        e.children[2].title])""")
+    st = demo.api(demo.op, "GET", "/v1/stats")["scopes"]
+    busy = [s for s in st.values() if s["count"] or s["evicted_total"]]
+    assert pool and len(pool) == min(20, len(busy)), pool
+    for scope, name, count, evicted, avg, _tags, agents, reasons in pool:
+        assert name == scope and scope in st and int(count) >= 0 <= int(evicted)
+        assert avg == "-" or 0.0 <= float(avg) <= 1.0
+        assert "merged" in reasons and "decayed" in reasons
+        if scope.startswith("agent:") and int(count):
+            assert agents.startswith(scope.split(":")[1] + " "), (scope, agents)
     shot(page, "map")
 
     sel = ".scope-card[data-scope='agent:agent1:working'] .count"

@@ -79,6 +79,8 @@ async def scenario(mem: Any, other: Any) -> None:
     assert m.scope("agent:a2:working") is None
     stats = await mem.stats()
     assert stats["agent:a1:working"].count == 3
+    pool = stats["agent:a1:working"].pool  # the pool statistics come over REST too
+    assert pool is not None and pool.agents == {"a1": 3} and pool.evicted_total == 0
 
 
 @asynccontextmanager

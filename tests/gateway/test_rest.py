@@ -111,6 +111,10 @@ def test_map_stats_facts_procedures_messages(gateway):
         assert not any(s.startswith("agent:bob") for s in scopes)
         st = c.get("/v1/stats").json()["scopes"]
         assert st["agent:alice:ltm:procedural"]["count"] == 1
+        pool = st["agent:alice:ltm:procedural"]  # issue 27 item 5: pool statistics
+        assert pool["agents"] == {"alice": 1} and pool["avg_strength"] == 1.0
+        assert pool["evicted_total"] == 0 and set(pool["removed"]) == {
+            "expired", "decayed", "capacity", "merged"}
         facts = c.get("/v1/facts").json()["entries"]
         assert [f["value"]["statement"] for f in facts] == ["water boils at 100C"]
         assert facts[0]["metadata"] == {"evidence": ["e1"]}
@@ -142,6 +146,7 @@ def test_operator_sees_every_scope(gateway):
         assert {"agent:alice:working", "agent:bob:working", "team:t2:working"} <= names
         st = c.get("/v1/stats").json()["scopes"]
         assert st["agent:alice:working"]["count"] == 1 == st["agent:bob:working"]["count"]
+        assert st["agent:bob:working"]["agents"] == {"bob": 1}
     with gateway.client(a) as c:
         assert not any("bob" in s["scope"] for s in c.get("/v1/map").json()["scopes"])
         assert "agent:bob:working" not in c.get("/v1/stats").json()["scopes"]

@@ -222,6 +222,8 @@ async def test_dedupe_threshold_guard_and_exact_merge_provenance(
     assert set(kept.tags) >= {"g1", "g2"}
     # Its own reinforcement, plus the dropped one's two and one for the merge itself.
     assert kept.reinforcements == 1 + 2 + 1
+    [st] = await bb.reads.stats([scope.id])  # the pool counts the merge as an eviction
+    assert st.pool is not None and st.pool.removed["merged"] == 1 == st.pool.evicted_total
     # Lower the threshold below the cosine: now alpha/beta do merge (the guard is real).
     m2 = await _maint(bb, similarity=similarity, dedupe_threshold=0.93)
     assert await _all(m2, "dedupe", True) == 1

@@ -39,6 +39,32 @@ function scopeCard(s, edgesOut) {
         : h('span.pending', {title: 'events buffered, not yet transformed'}, `${e.pending} pending`)))) : null);
 }
 
+function top(counts, n = 2) {
+  const items = Object.entries(counts || {}).sort((a, b) => b[1] - a[1] || a[0].localeCompare(b[0]));
+  const shown = items.slice(0, n).map(([k, v]) => `${k || 'workers'} ${v}`).join(', ');
+  return items.length > n ? `${shown}, +${items.length - n}` : shown;
+}
+
+// The memory pool (issue 27 item 5): per scope holding or having evicted entries, its
+// live count, what maintenance evicted, average strength, top categories and sources.
+function poolTable(stats) {
+  const rows = Object.values(stats.scopes)
+    .filter((s) => s.count || s.evicted_total)
+    .sort((a, b) => b.count - a.count || a.scope.localeCompare(b.scope)).slice(0, 20);
+  if (!rows.length) return null;
+  return h('section.pool', null, h('h2', null, 'Memory pool'),
+    h('div.scroll', null, h('table#pool', null,
+      h('thead', null, h('tr', null, ['scope', 'entries', 'evicted', 'avg strength',
+        'top tags', 'agents'].map((x) => h('th', null, x)))),
+      h('tbody', null, rows.map((s) => h('tr', {dataset: {scope: s.scope}},
+        h('td', null, s.scope), h('td.num', null, String(s.count)),
+        h('td.num', {title: Object.entries(s.removed || {}).map(([k, v]) => `${k} ${v}`).join(', ')},
+          String(s.evicted_total ?? 0)),
+        h('td.num', null, s.avg_strength === null || s.avg_strength === undefined ? '-'
+          : s.avg_strength.toFixed(2)),
+        h('td', null, top(s.tags)), h('td', null, top(s.agents))))))));
+}
+
 function groupKey(s) {
   if (s.kind === 'agent') return `agent ${s.owner}`;
   if (s.kind === 'team') return `team ${s.owner}`;
@@ -51,7 +77,7 @@ function levelRank(s) {
   return i < 0 ? -1 : i;
 }
 
-export function renderMap(el, m) {
+export function renderMap(el, m, stats) {
   const groups = new Map();
   for (const s of m.scopes) {
     const k = groupKey(s);
@@ -71,6 +97,7 @@ export function renderMap(el, m) {
       sized.length ? h('span', null, ', ', h('span#pending-total', null, String(pending)),
         ' pending in edge buffers')
         : ' (buffer sizes: an operator token; an agent\'s Redis user cannot read them)'),
+    stats ? poolTable(stats) : null,
     [...groups.entries()].sort().map(([k, scopes]) => h('section.group', {dataset: {group: k}},
       h('h2', null, k),
       h('div.scopes', null, scopes.sort((a, b) => levelRank(a) - levelRank(b) ||
@@ -81,14 +108,22 @@ export default function mapView(root, ctx) {
   const body = h('div.map');
   fill(root, h('h1', null, 'Memory map'), body);
   let stopped = false;
+  // The pool statistics read up to 1,000 entries of a scope: refreshed every 10 s at most,
+  // not on every burst of events as the map's counts are.
+  let stats = null;
+  let statsAt = 0;
   const load = async () => {
     try {
       let m = await api('/v1/map');
       // An agent's map has no edges (its Redis user cannot read them): the gateway names
       // the edges of its hierarchy, without buffer sizes.
       if (!m.edges.length) m = {...m, edges: (await api('/v1/dashboard/edges')).edges};
+      if (!stats || Date.now() - statsAt > 10000) {
+        stats = await api('/v1/stats');
+        statsAt = Date.now();
+      }
       if (stopped) return;
-      renderMap(body, m);
+      renderMap(body, m, stats);
       ctx.ready();
     } catch (e) { if (!stopped) ctx.fail(e); }
   };

@@ -1,0 +1,126 @@
+"""Pool statistics of a scope, as the memory-pool seed has them (issue 27 item 5):
+``evicted_total`` (and its reasons), entries per source agent, average strength; entries
+per category are the scope's tag counts (:class:`~blackboard.scope_stats.ScopeStats`).
+
+- ``removed``: what maintenance took out of the scope, ever, by reason: ``expired`` (TTL
+  sweep, or an upsert finding its target expired), ``decayed`` (pruned below the eviction
+  threshold), ``capacity`` (the weakest, past ``max_entries``), ``merged`` (a duplicate
+  the dedupe job folded into another entry). Counted by the script that removes the entry,
+  in the same script (``remove_entry`` in ``scripts/_lib.lua``), so a count is never lost
+  nor made twice. ``forget`` is not an eviction and is not counted.
+- ``agents``: live entries per source agent (the entry's ``author``; in an agent's own
+  scopes that is the agent, without reading the entries). In team and collective scopes
+  the authors are read from the newest ``POOL_SAMPLE`` entries (fewer when one call covers
+  more than ``POOL_BUDGET / POOL_SAMPLE`` scopes); entries written by the
+  dataflow carry no author and count under ``""`` ("workers" on the surfaces).
+- ``avg_strength``: mean current (decayed) strength over the same entries, each computed
+  in closed form from its stored strength, time and reinforcements (:mod:`blackboard.decay`).
+- ``sampled``: how many entries those two were computed from (the scope's live count unless
+  it holds more than its sample).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from . import keys as K
+from .decay import strength_at
+from .entry import ScopePolicy, scope_owner
+
+__all__ = ["POOL_SAMPLE", "REMOVAL_REASONS", "PoolStats", "pool_of", "removed_of"]
+
+#: Mirrors REMOVAL_REASONS in scripts/_lib.lua.
+REMOVAL_REASONS: tuple[str, ...] = ("expired", "decayed", "capacity", "merged")
+#: Entries per scope read for the per-agent counts and the average strength (the newest)...
+POOL_SAMPLE = 1000
+#: ... and in all, for a call over many scopes (an operator's ``stats`` of every scope):
+#: each scope then reads ``POOL_BUDGET // scopes`` entries, at least ``POOL_MIN``.
+POOL_BUDGET = 50_000
+POOL_MIN = 10
+_FIELDS = ("author", "strength", "strength_at", "reinforcements", "expires_at")
+
+
+@dataclass(frozen=True, slots=True)
+class PoolStats:
+    """Pool statistics of one scope (see the module docstring)."""
+
+    removed: dict[str, int] = field(default_factory=dict)
+    agents: dict[str, int] = field(default_factory=dict)
+    avg_strength: float | None = None
+    sampled: int = 0
+
+    @property
+    def evicted_total(self) -> int:
+        return sum(self.removed.values())
+
+    def to_json(self) -> dict[str, Any]:
+        return {"evicted_total": self.evicted_total, "removed": dict(self.removed),
+                "agents": dict(self.agents), "avg_strength": self.avg_strength,
+                "sampled": self.sampled}
+
+
+def _int(v: Any) -> int:
+    try:
+        return int(v)
+    except (TypeError, ValueError):
+        return 0
+
+
+def removed_of(raw: Mapping[Any, Any] | None) -> dict[str, int]:
+    """The ``removed`` counters, every reason present (0 when none), junk read as 0."""
+    got = {(k.decode() if isinstance(k, bytes) else str(k)): v for k, v in (raw or {}).items()}
+    return {r: max(0, _int(got.get(r))) for r in REMOVAL_REASONS}
+
+
+def _f(v: Any, default: float) -> float:
+    try:
+        return float(v)
+    except (TypeError, ValueError):
+        return default
+
+
+def pool_of(scope_id: str, count: int, removed: Mapping[Any, Any] | None,
+            rows: Sequence[Sequence[Any]], policy: ScopePolicy, now: int) -> PoolStats:
+    """A scope's :class:`PoolStats` from its ``removed`` hash and the ``_FIELDS`` of its
+    newest live entries (``rows``, at most ``POOL_SAMPLE``)."""
+    owner = scope_owner(scope_id)
+    agents: dict[str, int] = {}
+    total = 0.0
+    n = 0
+    tick_ms = int(policy.decay_tick * 1000)
+    for author, s, s_at, reinf, exp in rows:
+        if s is None or 0 < _f(exp, 0) <= now:  # gone between the two reads, or expired
+            continue
+        n += 1
+        total += strength_at(_f(s, 1.0), int(_f(s_at, 0)), now, policy.decay_rate,
+                             _int(reinf), tick_ms)
+        if owner is None:
+            a = author.decode() if isinstance(author, bytes) else (author or "")
+            agents[a] = agents.get(a, 0) + 1
+    if owner is not None and count:
+        agents = {owner: count}  # every entry of an agent's scope is the agent's
+    return PoolStats(removed=removed_of(removed), agents=dict(sorted(agents.items())),
+                     avg_strength=round(total / n, 4) if n else None, sampled=n)
+
+
+async def read_pools(client: Any, keys: Sequence[K.ScopeKeys], counts: Sequence[int],
+                     policies: Sequence[ScopePolicy], now: int) -> list[PoolStats]:
+    """Each scope's :class:`PoolStats`: two pipelined round trips for all scopes (the
+    removed hashes and the newest ids, then the sampled entries' fields)."""
+    per = min(POOL_SAMPLE, max(POOL_MIN, POOL_BUDGET // max(1, len(keys))))
+    async with client.pipeline(transaction=False) as pipe:
+        for k in keys:
+            pipe.hgetall(k.removed)
+            pipe.zrevrange(k.ix, 0, per - 1)
+        first = await pipe.execute()
+    removed = first[0::2]
+    ids = [[i.decode() for i in got] for got in first[1::2]]
+    async with client.pipeline(transaction=False) as pipe:
+        for k, some in zip(keys, ids, strict=True):
+            for i in some:
+                pipe.hmget(k.entry(i), *_FIELDS)
+        rows = iter(await pipe.execute() if any(ids) else ())
+    return [pool_of(k.scope_id, c, r, [next(rows) for _ in some], p, now)
+            for k, c, r, some, p in zip(keys, counts, removed, ids, policies, strict=True)]
