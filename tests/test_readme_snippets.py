@@ -4,8 +4,8 @@ A block's kind comes from its fence and from an HTML comment on the line just ab
 (invisible on GitHub), ``<!-- snippet: KIND -->``:
 
 - ``python`` blocks run as scripts, each in its own interpreter, against a private Redis
-  (the only rewrite: the README's ``localhost:6379`` becomes that server's address, and
-  ``localhost:8080`` / ``--port 8080`` a free port);
+  (the only rewrite: the README's ``localhost:6379`` or ``127.0.0.1:6379`` becomes that
+  server's address, and ``localhost:8080`` / ``--port 8080`` a free port);
 - ``<!-- snippet: pytest -->`` runs the block as a test file under the pytest plugin;
 - ``<!-- snippet: run -->`` on a ``bash`` block runs it with ``bash -euo pipefail`` in a
   scratch directory, the project's ``blackboard`` on PATH and the private Redis in
@@ -15,7 +15,7 @@ A block's kind comes from its fence and from an HTML comment on the line just ab
   exist and read the README), e.g. the gateway examples, which need a gateway and a token;
 - ``<!-- snippet: skip: REASON -->``: never run (what CI itself runs, installs, a server
   that runs until stopped, a remote LLM), with the reason said;
-- ``json`` blocks must parse; ``text`` blocks are output, not code.
+- ``json`` and ``yaml`` blocks must parse; ``text`` blocks are output, not code.
 
 A ``bash`` block without a marker fails the test, so a new shell example says what it needs.
 """
@@ -42,7 +42,7 @@ from blackboard.server import RedisServer
 ROOT = Path(__file__).resolve().parents[1]
 README = ROOT / "README.md"
 #: The README's addresses, and what the tests put in their place.
-README_REDIS = "localhost:6379"
+README_REDIS = ("localhost:6379", "127.0.0.1:6379")
 README_GATEWAY = ("localhost:8080", "--port 8080")
 _FENCE = re.compile(r"^```(\w*)\s*$")
 _MARK = re.compile(r"^<!-- snippet: (.+?) -->\s*$")
@@ -61,7 +61,8 @@ class Block:
     def kind(self) -> str:
         if self.mark:
             return self.mark.split(":")[0].split(" ")[0]
-        return {"python": "run", "json": "json", "text": "text"}.get(self.lang, "")
+        return {"python": "run", "json": "json", "yaml": "yaml", "text": "text"}.get(
+            self.lang, "")
 
     def __str__(self) -> str:
         first = self.code.splitlines()[0] if self.code else ""
@@ -97,7 +98,7 @@ def test_the_parser_reads_fences_and_markers() -> None:
 
 
 def test_every_block_says_what_it_is() -> None:
-    bad = [str(b) for b in blocks() if b.kind not in (*KINDS, "json", "text")]
+    bad = [str(b) for b in blocks() if b.kind not in (*KINDS, "json", "yaml", "text")]
     bad += [f"{b}: say why" for b in _of("skip") if not b.mark.partition(":")[2].strip()]
     assert bad == [], "add <!-- snippet: run|pytest|tested-by FILE|skip: why --> above these"
 
@@ -120,9 +121,13 @@ def test_every_python_block_compiles_as_a_script() -> None:
     assert bad == []
 
 
-def test_every_json_block_parses() -> None:
+def test_every_json_and_yaml_block_parses() -> None:
+    import yaml
+
     for b in _of("json"):
         json.loads(b.code)
+    for b in _of("yaml"):
+        yaml.safe_load(b.code)
 
 
 @pytest.fixture(scope="module")
@@ -138,7 +143,8 @@ def _free_port() -> int:
 
 
 def _as_run_here(code: str, server: RedisServer) -> str:
-    code = code.replace(README_REDIS, f"127.0.0.1:{server.port}")
+    for addr in README_REDIS:
+        code = code.replace(addr, f"127.0.0.1:{server.port}")
     port = _free_port()
     return code.replace(README_GATEWAY[0], f"127.0.0.1:{port}").replace(
         README_GATEWAY[1], f"--port {port}")
