@@ -94,7 +94,7 @@ run_tests() {
   local rc=0 only=()
   for bin in "${servers[@]}"; do
     echo "== pytest on $("$bin" --version | cut -d' ' -f1-3) ($bin)"
-    BLACKBOARD_REDIS_SERVER="$bin" "$VENV/bin/python" -m pytest -q -p no:cacheprovider \
+    BLACKBOARD_REDIS_SERVER="$bin" "$VENV/bin/python" -m pytest -q -p no:cacheprovider --durations=25 \
       "${only[@]}" "$@" || rc=$?
     # the framework adapters' tests test our code, not the server's: once is enough
     only=(-m "not integration")
