@@ -14,6 +14,8 @@ modules.
 
 from __future__ import annotations
 
+from .collective import CollectiveParams, collective_beliefs
+from .collective_procedures import collective_procedures
 from .draft import Draft, Provenance
 from .episodic import EpisodicParams, episodic
 from .params import InvalidParams
@@ -35,6 +37,7 @@ from .transformer import (
 )
 
 __all__ = [
+    "CollectiveParams",
     "Draft",
     "EpisodicParams",
     "InvalidParams",
@@ -48,6 +51,8 @@ __all__ = [
     "TransformContext",
     "Transformer",
     "UnknownTransformer",
+    "collective_beliefs",
+    "collective_procedures",
     "episodic",
     "get_transformer",
     "identity",

@@ -117,6 +117,7 @@ PUBLIC = {
         "team_scope",
     ],
     "consolidation": [
+        "CollectiveParams",
         "Draft",
         "EpisodicParams",
         "InvalidParams",
@@ -130,6 +131,8 @@ PUBLIC = {
         "TransformContext",
         "Transformer",
         "UnknownTransformer",
+        "collective_beliefs",
+        "collective_procedures",
         "episodic",
         "get_transformer",
         "identity",
