@@ -24,7 +24,7 @@ then time): a replayed or re-delivered one drafts nothing.
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from blackboard import Entry
@@ -32,6 +32,7 @@ from blackboard.entry import scope_owner
 
 from .collective import CollectiveParams, collective_form, promotion
 from .draft import Draft
+from .evidence import TEXT_CHARS
 from .params import parse_params
 from .procedural import procedure_key
 from .signals import chronological
@@ -75,7 +76,9 @@ class _Variant:
 
 @dataclass(frozen=True, slots=True)
 class _View:
-    """One agent's procedure for the kind, as its latest version stated it."""
+    """One agent's procedure for the kind, as its latest version stated it (``scope`` and
+    ``text``: where that version lives and what it said, the copy its evidence link keeps,
+    as :mod:`.evidence` has every link keep one)."""
 
     entry: str
     version: int
@@ -86,6 +89,8 @@ class _View:
     failures: int
     steps: Steps
     variants: tuple[_Variant, ...]
+    scope: str = ""
+    text: str = ""
 
     @property
     def order(self) -> tuple[int, int, str]:
@@ -95,7 +100,8 @@ class _View:
         return {"entry": self.entry, "procedure_version": self.version, "at": self.at,
                 "learned": self.learned, "support": self.support,
                 "successes": self.successes, "failures": self.failures,
-                "steps": list(self.steps), "variants": [v.to_json() for v in self.variants]}
+                "steps": list(self.steps), "variants": [v.to_json() for v in self.variants],
+                "scope": self.scope, "text": self.text}
 
     @classmethod
     def parse(cls, raw: Mapping[str, Any], entry: str, at: int, version: int,
@@ -110,15 +116,20 @@ class _View:
         v = e.value if isinstance(e.value, dict) else {}
         if not isinstance(v.get("task_kind"), str):
             return None
-        return cls.parse(v, e.id, e.created_at, _int(e.metadata.get("procedure_version")),
+        view = cls.parse(v, e.id, e.created_at, _int(e.metadata.get("procedure_version")),
                          v.get("status") == "learned")
+        how = " -> ".join(view.steps) or "no steps yet"
+        text = (f"{v['task_kind']}: {how} (support {view.support}, success rate "
+                f"{_rate(view.successes, view.failures)}, {v.get('status')})")
+        return replace(view, scope=e.scope, text=text[:TEXT_CHARS])
 
     @classmethod
     def stored(cls, raw: Any) -> _View | None:
         if not isinstance(raw, Mapping) or not isinstance(raw.get("entry"), str):
             return None  # a damaged view is rebuilt from the agent's next version
-        return cls.parse(raw, raw["entry"], _int(raw.get("at")),
+        view = cls.parse(raw, raw["entry"], _int(raw.get("at")),
                          _int(raw.get("procedure_version")), raw.get("learned") is True)
+        return replace(view, scope=str(raw.get("scope", "")), text=str(raw.get("text", "")))
 
 
 def _stored_views(existing: Entry | None) -> dict[str, _View]:
@@ -238,7 +249,10 @@ def _evidence(views: Mapping[str, _View]) -> list[dict[str, Any]]:
     """One link per agent: its procedure version's id, with its own tally."""
     return [{"agent": a, "entry": v.entry, "procedure_version": v.version, "at": v.at,
              "learned": v.learned, "support": v.support,
-             "success_rate": _rate(v.successes, v.failures)}
+             "success_rate": _rate(v.successes, v.failures), "stance": "support",
+             # the copy every evidence link keeps (consolidation.evidence.snapshot)
+             **({"scope": v.scope, "author": a, "written_at": v.at, "text": v.text}
+                if v.scope and v.text else {})}
             for a, v in sorted(views.items())]
 
 

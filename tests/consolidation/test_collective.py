@@ -147,6 +147,9 @@ async def test_procedures_pool_success_rates_across_agents() -> None:
     assert {(x["agent"], x["entry"]) for x in v["evidence"]} == {
         ("agent1", "p1"), ("agent2", "p2"), ("agent3", "p3")}
     assert v["variants"][0]["agents"] == ["agent1", "agent2"]
+    # each link keeps its copy (consolidation.evidence): the agent's version as it read
+    assert all(x["scope"] == f"agent:{x['agent']}:ltm:procedural" and "invoice:" in x["text"]
+               for x in v["evidence"])
     assert d.key == PKEY and {"procedure", "collective"} <= d.tags
     assert "invoice task procedure" in v["statement"]
     held = stored(d, "c1")

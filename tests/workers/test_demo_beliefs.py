@@ -84,7 +84,9 @@ async def _summaries_distil(bb: Blackboard) -> None:
 
 
 def _plain(text: str) -> str:
-    return text.strip().rstrip(".").lower()
+    """A sentence as a belief states it: no full stop, no articles, lower case."""
+    words = text.strip().rstrip(".").lower().split()
+    return " ".join(w for w in words if w not in ("a", "an", "the"))
 
 
 async def _collective_holds_what_every_agent_came_to_hold(bb: Blackboard) -> None:
