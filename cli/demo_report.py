@@ -162,9 +162,7 @@ def _print_collective(entries: list[Entry]) -> None:
         _say(_clip(e.text))
         if e.metadata.get("kind") == "procedure":
             pooled = ", ".join(str(x.get("agent")) for x in v.get("evidence", []))
-            _say(f"{v.get('support')} tasks pooled from {pooled}, learned by "
-                 f"{len(agents)}, success rate {_num(v.get('success_rate'))}",
-                 indent=5, dim=True)
+            _say(f"{v.get('support')} tasks pooled from {pooled}", indent=5, dim=True)
         else:
             n = sum(ln.get("stance") == "support" for ln in v.get("evidence", []))
             _say(f"held by {len(agents)} agents ({', '.join(agents)}), {n} supporting "
