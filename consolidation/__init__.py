@@ -14,8 +14,6 @@ modules.
 
 from __future__ import annotations
 
-from .collective import CollectiveParams, collective_beliefs
-from .collective_procedures import collective_procedures
 from .draft import Draft, Provenance
 from .episodic import EpisodicParams, episodic
 from .params import InvalidParams
@@ -35,6 +33,12 @@ from .transformer import (
     transformer_names,
     transformer_roles,
 )
+
+# isort: split
+# Registered last, so the roles keep their order (a role is listed when its first
+# transformer registers): the collective one follows the roles it pools from.
+from .collective import CollectiveParams, collective_beliefs
+from .collective_procedures import collective_procedures
 
 __all__ = [
     "CollectiveParams",
