@@ -56,8 +56,8 @@ DEFAULT_MAXMEMORY = "1gb"
 #: ``worker --role``'s help: written out, since importing workers.roles (ROLES) costs a
 #: second on every ``blackboard`` start; tests/cli/test_cli_80col.py keeps it in step.
 #: Spaces between the names, so a narrow terminal wraps the list instead of cutting it.
-ROLE_HELP = ("One of: summarize, episodic, semantic, procedural, team, index, maintenance; "
-             "all: every role.")
+ROLE_HELP = ("One of: summarize, episodic, semantic, procedural, team, collective, index, "
+             "maintenance; all: every role.")
 
 #: The distribution whose version ``--version`` prints (pyproject's ``name``).
 DISTRIBUTION = "reactive-blackboard"

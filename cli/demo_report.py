@@ -16,7 +16,7 @@ from rich.text import Text
 
 from blackboard import Blackboard, Entry
 from blackboard.entry import value_text
-from memory import AgentMemory
+from memory import COLLECTIVE, AgentMemory
 from memory.memory_map import MemoryMap
 from memory.render import render_map
 
@@ -87,6 +87,8 @@ async def build_report(bb: Blackboard, agent: str) -> tuple[dict[str, Any], Memo
         epi = await bb.scope(mem.scope_for("episodic")).entries(none_of=["superseded"],
                                                                 limit=3)
         team = await bb.scope(mem.scope_for(None, team=TEAM)).entries(limit=3)
+        # what the agents agree on (issue 27): the live versions, below the quorum included
+        collective = await bb.scope(COLLECTIVE).entries(none_of=["superseded"], limit=None)
         recalls: dict[str, list[Any]] = {}
         for q in QUERIES:
             try:
@@ -97,7 +99,7 @@ async def build_report(bb: Blackboard, agent: str) -> tuple[dict[str, Any], Memo
             recalls[q] = hits[:3]
     dlq = {p: await bb.bus(p).dlq_len() for p in range(bb.partitions)}
     out.update(procedures=proc, semantic=sem, episodes=epi, team=team, recalls=recalls,
-               dlq={p: n for p, n in dlq.items() if n})
+               collective=collective, dlq={p: n for p, n in dlq.items() if n})
     return out, mmap
 
 
@@ -147,4 +149,26 @@ def print_report(out: dict[str, Any], agent: str, mmap: MemoryMap) -> None:
         _say(_clip(value_text(e.value)))
         if _who(e):
             _say(_who(e), indent=5, dim=True)
+    _print_collective(out["collective"])
     console.print(f"dead-lettered: {sum(out['dlq'].values())}")
+
+
+def _print_collective(entries: list[Entry]) -> None:
+    """What at least a quorum of agents hold (beliefs), and the skills pooled."""
+    console.rule("[bold]collective[/] (what several agents agree on)")
+    held = [e for e in entries if e.metadata.get("promoted")]
+    for e in sorted(held, key=lambda e: (e.metadata.get("kind") != "fact", e.key or "")):
+        v, agents = e.value, e.metadata.get("agents", [])
+        _say(_clip(e.text))
+        if e.metadata.get("kind") == "procedure":
+            pooled = ", ".join(str(x.get("agent")) for x in v.get("evidence", []))
+            _say(f"{v.get('support')} tasks pooled from {pooled}", indent=5, dim=True)
+        else:
+            n = sum(ln.get("stance") == "support" for ln in v.get("evidence", []))
+            _say(f"held by {len(agents)} agents ({', '.join(agents)}), {n} supporting "
+                 f"entries, confidence {_num(v.get('confidence'))}", indent=5, dim=True)
+    waiting = len(entries) - len(held)
+    if not held:
+        _say("nothing yet (a belief needs agents in agreement)", dim=True)
+    if waiting:
+        _say(f"{waiting} more held by too few agents so far (proposed)", dim=True)

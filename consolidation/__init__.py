@@ -34,7 +34,14 @@ from .transformer import (
     transformer_roles,
 )
 
+# isort: split
+# Registered last, so the roles keep their order (a role is listed when its first
+# transformer registers): the collective one follows the roles it pools from.
+from .collective import CollectiveParams, collective_beliefs
+from .collective_procedures import collective_procedures
+
 __all__ = [
+    "CollectiveParams",
     "Draft",
     "EpisodicParams",
     "InvalidParams",
@@ -48,6 +55,8 @@ __all__ = [
     "TransformContext",
     "Transformer",
     "UnknownTransformer",
+    "collective_beliefs",
+    "collective_procedures",
     "episodic",
     "get_transformer",
     "identity",

@@ -15,9 +15,11 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from memory.levels import MemoryLevel
-from memory.naming import agent_scope, team_scope
+from memory.naming import COLLECTIVE, agent_scope, team_scope
 from memory.subscriptions import MemorySubscription, TagMatch, Trigger
 
+from .collective import collective_beliefs
+from .collective_procedures import collective_procedures
 from .episodic import episodic
 from .feedback import read_claim
 from .procedural import procedural
@@ -32,9 +34,9 @@ __all__ = ["ConsolidationCatalog", "catalog", "default_edges"]
 
 def default_edges(agent_id: str, teams: Iterable[str] = ()) -> list[MemorySubscription]:
     """The default dataflow: sensory -> working -> stm (steps kept, and summaries) ->
-    {episodic, semantic, procedural} from the steps, the agent's stm summaries -> each
-    team's root scope, and the agent's beliefs -> each team's semantic scope. Triggers:
-    counts with a time bound.
+    {episodic, semantic, procedural} from the steps, every agent's beliefs and procedures
+    -> ``collective``, the agent's stm summaries -> each team's root scope, and the agent's
+    beliefs -> each team's semantic scope. Triggers: counts with a time bound.
 
     Per-agent edges are patterns (``agent:*:working -> agent:{1}:stm``) shared by every
     agent, so workers match each event against a handful of edges, not one set per agent;
@@ -57,6 +59,15 @@ def default_edges(agent_id: str, teams: Iterable[str] = ()) -> list[MemorySubscr
                            filter=steps, trigger=every_hour),
         MemorySubscription("agent:*:stm", "agent:{1}:ltm:procedural", procedural.name,
                            filter=steps, trigger=every_hour),
+        # Collective memory (consolidation.collective): what several agents hold, pooled
+        # from every agent's beliefs and procedures into one system-wide scope, a minute
+        # after one changes. Pattern edges, like the per-agent ones: installed once.
+        MemorySubscription("agent:*:ltm:semantic", COLLECTIVE, collective_beliefs.name,
+                           filter=TagMatch.of(all_of={"fact"}),
+                           trigger=Trigger.any_of(Trigger.count(20), Trigger.age(60))),
+        MemorySubscription("agent:*:ltm:procedural", COLLECTIVE, collective_procedures.name,
+                           filter=TagMatch.of(all_of={"procedure"}),
+                           trigger=Trigger.any_of(Trigger.count(20), Trigger.age(60))),
     ]
     for t in sorted(set(teams)):
         # The team pools its members' summaries (consolidation.team keys each by its

@@ -60,7 +60,7 @@ from .signals import chronological
 from .text import slug
 from .transformer import TransformContext, register_transformer
 
-__all__ = ["TeamBeliefParams", "TeamBeliefsTransformer", "team_beliefs"]
+__all__ = ["TeamBeliefParams", "TeamBeliefsTransformer", "belief_groups", "team_beliefs"]
 
 _DAY_MS = 86_400_000
 
@@ -298,6 +298,17 @@ def _revision(existing: Entry | None, claim: Claim, contradicting: int) -> str:
     return "contested" if contradicting else "reinforced"
 
 
+def belief_groups(batch: Sequence[Entry]) -> list[tuple[str, list[Entry]]]:
+    """The batch's agent beliefs by canonical key (keys sorted, beliefs in time order,
+    each entry once)."""
+    groups: dict[str, list[Entry]] = {}
+    for b in chronological({e.id: e for e in batch}.values()):
+        if is_belief(b) and isinstance(b.value.get("predicate"), str):
+            key = b.value.get("canonical_key") or b.metadata["canonical_key"]
+            groups.setdefault(str(key), []).append(b)
+    return sorted(groups.items())
+
+
 class TeamBeliefsTransformer:
     """Runs in the ``semantic`` role (no worker process of its own)."""
 
@@ -309,13 +320,8 @@ class TeamBeliefsTransformer:
 
     async def __call__(self, batch: Sequence[Entry], ctx: TransformContext) -> list[Draft]:
         p = parse_params(TeamBeliefParams, ctx.params, self.name)
-        groups: dict[str, list[Entry]] = {}
-        for b in chronological({e.id: e for e in batch}.values()):
-            if is_belief(b) and isinstance(b.value.get("predicate"), str):
-                key = b.value.get("canonical_key") or b.metadata["canonical_key"]
-                groups.setdefault(str(key), []).append(b)
         out = []
-        for key, beliefs in sorted(groups.items()):
+        for key, beliefs in belief_groups(batch):
             d = self._draft(key, beliefs, ctx, p)
             if d is not None:
                 out.append(d)

@@ -15,7 +15,7 @@ from blackboard import Blackboard
 from .catalog import catalog
 from .config import ScopeConfig, default_config
 from .levels import MemoryLevel
-from .naming import agent_scope, team_scope
+from .naming import COLLECTIVE, agent_scope, team_scope
 from .registry import Registry
 from .subscriptions import MemorySubscription
 
@@ -63,6 +63,8 @@ async def install_default_hierarchy(
             scopes.append(await reg.ensure_scope(team_scope(t)))
             # where the team's reconciled beliefs go (the agent -> team belief edges)
             scopes.append(await reg.ensure_scope(team_scope(t, MemoryLevel.SEMANTIC)))
+        # where every agent's agreed beliefs and pooled procedures go (the collective edges)
+        scopes.append(await reg.ensure_scope(COLLECTIVE))
         edges = [await reg.install_edge(e) for e in default_edges(agent_id, teams)]
         return Hierarchy(tuple(scopes), tuple(edges))
     finally:

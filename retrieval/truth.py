@@ -12,14 +12,15 @@ are read compatibly: ``valid_from`` is their earliest supporting evidence (else
 
 Recall (:func:`current_truth`), over hits already ranked:
 
-* default: superseded and invalidated beliefs are left out (the superseded ones are also
-  pre-filtered by tag, :func:`truth_filter`, so they cost nothing);
+* default: superseded, invalidated and proposed (collective, below its quorum) beliefs are
+  left out (the superseded ones are also pre-filtered by tag, :func:`truth_filter`, so
+  they cost nothing);
 * a key's *chain* is per scope: a team's belief and a member's on the same canonical key
   are two holders' versions, neither hides nor orders the other;
 * ``include_history``: they stay, each placed after the current belief of its chain;
 * ``as_of``: per chain, the version whose valid time holds that instant (the one with the
   latest ``valid_from`` not after it, the latest recorded on a tie, unless its valid time
-  had already ended); other entries only when created by then.
+  had already ended, or it was below its quorum); other entries only when created by then.
 
 Beliefs are re-scored by their confidence and freshness
 (``score * (1 - w + w * confidence) * (1 - w + w * freshness)``, w = :data:`BELIEF_WEIGHT`);
@@ -47,6 +48,7 @@ __all__ = [
     "belief_status",
     "belief_valid_from",
     "belief_valid_to",
+    "below_quorum",
     "current_truth",
     "freshness",
     "is_belief",
@@ -57,7 +59,9 @@ __all__ = [
 #: How much confidence and freshness each move a belief's score (0: not at all).
 BELIEF_WEIGHT = 0.25
 _DAY_MS = 86_400_000
-_GONE = frozenset({"superseded", "invalidated"})
+#: Statuses never offered as current truth. ``proposed``: a collective entry held by fewer
+#: agents than its quorum (consolidation.collective), kept only to carry their views.
+_GONE = frozenset({"superseded", "invalidated", "proposed"})
 
 
 def is_belief(e: Entry) -> bool:
@@ -69,6 +73,13 @@ def belief_key(e: Entry) -> str:
     type, :mod:`.belief_keys`: a version stored under a key of the older form is in the
     same chain)."""
     return slot_of_key(str(e.metadata.get("canonical_key") or e.key or e.id))
+
+
+def below_quorum(e: Entry) -> bool:
+    """A version written below its quorum (collective memory: ``promoted`` false). It stays
+    so once superseded (the write script keeps its metadata), so ``as_of`` never gives it
+    as what was held then either."""
+    return e.metadata.get("promoted") is False
 
 
 def belief_status(e: Entry) -> str:
@@ -158,6 +169,8 @@ def _as_of_pick(hits: list[ScoredEntry], at_ms: int) -> list[ScoredEntry]:
             best[k] = h
     for h in best.values():
         end = belief_valid_to(h.entry)
+        if below_quorum(h.entry):
+            continue  # no collective truth then: below its quorum
         if end is None or at_ms < end:
             out.append(h)
     return out

@@ -38,8 +38,10 @@ QUICK = {
 
 #: The roles the default hierarchy of an agent without teams needs (team edges exist only
 #: with teams; the index role serves recall, no edge); ``summarize`` runs the identity and
-#: summarize edges, ``maintenance`` the TTL sweep.
-HIERARCHY_ROLES = ("summarize", "episodic", "semantic", "procedural", "maintenance")
+#: summarize edges, ``collective`` the edges into ``collective``, ``maintenance`` the TTL
+#: sweep.
+HIERARCHY_ROLES = ("summarize", "episodic", "semantic", "procedural", "collective",
+                   "maintenance")
 
 
 class Procs:
@@ -143,6 +145,8 @@ QUICK_TRIGGERS = {
     "episodic": Trigger.any_of(Trigger.count(50), Trigger.timer(1)),
     "semantic": Trigger.any_of(Trigger.count(50), Trigger.timer(1)),
     "procedural": Trigger.any_of(Trigger.count(50), Trigger.timer(1)),
+    "collective_beliefs": Trigger.any_of(Trigger.count(50), Trigger.timer(1)),
+    "collective_procedures": Trigger.any_of(Trigger.count(50), Trigger.timer(1)),
 }
 
 

@@ -120,6 +120,7 @@ PUBLIC = {
         "team_scope",
     ],
     "consolidation": [
+        "CollectiveParams",
         "Draft",
         "EpisodicParams",
         "InvalidParams",
@@ -133,6 +134,8 @@ PUBLIC = {
         "TransformContext",
         "Transformer",
         "UnknownTransformer",
+        "collective_beliefs",
+        "collective_procedures",
         "episodic",
         "get_transformer",
         "identity",

@@ -30,7 +30,7 @@ from memory.subscriptions import MemorySubscription
 
 from .edgeset import EdgeSet
 from .oom import OomNotice
-from .target_turn import TURN_RETRY_S, target_turn
+from .target_turn import TURN_RETRY_S, TURN_TTL_MS, target_turn
 
 __all__ = ["BufferItem", "DataflowRunner", "max_batch"]
 
@@ -117,6 +117,9 @@ class DataflowRunner:
     #: steps, such as episodic, takes each step once: an update, e.g. dedupe's merge into
     #: it, is not a new step).
     updates: Callable[[MemorySubscription], bool] = lambda edge: True
+    #: How long a firing's turn on a shared target outlives a dead holder
+    #: (:mod:`workers.target_turn`); workers pass their partition lease TTL.
+    turn_ttl_ms: int = TURN_TTL_MS
 
     def __post_init__(self) -> None:
         self._last_fire: dict[str, float] = {}
@@ -266,7 +269,7 @@ class DataflowRunner:
     ) -> bool:
         """Fire one batch; False when the target was another firing's turn (see
         :mod:`workers.target_turn`): the batch stays buffered, tried again shortly."""
-        async with target_turn(self.bb, edge, target) as mine:
+        async with target_turn(self.bb, edge, target, self.turn_ttl_ms) as mine:
             if not mine:
                 self._retry_at[key] = self.bb.now_ms() / 1000 + TURN_RETRY_S
                 return False

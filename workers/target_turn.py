@@ -8,13 +8,18 @@ supersede the first's draft without having seen it (a member's view lost). A tra
 that sets ``one_target_at_a_time`` has its firings into one target take turns under a
 lease (``bb:lease:target:<target>``): the prior read and the draft written by one firing
 happen while no other firing of such an edge drafts into that target. A firing that finds
-the lease held is tried again shortly (not a failure); a holder that dies frees it after
-:data:`TURN_TTL_MS`.
+the lease held is tried again shortly (not a failure). The holder renews its turn every
+third of its ``ttl_ms`` while it drafts, so a holder killed mid-batch frees the target
+``ttl_ms`` later: workers pass their partition lease TTL (5 s by default), the same bound
+as a dead worker's partitions, instead of blocking every member's (or, for
+``collective``, every agent's) firings for a fixed minute.
 """
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
+import logging
 import uuid
 from collections.abc import AsyncIterator
 
@@ -26,7 +31,10 @@ from memory.subscriptions import MemorySubscription
 
 __all__ = ["TURN_RETRY_S", "TURN_TTL_MS", "one_at_a_time", "target_turn"]
 
-#: How long a turn lasts at most (a transformer run and its write take far less).
+log = logging.getLogger(__name__)
+
+#: How long a turn lasts without renewal unless the caller says (workers pass their
+#: partition lease TTL); renewed while its holder drafts.
 TURN_TTL_MS = 60_000
 #: How soon a firing that found the target busy is tried again.
 TURN_RETRY_S = 0.25
@@ -42,18 +50,34 @@ def one_at_a_time(edge: MemorySubscription) -> bool:
 
 
 @contextlib.asynccontextmanager
-async def target_turn(bb: Blackboard, edge: MemorySubscription,
-                      target: str) -> AsyncIterator[bool]:
+async def target_turn(bb: Blackboard, edge: MemorySubscription, target: str,
+                      ttl_ms: int = TURN_TTL_MS) -> AsyncIterator[bool]:
     """Yield True when this firing may draft into ``target`` now (always, for an edge that
-    need not take turns), False when another holds the turn; released on exit."""
+    need not take turns), False when another holds the turn; renewed while held, released
+    on exit."""
     if not one_at_a_time(edge):
         yield True
         return
     lease, token = Lease(bb, K.target_lease(target)), uuid.uuid4().hex
-    if not await lease.acquire(token, TURN_TTL_MS):
+    if not await lease.acquire(token, ttl_ms):
         yield False
         return
+    renewing = asyncio.create_task(_renew(lease, token, ttl_ms))
     try:
         yield True
     finally:
+        renewing.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await renewing
         await lease.release(token)
+
+
+async def _renew(lease: Lease, token: str, ttl_ms: int) -> None:
+    """Extend the turn every third of its TTL until cancelled; a failed renewal is logged
+    and tried again (the turn lapses only if renewals fail for a whole TTL)."""
+    while True:
+        await asyncio.sleep(ttl_ms / 3000)
+        try:
+            await lease.acquire(token, ttl_ms)
+        except Exception:
+            log.warning("could not renew the turn on %s; trying again", lease.key)

@@ -10,7 +10,8 @@ from typing import Any
 
 import pytest
 
-from cli.demo_agents import PROCEDURES
+from cli.demo_agents import PROCEDURES, script
+from workers.roles import ROLES
 
 KEY = "fact:world_fact:entity:acme-corp:lives_in"
 
@@ -29,7 +30,7 @@ def test_demo_consolidates_every_level_and_exits_0(redis_url: str, clean_redis: 
     r = _cli("demo", "--agents", "2", "--steps", "80", "--json", url=redis_url)
     assert r.returncode == 0, r.stderr[-3000:]
     report = json.loads(r.stdout)
-    assert report["worker_exit_codes"] == [0] * 7
+    assert report["worker_exit_codes"] == [0] * len(ROLES)  # 8: one per role
     assert report["dlq"] == {}
     kinds = {e["value"]["task_kind"] for e in report["procedures"]}
     assert kinds <= {"invoice", "reconcile", "support"} and kinds
@@ -47,6 +48,19 @@ def test_demo_consolidates_every_level_and_exits_0(redis_url: str, clean_redis: 
     assert report["episodes"] and report["team"]
     assert all(len(e["value"]["steps"]) > 1 for e in report["episodes"])  # none cut short
     assert all(e["metadata"].get("attribution") for e in report["team"])
+    # collective memory (issue 27): every fact both agents came to hold, with both agents;
+    # the skills both learned, pooled
+    stated = [{s.text.rstrip(".").replace(" a ", " ") for s in script(a, 80, 7)
+               if s.kind == "observation" and "Springfield" not in s.text}
+              for a in ("agent1", "agent2")]
+    held = {e["value"]["statement"]: e for e in report["collective"]
+            if e["metadata"].get("promoted") and e["metadata"]["kind"] == "fact"}
+    assert stated[0] & stated[1] and stated[0] & stated[1] <= set(held), (stated, list(held))
+    assert all(e["metadata"]["agents"] == ["agent1", "agent2"] for e in held.values())
+    assert not any("Springfield" in t for t in held)
+    pooled = [e["value"] for e in report["collective"]
+              if e["metadata"].get("promoted") and e["metadata"]["kind"] == "procedure"]
+    assert pooled and all(tuple(v["steps"]) == PROCEDURES[v["task_kind"]] for v in pooled)
 
     m = _cli("map", "--agent", "agent1", "--team", "ops", "--json", url=redis_url, timeout=60)
     assert m.returncode == 0, m.stderr[-2000:]

@@ -69,7 +69,8 @@ def test_registry_lists_builtins_and_rejects_unknown() -> None:
     for n in ("identity", "summarize", "episodic", "semantic", "procedural", "team"):
         assert n in names
         assert get_transformer(n).name == n
-    with pytest.raises(UnknownTransformer, match="known: episodic, identity"):
+    with pytest.raises(UnknownTransformer,
+                       match="known: collective_beliefs, collective_procedures, episodic, "):
         get_transformer("sumarize")
 
 

@@ -93,10 +93,12 @@ async def test_install_default_hierarchy_idempotent(bb: Blackboard) -> None:
         "agent:a1:sensory", "agent:a1:working", "agent:a1:stm", "agent:a1:ltm:episodic",
         "agent:a1:ltm:semantic", "agent:a1:ltm:procedural", "team:t1", "team:t2",
         "team:t1:ltm:semantic", "team:t2:ltm:semantic",  # the teams' reconciled beliefs
+        "collective",  # what agents agree on (issue 27)
     }
     transformers = sorted(e.transformer for e in h.edges)
     # identity twice: sensory -> working, and working -> stm (steps kept beside summaries)
-    assert transformers == ["episodic", "identity", "identity", "procedural", "semantic",
+    assert transformers == ["collective_beliefs", "collective_procedures",
+                            "episodic", "identity", "identity", "procedural", "semantic",
                             "summarize", "team", "team", "team_beliefs", "team_beliefs"]
     h2 = await install_default_hierarchy(bb, "a1", teams=["t1", "t2"])
     assert h2.edges == h.edges
@@ -105,8 +107,9 @@ async def test_install_default_hierarchy_idempotent(bb: Blackboard) -> None:
             overrides={MemoryLevel.WORKING: {"max_entries": 3}})
         reg = m2.registry
         edges = await reg.list_edges()
-        # shared pattern edges + a1->t1, a1->t2, a2->t1 (stm summaries, and beliefs)
-        assert len(edges) == 6 + 3 * 2
+        # shared pattern edges (6, and 2 into collective) + a1->t1, a1->t2, a2->t1 (stm
+        # summaries, and beliefs)
+        assert len(edges) == 6 + 2 + 3 * 2
         assert (await reg.get_scope("agent:a2:working")).limits.max_entries == 3  # type: ignore[union-attr]
         assert (await reg.get_scope("agent:a1:working")).limits.max_entries == 200  # type: ignore[union-attr]
         stm_edges = [e for e in edges if e.match("agent:a2:stm")]
@@ -134,7 +137,9 @@ async def test_memory_map_and_render(bb: Blackboard) -> None:
     assert w is not None and w.count == 2 and w.writable and w.config is not None
     assert w.config.limits.max_entries == 200
     col = m.scope("collective")
-    assert col is not None and not col.writable and col.config is None and col.count == 1
+    # registered by the hierarchy (the collective edges' target), read-only to the agent
+    assert col is not None and not col.writable and col.count == 1
+    assert col.config is not None and col.config.kind == "collective"
     ev = {(e.source, e.target): e for e in m.edges}
     assert ev[("agent:a1:working", "agent:a1:stm")].pending == 3
     assert ev[("agent:a1:stm", "team:t1")].transformer == "team"
@@ -180,7 +185,7 @@ async def test_install_never_resets_an_operators_trigger(
         # every partition once; a1's re-install changed nothing and bumped nothing.
         after = _versions(clean_redis, bb.partitions)
         assert [a - b for a, b in zip(after, before, strict=True)] == [4] * bb.partitions
-        assert len(await reg.list_edges()) == 6 + 3 * 2
+        assert len(await reg.list_edges()) == 6 + 2 + 3 * 2  # 2: into collective
         assert {e.version for e in await reg.list_edges() if e.id != summ.id} == {1}
     finally:
         await reg.aclose()
@@ -302,7 +307,7 @@ async def test_edges_on_the_cluster(cbb: Blackboard) -> None:
     try:
         h = await install_default_hierarchy(cbb, "a1", registry=reg)
         await install_default_hierarchy(cbb, "a2", registry=reg)
-        assert await versions() == [6] * cbb.partitions
+        assert await versions() == [6 + 2] * cbb.partitions  # 2: into collective
         e = next(x for x in h.edges if x.transformer == "identity" and "working" in x.source)
         got = await asyncio.gather(
             *(reg.update_edge(replace(e, trigger=Trigger.count(n)), expected_version=1)
@@ -315,6 +320,6 @@ async def test_edges_on_the_cluster(cbb: Blackboard) -> None:
         await cbb.client.sadd(part.pendings, key)
         assert await reg.remove_edge(e.id) is True
         assert not await cbb.client.exists(key) and not await cbb.client.smembers(part.pendings)
-        assert await versions() == [8] * cbb.partitions
+        assert await versions() == [6 + 2 + 2] * cbb.partitions  # the update and the removal
     finally:
         await reg.aclose()

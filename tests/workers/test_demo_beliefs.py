@@ -1,7 +1,8 @@
 """The demo's agents on a real Redis, consolidated by in-process workers: after their run
 and an hour's worth of maintenance no evidence link dangles (issue 25 item 4), and the
 team holds one Acme Corp belief, Shelbyville, with every agent's evidence, first in each
-agent's recall among the beliefs on that key (item 6).
+agent's recall among the beliefs on that key (item 6); collective memory holds what all
+three agents came to hold, and their learned procedures pooled (issue 27).
 
 The hour is simulated by running each maintenance job directly on every partition, twice
 (sweep, prune, capacity, dedupe, reindex, trim, reschedule): Redis stamps entries with its
@@ -14,11 +15,13 @@ from __future__ import annotations
 
 import asyncio
 import time
+from typing import Any
 
 import pytest
 
 from blackboard import Blackboard
 from cli.demo import _backlog, install_agents, run_agent
+from cli.demo_agents import PROCEDURES, script
 from cli.demo_report import TEAM
 from consolidation.evidence import check_evidence
 from consolidation.signals import action_type_of, task_of
@@ -80,6 +83,48 @@ async def _summaries_distil(bb: Blackboard) -> None:
     assert total and kept / total <= 0.35, (kept, total)
 
 
+def _plain(text: str) -> str:
+    """A sentence as a belief states it: no full stop, no articles, lower case."""
+    words = text.strip().rstrip(".").lower().split()
+    return " ".join(w for w in words if w not in ("a", "an", "the"))
+
+
+async def _collective_holds_what_every_agent_came_to_hold(bb: Blackboard) -> None:
+    """Issue 27 item 1 on the demo's data: every fact all three agents came to hold is
+    collective truth with the three agents and every one's evidence; Springfield, which
+    they all held before the move, is not; each skill two or more agents learned is a
+    learned collective procedure, its support pooled from their procedures."""
+    stated = {a: [_plain(s.text) for s in script(a, 120, 7) if s.kind == "observation"]
+              for a in AGENTS}
+    held = set.intersection(*({t for t in said if "springfield" not in t}
+                              for said in stated.values()))
+    assert "globex prefers email invoices" in held and len(held) >= 3, held
+    live = [e for e in await bb.scope("collective").entries(limit=None)
+            if e.superseded_by is None]
+    truth = {_plain(e.value["statement"]): e for e in live
+             if e.metadata.get("kind") == "fact" and e.metadata.get("promoted")}
+    assert held <= set(truth), (held, sorted(truth))
+    for text in held:
+        e = truth[text]
+        assert e.metadata["agents"] == AGENTS and e.value["status"] == "active", e.value
+        assert {ln["agent"] for ln in e.value["evidence"]
+                if ln.get("stance") == "support"} == set(AGENTS)
+    assert not any("springfield" in t for t in truth), sorted(truth)
+    procs = {e.value["task_kind"]: e for e in live if e.metadata.get("kind") == "procedure"}
+    own: dict[str, list[dict[str, Any]]] = {}
+    for a in AGENTS:
+        for p in await bb.scope(f"agent:{a}:ltm:procedural").entries(limit=None):
+            if p.superseded_by is None:
+                own.setdefault(p.value["task_kind"], []).append(p.value)
+    learned = {k for k, vs in own.items() if sum(v["status"] == "learned" for v in vs) >= 2}
+    assert learned and learned <= set(procs), (learned, sorted(procs))
+    for k in learned:
+        v = procs[k].value
+        assert v["status"] == "learned" and len(v["agents"]) >= 2
+        assert tuple(v["steps"]) == PROCEDURES[k]
+        assert v["support"] == sum(x["support"] for x in own[k])  # pooled, each once
+
+
 async def test_demo_evidence_survives_maintenance_and_the_team_reconciles(
         bb: Blackboard) -> None:
     await bb.ensure_groups(list(BUS_GROUP_ROLES))
@@ -95,6 +140,7 @@ async def test_demo_evidence_survives_maintenance_and_the_team_reconciles(
             await w.stop()
 
     await _summaries_distil(bb)
+    await _collective_holds_what_every_agent_came_to_hold(bb)
     done = await _an_hour_of_maintenance(bb)
     assert done["dedupe"] > 0  # it deleted entries beliefs cite (18 of 40 links before)
     rep = await check_evidence(bb)

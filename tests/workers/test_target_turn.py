@@ -23,3 +23,27 @@ async def test_two_members_edges_take_turns_on_their_team(bb: Blackboard) -> Non
             assert plain  # edges that need no turn never wait
     async with target_turn(bb, A2, "team:t1:ltm:semantic") as after:
         assert after  # released on exit
+
+
+
+async def test_a_turn_is_renewed_while_held_and_a_dead_holders_lapses(bb: Blackboard) -> None:
+    """A holder drafting longer than the TTL keeps its turn; one killed mid-batch (no
+    renewal) frees the target a TTL later, not a fixed minute later."""
+    import asyncio
+
+    from blackboard import keys as K
+    from blackboard.lease import Lease
+
+    target = "team:t3:ltm:semantic"
+    async with target_turn(bb, A1, target, ttl_ms=300) as first:
+        assert first
+        await asyncio.sleep(0.6)  # two TTLs: renewed meanwhile
+        async with target_turn(bb, A2, target, ttl_ms=300) as second:
+            assert not second
+    # a holder that died holding the turn: the lease without its renewal
+    assert await Lease(bb, K.target_lease(target)).acquire("dead", 300)
+    async with target_turn(bb, A2, target, ttl_ms=300) as blocked:
+        assert not blocked
+    await asyncio.sleep(0.4)
+    async with target_turn(bb, A2, target, ttl_ms=300) as after:
+        assert after

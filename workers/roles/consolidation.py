@@ -57,6 +57,7 @@ class EdgeRunnerRole:
             owns=lambda p: p in host.leases.owned and not host.stopping.is_set(),
             oom_say_every_s=host.settings.oom_say_every_s,
             updates=lambda edge: reads_updates(edge.transformer),
+            turn_ttl_ms=host.settings.lease_ttl_ms,
         )
         self.fires = FireLoops(
             host.bb,
