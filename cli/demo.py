@@ -109,7 +109,7 @@ async def run_agent(bb: Blackboard, name: str, steps: int, seed: int,
         return n
 
 
-async def _backlog(bb: Blackboard, roles: tuple[str, ...]) -> int:
+async def _backlog(bb: Blackboard, roles: tuple[str, ...] = EDGE_ROLES) -> int:
     """Events ``roles`` have not finished: buffered, in flight, pending in a group, or not
     yet delivered to it (its last delivered id behind the bus's newest)."""
     n = 0
