@@ -10,11 +10,15 @@ per category are the scope's tag counts (:class:`~blackboard.scope_stats.ScopeSt
   nor made twice. ``forget`` is not an eviction and is not counted.
 - ``agents``: live entries per source agent (the entry's ``author``; in an agent's own
   scopes that is the agent, without reading the entries). In team and collective scopes
-  the authors are read from the newest ``POOL_SAMPLE`` entries (fewer when one call covers
-  more than ``POOL_BUDGET / POOL_SAMPLE`` scopes); entries written by the
+  the authors are read from a random sample of ``POOL_SAMPLE`` entries (fewer when one call
+  covers more than ``POOL_BUDGET / POOL_SAMPLE`` scopes); entries written by the
   dataflow carry no author and count under ``""`` ("workers" on the surfaces).
-- ``avg_strength``: mean current (decayed) strength over the same entries, each computed
-  in closed form from its stored strength, time and reinforcements (:mod:`blackboard.decay`).
+- ``avg_strength``: mean current (decayed) strength over the same sample. In team and
+  collective scopes each is computed in closed form from the entry's stored strength, time
+  and reinforcements (:mod:`blackboard.decay`); in an agent's own scopes, from its score in
+  the ``evict`` zset, as the strength histogram reads it (exact for entries never
+  reinforced, an upper bound otherwise), so an agent's stats read no entry and cost the same
+  few commands at 10 or 10,000 entries.
 - ``sampled``: how many entries those two were computed from (the scope's live count unless
   it holds more than its sample).
 """
@@ -29,7 +33,8 @@ from . import keys as K
 from .decay import strength_at
 from .entry import ScopePolicy, scope_owner
 
-__all__ = ["POOL_SAMPLE", "REMOVAL_REASONS", "PoolStats", "pool_of", "removed_of"]
+__all__ = ["POOL_SAMPLE", "REMOVAL_REASONS", "PoolStats", "pool_of", "removed_of",
+           "strength_of_evict_score"]
 
 #: Mirrors REMOVAL_REASONS in scripts/_lib.lua.
 REMOVAL_REASONS: tuple[str, ...] = ("expired", "decayed", "capacity", "merged")
@@ -82,13 +87,15 @@ def _f(v: Any, default: float) -> float:
 
 
 def pool_of(scope_id: str, count: int, removed: Mapping[Any, Any] | None,
-            rows: Sequence[Sequence[Any]], policy: ScopePolicy, now: int) -> PoolStats:
-    """A scope's :class:`PoolStats` from its ``removed`` hash and the ``_FIELDS`` of its
-    newest live entries (``rows``, at most ``POOL_SAMPLE``)."""
+            rows: Sequence[Sequence[Any]], policy: ScopePolicy, now: int, *,
+            strengths: Sequence[float] = ()) -> PoolStats:
+    """A scope's :class:`PoolStats` from its ``removed`` hash and either the ``_FIELDS`` of
+    sampled live entries (``rows``, at most ``POOL_SAMPLE``) or, for an agent's own scope,
+    whose author is its owner, sampled ``strengths`` alone."""
     owner = scope_owner(scope_id)
     agents: dict[str, int] = {}
-    total = 0.0
-    n = 0
+    total = float(sum(strengths))
+    n = len(strengths)
     tick_ms = int(policy.decay_tick * 1000)
     for author, s, s_at, reinf, exp in rows:
         if s is None or 0 < _f(exp, 0) <= now:  # gone between the two reads, or expired
@@ -105,22 +112,54 @@ def pool_of(scope_id: str, count: int, removed: Mapping[Any, Any] | None,
                      avg_strength=round(total / n, 4) if n else None, sampled=n)
 
 
+def strength_of_evict_score(score: float, policy: ScopePolicy, now: int) -> float:
+    """An entry's current strength from its ``evict`` score, as the strength histogram
+    reads it (:mod:`blackboard.scope_stats`): the score itself in a non-decaying scope;
+    otherwise the time the strength crosses the threshold ``T``, so ``s = T * q ** ((now -
+    evict_at) / tick)``, exact for an entry never reinforced (an upper bound otherwise)."""
+    if policy.decay_rate <= 0:
+        return float(score)
+    q = 1.0 - policy.decay_rate
+    tick_ms = max(policy.decay_tick * 1000, 1e-9)
+    return float(policy.evict_threshold * q ** ((now - score) / tick_ms))
+
+
+def _pairs(reply: Any) -> list[tuple[Any, float]]:
+    """ZRANDMEMBER ... WITHSCORES as (member, score) pairs, whatever the protocol."""
+    if not reply:
+        return []
+    if isinstance(reply[0], list | tuple):
+        return [(m, float(sc)) for m, sc in reply]
+    return [(reply[i], float(reply[i + 1])) for i in range(0, len(reply), 2)]
+
+
 async def read_pools(client: Any, keys: Sequence[K.ScopeKeys], counts: Sequence[int],
                      policies: Sequence[ScopePolicy], now: int) -> list[PoolStats]:
-    """Each scope's :class:`PoolStats`: two pipelined round trips for all scopes (the
-    removed hashes and the newest ids, then the sampled entries' fields)."""
+    """Each scope's :class:`PoolStats`, a constant number of commands per scope whatever
+    its size: the removed hash and a random sample of the ``evict`` zset (its scores give
+    the strengths) in one round trip; then, for scopes without an owner (team,
+    collective) only, the sampled entries' authors in a second."""
     per = min(POOL_SAMPLE, max(POOL_MIN, POOL_BUDGET // max(1, len(keys))))
     async with client.pipeline(transaction=False) as pipe:
         for k in keys:
             pipe.hgetall(k.removed)
-            pipe.zrevrange(k.ix, 0, per - 1)
+            pipe.zrandmember(k.evict, per, withscores=True)
         first = await pipe.execute()
     removed = first[0::2]
-    ids = [[i.decode() for i in got] for got in first[1::2]]
+    samples = [_pairs(got) for got in first[1::2]]
+    ownerless = [scope_owner(k.scope_id) is None for k in keys]
     async with client.pipeline(transaction=False) as pipe:
-        for k, some in zip(keys, ids, strict=True):
-            for i in some:
-                pipe.hmget(k.entry(i), *_FIELDS)
-        rows = iter(await pipe.execute() if any(ids) else ())
-    return [pool_of(k.scope_id, c, r, [next(rows) for _ in some], p, now)
-            for k, c, r, some, p in zip(keys, counts, removed, ids, policies, strict=True)]
+        for k, some, read in zip(keys, samples, ownerless, strict=True):
+            for member, _ in some if read else ():
+                pipe.hmget(k.entry(member.decode() if isinstance(member, bytes)
+                                   else member), *_FIELDS)
+        rows = iter(await pipe.execute() if any(ownerless) else ())
+    out = []
+    for k, c, r, some, read, p in zip(keys, counts, removed, samples, ownerless, policies,
+                                       strict=True):
+        if read:  # the authors: read from the entries themselves
+            out.append(pool_of(k.scope_id, c, r, [next(rows) for _ in some], p, now))
+            continue
+        strengths = [strength_of_evict_score(sc, p, now) for _, sc in some]
+        out.append(pool_of(k.scope_id, c, r, [], p, now, strengths=strengths))
+    return out
