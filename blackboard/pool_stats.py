@@ -10,8 +10,9 @@ per category are the scope's tag counts (:class:`~blackboard.scope_stats.ScopeSt
   nor made twice. ``forget`` is not an eviction and is not counted.
 - ``agents``: live entries per source agent (the entry's ``author``; in an agent's own
   scopes that is the agent, without reading the entries). In team and collective scopes
-  the authors are read from a random sample of ``POOL_SAMPLE`` entries (fewer when one call
-  covers more than ``POOL_BUDGET / POOL_SAMPLE`` scopes); entries written by the
+  the authors are read from ``POOL_SAMPLE`` entries, the weakest (every entry while the
+  scope holds no more; fewer when one call covers more than ``POOL_BUDGET / POOL_SAMPLE``
+  scopes), so over a larger scope the average strength is a lower bound; entries written by the
   dataflow carry no author and count under ``""`` ("workers" on the surfaces).
 - ``avg_strength``: mean current (decayed) strength over the same sample. In team and
   collective scopes each is computed in closed form from the entry's stored strength, time
@@ -125,7 +126,7 @@ def strength_of_evict_score(score: float, policy: ScopePolicy, now: int) -> floa
 
 
 def _pairs(reply: Any) -> list[tuple[Any, float]]:
-    """ZRANDMEMBER ... WITHSCORES as (member, score) pairs, whatever the protocol."""
+    """A WITHSCORES reply as (member, score) pairs, whatever the protocol."""
     if not reply:
         return []
     if isinstance(reply[0], list | tuple):
@@ -136,14 +137,16 @@ def _pairs(reply: Any) -> list[tuple[Any, float]]:
 async def read_pools(client: Any, keys: Sequence[K.ScopeKeys], counts: Sequence[int],
                      policies: Sequence[ScopePolicy], now: int) -> list[PoolStats]:
     """Each scope's :class:`PoolStats`, a constant number of commands per scope whatever
-    its size: the removed hash and a random sample of the ``evict`` zset (its scores give
-    the strengths) in one round trip; then, for scopes without an owner (team,
+    its size: the removed hash and the first ``per`` members of the ``evict`` zset (the
+    weakest; every member while the scope holds no more; their scores give the strengths)
+    in one round trip; then, for scopes without an owner (team,
     collective) only, the sampled entries' authors in a second."""
     per = min(POOL_SAMPLE, max(POOL_MIN, POOL_BUDGET // max(1, len(keys))))
     async with client.pipeline(transaction=False) as pipe:
         for k in keys:
             pipe.hgetall(k.removed)
-            pipe.zrandmember(k.evict, per, withscores=True)
+            # ZRANGE, not ZRANDMEMBER: an agent's ACL user may run only the former
+            pipe.zrange(k.evict, 0, per - 1, withscores=True)
         first = await pipe.execute()
     removed = first[0::2]
     samples = [_pairs(got) for got in first[1::2]]
