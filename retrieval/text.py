@@ -11,14 +11,20 @@ from blackboard import Entry
 from blackboard.entry import value_text
 
 __all__ = [
-    "MAIN_TEXT_KEYS", "TEXT_METADATA", "entry_text", "event_time_ms", "flatten_value",
-    "is_said", "message_text", "origin_of",
+    "MAIN_TEXT_KEYS", "TEXT_METADATA", "UNINDEXED_KEYS", "entry_text", "event_time_ms",
+    "flatten_value", "is_said", "message_text", "origin_of",
 ]
 
 #: Metadata fields that join the indexed text, in this order: who said it and when help a
 #: query find it ("what did Alice say in May"); ``context`` is text around the entry (the
 #: previous turn of a dialogue, a document title) that the entry alone does not repeat.
 TEXT_METADATA = ("speaker", "date", "title", "caption", "context")
+
+#: Value fields an entry is not indexed by: a belief's or procedure's ``evidence`` holds
+#: frozen copies of the entries it cites, which are indexed as themselves. Indexed again in
+#: the belief, every belief matched its evidence's words (one fact, many hits) and ran 3-4
+#: times longer through the embedder (a collective belief 676 tokens, 219 without).
+UNINDEXED_KEYS = frozenset({"evidence"})
 
 #: Fields holding an observation's main text, most telling first (``entry_text(main=True)``).
 #: Not :data:`blackboard.entry.TEXT_KEYS`, which pick the headline a person reads first (an
@@ -105,8 +111,9 @@ def message_text(value: Mapping[str, Any], metadata: Mapping[str, Any]) -> str:
 
 def entry_text(entry: Entry, *, main: bool = False) -> str:
     """The text of ``entry``: as indexed, ``[speaker: ]value`` (every string field of the
-    value, :func:`flatten_value`) plus the other :data:`TEXT_METADATA` fields present, one
-    per line (a conversation message: :func:`message_text`).
+    value but :data:`UNINDEXED_KEYS`, :func:`flatten_value`) plus the other
+    :data:`TEXT_METADATA` fields present, one per line (a conversation message:
+    :func:`message_text`).
 
     With ``main``, only the value's main text: a string as is, the first non-blank field of
     :data:`MAIN_TEXT_KEYS`, else the value's canonical JSON (sorted keys). Two renderings on
@@ -117,7 +124,10 @@ def entry_text(entry: Entry, *, main: bool = False) -> str:
         return value_text(entry.value, keys=MAIN_TEXT_KEYS, canonical=True)
     if _is_message(entry.value):
         return message_text(entry.value, entry.metadata or {})
-    body = flatten_value(entry.value)
+    value = entry.value
+    if isinstance(value, Mapping) and UNINDEXED_KEYS.intersection(value):
+        value = {k: v for k, v in value.items() if k not in UNINDEXED_KEYS}
+    body = flatten_value(value)
     md = entry.metadata or {}
     speaker = md.get("speaker")
     lines = [f"{speaker}: {body}" if isinstance(speaker, str) and speaker else body]
