@@ -96,8 +96,9 @@ run_tests() {
     echo "== pytest on $("$bin" --version | cut -d' ' -f1-3) ($bin)"
     BLACKBOARD_REDIS_SERVER="$bin" "$VENV/bin/python" -m pytest -q -p no:cacheprovider --durations=25 \
       "${only[@]}" "$@" || rc=$?
-    # the framework adapters' tests test our code, not the server's: once is enough
-    only=(-m "not integration")
+    # The framework adapters' and the dashboard's browser tests test our code, not the
+    # server's: once is enough (the run stays within CI's time budget).
+    only=(-m "not (integration or browser)")
   done
   [ -z "$system" ] && echo "note: no redis-server on PATH; ran on the bundled Redis 8.2 only (apt install redis-server adds 7.0)"
   return $rc
