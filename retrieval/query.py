@@ -179,6 +179,13 @@ class MemoryQuery(BaseModel):
     def _strip(cls, v: str | None) -> str | None:
         if v is None:
             return None
+        try:
+            # A lone surrogate (JSON "\ud800", or argv bytes that are not UTF-8) would
+            # reach the tokenizer and the embedder as their own TypeError, not a clear one.
+            v.encode("utf-8")
+        except UnicodeEncodeError:
+            raise ValueError("query is not valid Unicode (lone surrogate, or bytes that "
+                             "are not UTF-8)") from None
         v = v.strip()
         return v or None
 

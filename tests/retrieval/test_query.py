@@ -53,6 +53,7 @@ def test_any_of_partly_excluded_is_fine() -> None:
         ({"order": "newest", "query": "text"}, "order='newest' .* takes no query text"),
         ({"order": "newest", "min_strength": 0.2}, "min_strength needs order='relevance'"),
         ({"time_range": (None, -1)}, "start 0 is after its end -1"),  # open start is 0
+        ({"query": "ab\udcff"}, "query is not valid Unicode"),  # argv bytes not UTF-8
     ],
 )
 def test_query_validation(kwargs: dict[str, object], message: str) -> None:
