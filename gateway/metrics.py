@@ -57,6 +57,21 @@ def route_of(scope: Scope) -> str:
     return str(getattr(r, "path", None) or "unmatched")
 
 
+class ResponseStatus:
+    """An ASGI ``send`` that notes the response's status code on its way (500 until a
+    response starts: a request that raised before answering is counted as the 500 the
+    server sends)."""
+
+    def __init__(self, send: Send) -> None:
+        self.code = 500
+        self._send = send
+
+    async def send(self, msg: Message) -> None:
+        if msg["type"] == "http.response.start":
+            self.code = int(msg["status"])
+        await self._send(msg)
+
+
 class MetricsMiddleware:
     """Times every HTTP request and counts it by the matched route's template."""
 
@@ -69,17 +84,11 @@ class MetricsMiddleware:
             await self.app(scope, receive, send)
             return
         t0 = time.perf_counter()
-        status = 500
-
-        async def send_(msg: Message) -> None:
-            nonlocal status
-            if msg["type"] == "http.response.start":
-                status = int(msg["status"])
-            await send(msg)
-
+        answer = ResponseStatus(send)
         try:
-            await self.app(scope, receive, send_)
+            await self.app(scope, receive, answer.send)
         finally:
+            status = answer.code
             route, method = route_of(scope), scope["method"]
             self.metrics.requests.labels(route, method, str(status)).inc()
             self.metrics.latency.labels(route, method).observe(time.perf_counter() - t0)

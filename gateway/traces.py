@@ -7,11 +7,11 @@ header starts a new trace. Off, a request pays one flag check.
 
 from __future__ import annotations
 
-from starlette.types import ASGIApp, Message, Receive, Scope, Send
+from starlette.types import ASGIApp, Receive, Scope, Send
 
 from blackboard import tracing
 
-from .metrics import route_of
+from .metrics import ResponseStatus, route_of
 
 __all__ = ["TracingMiddleware"]
 
@@ -27,18 +27,11 @@ class TracingMiddleware:
             await self.app(scope, receive, send)
             return
         parent = dict(scope.get("headers") or ()).get(b"traceparent")
-        status = 500
-
-        async def send_(msg: Message) -> None:
-            nonlocal status
-            if msg["type"] == "http.response.start":
-                status = int(msg["status"])
-            await send(msg)
-
+        answer = ResponseStatus(send)
         with tracing.span("gateway.request", {"http.request.method": scope["method"]},
                           parent=tracing.valid_traceparent(parent)) as sp:
             try:
-                await self.app(scope, receive, send_)
+                await self.app(scope, receive, answer.send)
             finally:
                 sp.set_attribute("http.route", route_of(scope))
-                sp.set_attribute("http.response.status_code", status)
+                sp.set_attribute("http.response.status_code", answer.code)
