@@ -485,6 +485,9 @@ class SearchEngine:
             # not loaded for it (a one-shot `blackboard recall` of a fresh memory).
             if q.query is None:
                 return None
+            if not cats:  # nothing indexed to search: not a failure of the model
+                notes.missed("dense", "dense not asked: nothing to search", broken=False)
+                return None
             if not any(c.dense is not None and len(c.dense) for c in cats):
                 notes.missed("dense", "dense unavailable: no searched entry has a vector yet")
                 return None

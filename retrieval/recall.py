@@ -113,6 +113,9 @@ class Retriever:
                 out = await self._recall(q, names)
                 sp.set_attribute("retrieval.hits", len(out))
                 sp.set_attribute("retrieval.dense_pending", out.dense_pending)
+                sp.set_attribute("retrieval.route", out.route.route)
+                sp.set_attribute("retrieval.indexes", list(out.route.indexes))
+                sp.set_attribute("retrieval.partial", out.route.partial)
                 return out
         return await self._recall(q, names)
 
