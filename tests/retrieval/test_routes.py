@@ -22,7 +22,7 @@ from pydantic import ValidationError
 from recall_support import CountingEmbedder
 
 from blackboard import Blackboard, Entry
-from retrieval import MemoryQuery, Retriever, SearchEngine
+from retrieval import MemoryQuery, Retriever, SearchEngine, bm25_variants
 from retrieval.bm25_variants import BM25Variant, get_bm25_variant, register_bm25_variant
 from retrieval.citations import cites_of
 from retrieval.completeness import IndexNotes, RouteReport
@@ -55,8 +55,6 @@ def _tfc(tf: Any, dl: Any, avgdl: float, p: Any) -> Any:
     return get_bm25_variant("lucene").tfc(tf, dl, avgdl, p)
 
 
-register_bm25_variant(BM25Variant("breakable", get_bm25_variant("lucene").idf, _tfc),
-                      replace=True)
 
 
 @dataclass(frozen=True)
@@ -97,9 +95,15 @@ def toc() -> Iterator[FakeToc]:
 
 @pytest.fixture(autouse=True)
 def _no_toc_by_default() -> Iterator[None]:
+    """No table of contents unless a test registers one; the breakable BM25 variant
+    registered for the test only (other tests list the known variants)."""
     old = register_explore_route(None)
     BM25_BROKEN[0] = False
+    register_bm25_variant(BM25Variant("breakable", get_bm25_variant("lucene").idf, _tfc),
+                          replace=True)
     yield
+    with bm25_variants._lock:
+        bm25_variants._variants.pop("breakable", None)
     BM25_BROKEN[0] = False
     register_explore_route(old)
 
@@ -276,12 +280,13 @@ async def test_time_box_returns_what_it_has(bb: Blackboard) -> None:
     slow = FakeToc(delay=5.0)
     register_explore_route(slow)
 
-    async def rewriter(text: str) -> list[str]:
-        await asyncio.sleep(5.0)
-        return [text]
+    class SlowRewriter:  # an LLM rewriting the query, slowly
+        async def __call__(self, query: str) -> list[str]:
+            await asyncio.sleep(5.0)
+            return [query]
 
     async with _retriever(bb, Breakable()) as r:
-        r.rewriter = rewriter
+        r.rewriter = SlowRewriter()
         t0 = time.monotonic()
         hits = await r.recall(MemoryQuery(query="garden", intent="time_boxed",
                                           timeout_ms=200), [S])
