@@ -6,10 +6,14 @@ Mounted by :mod:`cli.app` (``register(app)``); the index is built for this one q
 
 ``--json`` shape (stable; extend, never rename): a list, best first, of
 ``{"rank", "id", "scope", "value", "text", "tags", "key", "created_at", "score", "fused",
-"dense", "bm25", "strength", "recency", "importance", "also_in", "has_vector"}`` (``text``:
-the value as a person reads it; ``dense``/``bm25`` null when that signal did not apply;
-``also_in``: the other forms of the same fact folded into the hit, ``[{"id", "scope"}]``;
-``has_vector`` false when the entry could rank by keywords only).
+"dense", "bm25", "strength", "recency", "importance", "also_in", "has_vector", "cites",
+"route"}`` (``text``: the value as a person reads it; ``dense``/``bm25`` null when that
+signal did not apply; ``also_in``: the other forms of the same fact folded into the hit,
+``[{"id", "scope"}]``; ``has_vector`` false when the entry could rank by keywords only;
+``cites``: the ids of the raw entries a derived hit stands on; ``route``: how the recall
+was answered, the same object on every hit, ``{"intent", "route", "indexes", "notes",
+"partial", "nodes_visited"}``). The route is also one line on stderr (with ``--json`` too,
+so an empty list is explained).
 """
 
 from __future__ import annotations
@@ -30,8 +34,9 @@ __all__ = ["hit_record", "register", "require_agent"]
 WIDE = 120
 
 
-def hit_record(rank: int, h: Any) -> dict[str, Any]:
-    """One hit (a :class:`retrieval.ScoredEntry`) as plain data."""
+def hit_record(rank: int, h: Any, route: Any = None) -> dict[str, Any]:
+    """One hit (a :class:`retrieval.ScoredEntry`) as plain data; ``route``: its recall's
+    :class:`~retrieval.completeness.RouteReport`."""
     e = h.entry
     return {
         "rank": rank, "id": e.id, "scope": h.scope, "value": e.value,
@@ -41,6 +46,11 @@ def hit_record(rank: int, h: Any) -> dict[str, Any]:
         "importance": h.importance,
         "also_in": [{"id": r.entry_id, "scope": r.scope} for r in h.also_in],
         "has_vector": h.has_vector,
+        "cites": list(h.cites),
+        "route": None if route is None else {
+            "intent": route.intent, "route": route.route, "indexes": list(route.indexes),
+            "notes": list(route.notes), "partial": route.partial,
+            "nodes_visited": route.nodes_visited},
     }
 
 
@@ -98,6 +108,29 @@ def _check_as_of(text: str | None) -> Any:
         usage(f"--as-of {text!r}: {msg}")
 
 
+def _routed_query(fields: dict[str, Any], intent: str, timeout_ms: int | None,
+                  budget_tokens: int | None) -> Any:
+    """The query with ``--intent``, ``--timeout-ms`` and ``--budget-tokens``; a value the
+    query model refuses is a one-line usage error naming the option (exit 2)."""
+    from pydantic import ValidationError
+
+    from memory import MemoryQuery
+
+    from .errors import usage
+
+    routed: dict[str, Any] = {"intent": intent, "timeout_ms": timeout_ms,
+                              "budget_tokens": budget_tokens}
+    try:
+        return MemoryQuery.model_validate(
+            fields | {k: v for k, v in routed.items() if v is not None})
+    except ValidationError as exc:
+        err = exc.errors()[0]
+        name = str(err["loc"][0]) if err["loc"] else ""
+        msg = err["msg"].removeprefix("Value error, ")
+        opt = f"--{name.replace('_', '-')} " if name in routed else ""
+        usage(f"{opt}{msg}")
+
+
 def _num(x: float | None) -> str:
     return "-" if x is None else f"{x:.3f}"
 
@@ -137,6 +170,16 @@ def register(app: typer.Typer) -> None:
         consistency: Annotated[str, typer.Option(
             help="immediate: rank what is indexed now; semantic: first wait until every "
                  "searched memory is embedded.")] = "immediate",
+        intent: Annotated[str, typer.Option(
+            help="answer: by meaning and keywords; locate: exact words first; explore: "
+                 "the table of contents; time_boxed: the best route within the budget.")
+        ] = "answer",
+        timeout_ms: Annotated[int | None, typer.Option(
+            "--timeout-ms", show_default=False,
+            help="Return by then with what was found (marked partial).")] = None,
+        budget_tokens: Annotated[int | None, typer.Option(
+            "--budget-tokens", show_default=False,
+            help="At most this many tokens of memory text (marked partial).")] = None,
         gateway: Annotated[str | None, typer.Option(
             "--gateway", envvar="BLACKBOARD_GATEWAY_URL", show_default=False,
             help="A running gateway (http://host:port): recall there, where the index is "
@@ -148,10 +191,9 @@ def register(app: typer.Typer) -> None:
         json_out: Json = False,
     ) -> None:
         """Recall from an agent's memory (its scopes, its teams', collective), best first."""
-        from memory import MemoryQuery
 
         from .errors import usage
-        from .output import console, print_json
+        from .output import console, err_console, print_json
 
         most = canonical_option(max_results, limit, "max_results", "recall") or 10
         _check_query(lens, level, consistency)
@@ -163,7 +205,7 @@ def register(app: typer.Typer) -> None:
                             ("include_history", history or None)):
             if value:
                 fields[name] = value
-        q = MemoryQuery(**fields)
+        q = _routed_query(fields, intent, timeout_ms, budget_tokens)
         if gateway:
             if not token:
                 usage("--gateway needs the agent's token: --token or BLACKBOARD_TOKEN "
@@ -174,10 +216,13 @@ def register(app: typer.Typer) -> None:
                 usage("--agent is required (or --gateway URL with the agent's --token)")
             who = agent
             hits = _run(_in_process(_need_url(redis_url), agent, team or (), q, explain))
+        route = getattr(hits, "route", None)
         if json_out:
-            print_json([hit_record(i, h) for i, h in enumerate(hits, 1)])
-            return
-        _table(console, text, who, hits, explain)
+            print_json([hit_record(i, h, route) for i, h in enumerate(hits, 1)])
+        else:
+            _table(console, text, who, hits, explain)
+        if route is not None:  # on stderr: --json's stdout stays the list
+            err_console.print(route.line(), style="dim", markup=False, highlight=False)
 
 
 async def _in_process(url: str, agent: str, teams: Any, q: Any, explain: bool) -> list[Any]:
@@ -200,7 +245,7 @@ async def _in_process(url: str, agent: str, teams: Any, q: Any, explain: bool) -
         # scopes: seconds, so say so (on stderr, gone when done).
         with err_console.status(f"recalling: indexing agent {agent}'s memory "
                                 "(a search by meaning loads the embedder)"):
-            return list(await mem.recall(q, explain=explain))
+            return await mem.recall(q, explain=explain)
 
 
 async def _over_gateway(url: str, token: str, agent: str | None, q: Any,
@@ -216,7 +261,7 @@ async def _over_gateway(url: str, token: str, agent: str | None, q: Any,
         if agent is not None and who != agent:
             usage(f"--agent {agent!r} is not the token's agent ({who!r}): drop --agent or "
                   "use that agent's token")
-        return who, list(await mem.recall(q, explain=explain))
+        return who, await mem.recall(q, explain=explain)
 
 
 def _table(console: Any, text: str, agent: str, hits: list[Any], explain: bool) -> None:

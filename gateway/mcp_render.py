@@ -19,9 +19,9 @@ from mcp.server.mcpserver import MCPServer
 from mcp.types import CallToolResult, TextContent, ToolAnnotations
 from pydantic import BaseModel, Field
 
-from memory.wire import EntryRefOut, Hit, MapOut
+from memory.wire import EntryRefOut, Hit, MapOut, RecallResponse, RouteOut
 
-__all__ = ["Found", "MapSummary", "Recalled", "answer", "edge_line", "flat", "found",
+__all__ = ["Found", "MapSummary", "Recalled", "Route", "answer", "edge_line", "flat", "found",
            "map_summary", "scope_line", "score", "tool"]
 
 #: Digits of a score: enough to rank and compare, not 16.
@@ -64,12 +64,41 @@ class Found(BaseModel):
                                               "into this one.")
     has_vector: bool = Field(False, description="Whether it was searchable by meaning when "
                              "recalled (false: matched by keywords and filters only).")
+    cites: list[str] | None = Field(None, description="Ids of the raw memories a derived "
+                                    "one (summary, episode, belief, copy) stands on.")
+
+
+class Route(BaseModel):
+    """How the recall was answered, in short (``memory.wire.RouteOut`` in full)."""
+
+    intent: str | None = Field(None, description="The intent asked, when not answer.")
+    route: str = Field(description="hybrid, bm25, explore, filters or newest.")
+    indexes: list[str] = Field(description="The indexes that answered.")
+    notes: list[str] | None = Field(None, description="Why other indexes did not answer; "
+                                    "fallbacks; budgets that cut the result.")
+    partial: bool | None = Field(None, description="True: a budget cut the result short.")
+    nodes_visited: int | None = None
+
+    @classmethod
+    def of(cls, r: RouteOut) -> Route:
+        return cls(intent=None if r.intent == "answer" else r.intent, route=r.route,
+                   indexes=r.indexes, notes=r.notes or None, partial=r.partial or None,
+                   nodes_visited=r.nodes_visited or None)
 
 
 class Recalled(BaseModel):
     memories: list[Found]
     dense_pending: int = Field(0, description="Memories searched that were not yet "
                                "searchable by meaning (0: every one was).")
+    route: Route | None = None
+    nodes: list[Any] | None = Field(None, description="Table-of-contents nodes the explore "
+                                    "route returned.")
+
+    @classmethod
+    def of(cls, r: RecallResponse, explain: bool) -> Recalled:
+        return cls(memories=[found(h, explain) for h in r.hits], dense_pending=r.dense_pending,
+                   route=Route.of(r.route) if r.route is not None else None,
+                   nodes=r.nodes or None)
 
 
 def _iso(ms: int) -> str:
@@ -83,7 +112,7 @@ def found(h: Hit, explain: bool) -> Found:
     return Found(id=e.id, scope=e.scope, content=e.value, tags=e.tags,
                  created=_iso(e.created_at), score=round(h.score, SCORE_DIGITS),
                  components=comps, author=e.author, claimed_agents=e.claimed_agents or None,
-                 also_in=h.also_in or None, has_vector=h.has_vector)
+                 also_in=h.also_in or None, has_vector=h.has_vector, cites=h.cites or None)
 
 
 class MapSummary(BaseModel):

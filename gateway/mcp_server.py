@@ -31,8 +31,9 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 from blackboard import Blackboard
 from memory import MemoryLevel, MemoryQuery, TagFilter
 from memory.aliases import logged_alias
-from memory.wire import Hit, TagsOut
+from memory.wire import RecallResponse, TagsOut
 from retrieval.lens import known_lenses
+from retrieval.query import MAX_BUDGET_TOKENS, MAX_TIMEOUT_MS, Intent
 
 from .caller import Caller, bearer
 from .errors import error_response, refused_by_redis, status_of
@@ -40,7 +41,7 @@ from .maps import caller_map
 from .mcp_beliefs import add_belief_tools
 from .mcp_context import add_context_tool
 from .mcp_feedback import add_feedback_tool
-from .mcp_render import Recalled, answer, found, map_summary, tool
+from .mcp_render import Recalled, answer, map_summary, tool
 from .routes.deps import authorized
 
 __all__ = ["MCP_PATH", "CallerOf", "build_mcp", "mount", "mount_mcp", "tool_error"]
@@ -220,6 +221,18 @@ def build_mcp(caller_of: CallerOf) -> MCPServer:
             min_length=1, max_length=2000,
             description="What you are working toward: memories that also serve it rank "
                         "higher (the query still decides).")] = None,
+        intent: Annotated[Intent, Field(
+            description="answer (default): by meaning and keywords; locate: exact words "
+                        "first (a name, an id, an error); explore: the table of contents "
+                        "by time; time_boxed: the best route within timeout_ms, then "
+                        "stop.")] = "answer",
+        timeout_ms: Annotated[int | None, Field(
+            ge=1, le=MAX_TIMEOUT_MS, description="Return by then with what was found "
+                                                 "(marked partial).")] = None,
+        budget_tokens: Annotated[int | None, Field(
+            ge=1, le=MAX_BUDGET_TOKENS, description="At most this many tokens of memory "
+                                                    "text (best first; marked partial).")
+        ] = None,
     ) -> Annotated[CallToolResult, Recalled]:
         """Look something up before you answer or act: memories by meaning and keywords
         when a query is given, narrowed by levels, tags, time and scopes. Returns the
@@ -239,6 +252,7 @@ def build_mcp(caller_of: CallerOf) -> MCPServer:
                 "include_history": include_history,
                 "collapse": collapse,
                 "context": {"goal": goal} if goal is not None else None,
+                "intent": intent, "timeout_ms": timeout_ms, "budget_tokens": budget_tokens,
                 "tag_filter": TagFilter(all_of=frozenset(tags_all),
                                         any_of=frozenset(tags_any),
                                         none_of=frozenset(tags_none)),
@@ -246,8 +260,7 @@ def build_mcp(caller_of: CallerOf) -> MCPServer:
             mq = MemoryQuery.model_validate(
                 {k: v for k, v in q.items() if v is not None} | {"max_results": n})
             hits = await caller.memory.recall(mq, max_results=n, explain=explain)
-        return answer(Recalled(memories=[found(Hit.of(h), explain) for h in hits],
-                               dense_pending=getattr(hits, "dense_pending", 0)))
+        return answer(Recalled.of(RecallResponse.of(hits), explain))
 
     @tool(mcp, "Forget", destructive_hint=True, idempotent_hint=True)
     async def forget(

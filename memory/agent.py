@@ -216,8 +216,9 @@ class AgentMemory:
                      explain: bool = False, limit: int | None = None,
                      context: RetrievalContext | None = None) -> RecallHits:
         """Recall -> ``list[ScoredEntry]`` (a :class:`~retrieval.completeness.RecallHits`:
-        with ``dense_pending``, the searched entries still waiting for a vector; each hit's
-        ``has_vector``), in the query's order.
+        with ``dense_pending``, the searched entries still waiting for a vector, and
+        ``route``, which route and indexes answered and why others did not; each hit's
+        ``has_vector`` and ``cites``), in the query's order.
 
         Text or a :class:`MemoryQuery`, over the readable scopes, narrowed by the query's
         ``scopes`` (each checked) and ``levels`` (``"working"``, ``"semantic"`` or
@@ -233,11 +234,12 @@ class AgentMemory:
         n = deprecated_keyword(max_results, limit, "limit", "AgentMemory.recall()")
         q = with_context(as_query(query, n, explain), context)
         scopes = self.recall_scopes(q.scopes, q.levels)
-        hits = await self._retriever_for(q).recall(q, scopes)
-        if q.order != "newest":  # a team's reconciled belief before a member's own
-            hits = team_beliefs_first(hits)
-        # RecallHits: the hits with how many searched entries still wait for a vector
-        return RecallHits(hits[: q.max_results], getattr(hits, "dense_pending", 0))
+        found = await self._retriever_for(q).recall(q, scopes)
+        # a team's reconciled belief before a member's own
+        hits = team_beliefs_first(found) if q.order != "newest" else found
+        # RecallHits: the hits with how many searched entries still wait for a vector and
+        # how the recall was answered (route, indexes, notes)
+        return RecallHits.like(found, hits[: q.max_results])
 
     async def context(self, query: str, *, budget_tokens: int = 1500,
                       levels: Sequence[str] | None = None,

@@ -10,40 +10,29 @@ are taken best first while they fit (an item too long for what is left is skippe
 shorter one after it may still fit); the text is never over the budget.
 
 Tokens are estimated, not counted with a model's tokenizer (the caller's model is not
-known here): ``max(words and punctuation marks, characters / 4)``, which is at or above
-what BPE tokenizers of English text give, so a context within its estimate is within the
-model's count too.
+known here): :func:`retrieval.text.estimate_tokens`, at or above what BPE tokenizers of
+English text give, so a context within its estimate is within the model's count too.
 """
 
 from __future__ import annotations
 
-import math
-import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 
 from blackboard import Entry, InvalidArgument
 from retrieval import ScoredEntry
-from retrieval.text import entry_text, event_time_ms
+from retrieval.query import MAX_BUDGET_TOKENS
+from retrieval.text import TOKEN_RE, entry_text, estimate_tokens, event_time_ms
 from retrieval.truth import belief_status, is_belief
 
 __all__ = ["MAX_BUDGET_TOKENS", "Context", "assemble", "estimate_tokens", "validate_budget"]
 
-#: The largest budget a context may ask for (a large model's whole window): more is a
-#: mistake, not a wish, and would make recall fetch without bound.
-MAX_BUDGET_TOKENS = 200_000
 #: The longest text one memory may take, in tokens (a long entry is cut, marked "…").
 ITEM_TOKENS = 400
-_TOKEN_RE = re.compile(r"\w+|[^\w\s]")
 
 BELIEFS_HEADER = "Current beliefs (confidence; last supported; evidence):"
 MEMORIES_HEADER = "Relevant memories:"
-
-
-def estimate_tokens(text: str) -> int:
-    """Tokens ``text`` takes in a prompt, estimated from above (see the module)."""
-    return max(len(_TOKEN_RE.findall(text)), math.ceil(len(text) / 4))
 
 
 def validate_budget(budget_tokens: object) -> int:
@@ -78,7 +67,7 @@ def _confidence_word(c: float) -> str:
 
 
 def _cut(text: str, limit: int) -> str:
-    spans = list(_TOKEN_RE.finditer(text))
+    spans = list(TOKEN_RE.finditer(text))
     if len(spans) <= limit and estimate_tokens(text) <= limit:
         return text
     cut = text[: min(spans[limit - 1].end() if len(spans) >= limit else len(text), limit * 4)]

@@ -235,7 +235,7 @@ class RemoteMemory:
         if explain:
             body["explain"] = True
         got = RecallResponse.model_validate(await self._call("POST", "/v1/recall", json=body))
-        return RecallHits([h.to_scored() for h in got.hits], got.dense_pending)
+        return got.to_hits()
 
     async def list_tags(self, level: MemoryLevel | str | None = None, *,
                         team: str | None = None) -> dict[str, int]:

@@ -22,7 +22,10 @@ from .aliases import rename_aliases
 from .levels import MemoryLevel
 
 if TYPE_CHECKING:
+    from collections.abc import Sequence
+
     from blackboard import Entry, Event
+    from retrieval.completeness import RecallHits, RouteReport
     from retrieval.scoring import ScoredEntry
 
     from .conversation import Message
@@ -43,6 +46,7 @@ __all__ = [
     "MessagesOut",
     "RecallRequest",
     "RecallResponse",
+    "RouteOut",
     "StatsOut",
     "StoreRequest",
     "TagFilter",
@@ -284,6 +288,9 @@ class Hit(BaseModel):
     #: Whether the entry had its vector when the search ran (False: ranked by BM25 and
     #: the filters only).
     has_vector: bool = False
+    #: The ids of the raw entries a derived hit (copy, summary, episode, belief, team
+    #: copy) stands on; empty for a raw entry (:mod:`retrieval.citations`).
+    cites: list[str] = Field(default_factory=list)
 
     @classmethod
     def of(cls, s: ScoredEntry) -> Hit:
@@ -292,7 +299,7 @@ class Hit(BaseModel):
                                          strength=s.strength, recency=s.recency,
                                          importance=s.importance),
                    also_in=[EntryRefOut(id=r.entry_id, scope=r.scope) for r in s.also_in],
-                   has_vector=s.has_vector)
+                   has_vector=s.has_vector, cites=list(s.cites))
 
     def to_scored(self) -> ScoredEntry:
         from blackboard import EntryRef
@@ -302,7 +309,34 @@ class Hit(BaseModel):
         return ScoredEntry(self.entry.to_entry(), self.scope, c.dense, c.bm25, c.fused,
                            c.strength, c.recency, c.importance, self.score,
                            tuple(EntryRef(r.scope, r.id) for r in self.also_in),
-                           self.has_vector)
+                           self.has_vector, tuple(self.cites))
+
+
+class RouteOut(BaseModel):
+    """How a recall was answered (:class:`retrieval.completeness.RouteReport`)."""
+
+    intent: str = Field(description="The intent asked: answer, locate, explore, "
+                                    "time_boxed.")
+    route: str = Field(description="The route whose hits came back: hybrid, bm25, explore, "
+                                   "filters, newest.")
+    indexes: list[str] = Field(description="The indexes that answered: dense, bm25, explore.")
+    notes: list[str] = Field(description="Why each other index did not answer, the "
+                                         "fallbacks taken, the budgets that cut the result.")
+    partial: bool = Field(description="A budget (timeout_ms, budget_tokens) cut the result "
+                                      "short: it holds what was found by then.")
+    nodes_visited: int = Field(0, description="Table-of-contents nodes the explore route "
+                                              "read.")
+
+    @classmethod
+    def of(cls, r: RouteReport) -> RouteOut:
+        return cls(intent=r.intent, route=r.route, indexes=list(r.indexes),
+                   notes=list(r.notes), partial=r.partial, nodes_visited=r.nodes_visited)
+
+    def to_report(self) -> RouteReport:
+        from retrieval.completeness import RouteReport
+
+        return RouteReport(self.intent, self.route, tuple(self.indexes), tuple(self.notes),
+                           self.partial, self.nodes_visited)
 
 
 class RecallResponse(BaseModel):
@@ -312,6 +346,29 @@ class RecallResponse(BaseModel):
     #: Entries of the searched scopes still waiting for a vector when the search ran
     #: (0: the ranking used meaning for every entry).
     dense_pending: int = 0
+    #: Which route and indexes answered, and why others did not (None: not reported).
+    route: RouteOut | None = None
+    #: The table-of-contents nodes the explore route returned, as its walk gave them.
+    nodes: list[Any] = Field(default_factory=list)
+
+    @classmethod
+    def of(cls, hits: Sequence[ScoredEntry], scopes: list[str] | None = None) -> RecallResponse:
+        """The response for a recall's ``hits`` (a :class:`RecallHits`: its report too)."""
+        from pydantic_core import to_jsonable_python
+
+        from retrieval.completeness import RecallHits
+
+        rh = hits if isinstance(hits, RecallHits) else RecallHits.like(hits, hits)
+        return cls(hits=[Hit.of(h) for h in hits], scopes=scopes,
+                   dense_pending=rh.dense_pending, route=RouteOut.of(rh.route),
+                   nodes=[to_jsonable_python(n, fallback=str) for n in rh.nodes])
+
+    def to_hits(self) -> RecallHits:
+        from retrieval.completeness import RecallHits
+
+        return RecallHits([h.to_scored() for h in self.hits], self.dense_pending,
+                          self.route.to_report() if self.route is not None else None,
+                          self.nodes)
 
 
 class TagsOut(BaseModel):

@@ -3,6 +3,7 @@ entries, and searched under one lock (candidates and ranking: :mod:`retrieval.ra
 
 from __future__ import annotations
 
+import logging
 import threading
 import time
 from collections.abc import Callable, Iterable
@@ -16,10 +17,10 @@ from blackboard import Entry, ScopePolicy, tracing
 
 from .bm25 import BM25Index
 from .bm25_variants import BM25Params
-from .completeness import mark_vectors, unembedded
+from .completeness import IndexNotes, mark_vectors, unembedded
 from .dense import DenseIndex
 from .embedders.base import Embedder, default_embedder
-from .pipeline import SearchRound, ranked
+from .pipeline import SearchRound, degraded, ranked
 from .query import MemoryQuery
 from .scope_index import ScopeDecay, ScopeIndex
 from .scoring import ScoredEntry, ScoringConfig
@@ -27,12 +28,17 @@ from .text import entry_text, event_time_ms
 
 __all__ = ["EngineStats", "SearchEngine"]
 
+log = logging.getLogger(__name__)
+
 Vec = npt.NDArray[np.float32]
 #: Entries waiting for a vector: (their scope's index, row, indexed text).
 Pending = list[tuple[ScopeIndex, int, str]]
 #: How long a search waits for a batch being embedded elsewhere before embedding its own
 #: entries of it itself (a stuck remote embedder must not hold a search forever).
 OUT_WAIT_S = 10.0
+#: After the embedder failed in a search, searches rank without it this long (s), then
+#: ask it again.
+DENSE_RETRY_S = 5.0
 
 
 def _needs_vector(x: tuple[ScopeIndex, int, str]) -> bool:
@@ -109,6 +115,9 @@ class SearchEngine:
         #: being searched gains meaning soonest while the model is behind the writes).
         self._hot: dict[str, None] = {}
         self._out: list[_Out] = []  # batches taken, being embedded outside the lock
+        #: When a search's embedder call last failed, and the error's class (None: it
+        #: worked since): searches skip the model for DENSE_RETRY_S after.
+        self._dense_failed: tuple[float, str] | None = None
         self._counts_lock = threading.Lock()  # the embed counters, kept from any thread
         self._embed_calls = 0
         self._embedded_texts = 0
@@ -142,6 +151,11 @@ class SearchEngine:
     def scopes(self) -> list[str]:
         with self._lock:
             return sorted(self._scopes)
+
+    def decay(self, scopes: Iterable[str]) -> dict[str, ScopeDecay]:
+        """The decay parameters of those of ``scopes`` indexed here."""
+        with self._lock:
+            return {s: c.decay for s in scopes if (c := self._scopes.get(s)) is not None}
 
     def has_copies(self, scopes: Iterable[str]) -> bool:
         """Whether any of ``scopes`` holds a copy of another entry (``origin_id``)."""
@@ -412,29 +426,81 @@ class SearchEngine:
         now_ms: int | None = None,
         *,
         depth: int | None = None,
+        dense: bool = True,
+        notes: IndexNotes | None = None,
     ) -> list[ScoredEntry]:
         """The best ``max_results`` entries of ``scopes`` (default: the query's, else all)
         for ``query``, best first; ``now_ms`` (default: now) drives decay and recency.
         ``depth``: return that many instead (a caller that drops some, e.g. copies), from
-        the same candidate pool."""
+        the same candidate pool. ``dense`` off: BM25 and the filters alone.
+
+        Never fails for a broken index: an embedder that raises, or an index whose search
+        does, is left out and the others rank (none left: no hits); ``notes`` gets which
+        indexes answered and why the others did not (:class:`IndexNotes`)."""
         q = MemoryQuery(query=query) if isinstance(query, str) else query
         now = int(time.time() * 1000) if now_ms is None else now_ms
+        notes = notes if notes is not None else IndexNotes()
         with tracing.stage("retrieval.search"), self._lock:
             cats = self._searched_locked(scopes, q.scopes)
+            qvec = self._query_vector(q, cats, notes) if dense else None
+            dim = self.embedder.dim if self.embedder is not None else 1
+            k = q.max_results if depth is None else depth
+            r = SearchRound(q, cats, qvec, now, self.config, dim, self.text_fn)
+            try:
+                out = ranked(r, k)
+            except Exception as exc:
+                return degraded(r, k, exc, notes)
+            if q.query is not None:
+                notes.ok("bm25")
+                if qvec is not None:
+                    notes.ok("dense")
+            return out
+
+    def _query_vector(self, q: MemoryQuery, cats: list[ScopeIndex],
+                      notes: IndexNotes) -> Vec | None:
+        """The query's vector (lock held), the searched entries still waiting for theirs
+        embedded first (within ``inline_embed``); None, with the reason in ``notes``, when
+        there is none to compare: no text, no embedder, no searched vector, or the
+        embedder failed (then it is not asked again for :data:`DENSE_RETRY_S`: a model
+        that fails slowly must not hold every search)."""
+        emb = self.embedder
+        if emb is None:
+            if q.query is not None:
+                notes.missed("dense", "dense unavailable: no embedder")
+            return None
+        failed = self._dense_failed
+        if failed is not None:
+            ago = time.monotonic() - failed[0]
+            if ago < DENSE_RETRY_S:
+                if q.query is not None:
+                    notes.missed("dense", f"dense failed: {failed[1]} ({ago:.1f} s ago; "
+                                          f"asked again {DENSE_RETRY_S:g} s after)")
+                return None
+        try:
             if self._pending or self._out:
                 with tracing.stage("retrieval.embed_pending"):
                     self._flush_locked(self.inline_embed, cats)
                 self._heat(cats)
-            qvec = None
             # No searched entry has a vector: the query's would meet none, so the model is
             # not loaded for it (a one-shot `blackboard recall` of a fresh memory).
-            if (q.query is not None and self.embedder is not None
-                    and any(c.dense is not None and len(c.dense) for c in cats)):
-                with tracing.stage("retrieval.embed_query"):
-                    qvec = self.embedder.embed([q.query])[0]
-            dim = self.embedder.dim if self.embedder is not None else 1
-            k = q.max_results if depth is None else depth
-            return ranked(SearchRound(q, cats, qvec, now, self.config, dim, self.text_fn), k)
+            if q.query is None:
+                return None
+            if not cats:  # nothing indexed to search: not a failure of the model
+                notes.missed("dense", "dense not asked: nothing to search", broken=False)
+                return None
+            if not any(c.dense is not None and len(c.dense) for c in cats):
+                notes.missed("dense", "dense unavailable: no searched entry has a vector yet")
+                return None
+            with tracing.stage("retrieval.embed_query"):
+                qvec: Vec = emb.embed([q.query])[0]
+        except Exception as exc:
+            self._dense_failed = (time.monotonic(), type(exc).__name__)
+            log.warning("the embedder failed (%s: %s); searching without it for %g s",
+                        type(exc).__name__, exc, DENSE_RETRY_S)
+            notes.missed("dense", f"dense failed: {type(exc).__name__}")
+            return None
+        self._dense_failed = None
+        return qvec
 
     def unembedded(self, scopes: Iterable[str]) -> dict[str, int]:
         """Per scope of ``scopes``, indexed entries still waiting for a vector (none

@@ -5,14 +5,16 @@ nothing here changes an index."""
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 import numpy.typing as npt
 
 from blackboard import Entry, tracing
 
+from .completeness import IndexNotes
 from .prf import entities, expansion_terms, rocchio
 from .query import MemoryQuery
 from .ranking import Candidates, rank, scope_candidates
@@ -22,7 +24,9 @@ from .scoring import ScoredEntry, ScoringConfig
 from .text import entry_text
 from .timeline import resolve_periods
 
-__all__ = ["SearchRound", "ranked"]
+__all__ = ["SearchRound", "degraded", "ranked"]
+
+log = logging.getLogger(__name__)
 
 Vec = npt.NDArray[np.float32]
 
@@ -31,7 +35,7 @@ Vec = npt.NDArray[np.float32]
 class SearchRound:
     """One search: the query ``q`` and its vector, the scope indexes searched, the time
     decay and recency run on (``now`` ms), the engine's ``config``, the vector ``dim`` and
-    the text each entry is indexed by."""
+    the text each entry is indexed by; ``lexical`` off: BM25 is not asked (it failed)."""
 
     q: MemoryQuery
     cats: list[ScopeIndex]
@@ -40,6 +44,7 @@ class SearchRound:
     config: ScoringConfig
     dim: int
     text_fn: Callable[[Entry], str]
+    lexical: bool = True
 
 
 def ranked(r: SearchRound, k: int) -> list[ScoredEntry]:
@@ -71,10 +76,40 @@ def ranked(r: SearchRound, k: int) -> list[ScoredEntry]:
         return rerank(fused, q.query, cfg, anchor, k)
 
 
+def degraded(r: SearchRound, k: int, first: Exception, notes: IndexNotes) -> list[ScoredEntry]:
+    """The round ranked without the index that broke it (``first``: what the full ranking
+    raised): without dense, else without BM25; the one whose absence lets the ranking
+    through is noted failed (with the error's class), the other answered. Both broken, or
+    the only one: no hits, each noted. Logged with the traceback: a failure here may be a
+    bug, never a reason to fail the recall."""
+    log.warning("a search failed (%s: %s); ranking without the index that broke",
+                type(first).__name__, first, exc_info=first)
+    if r.q.query is None:
+        notes.missed("ranking", f"ranking failed: {type(first).__name__}")
+        return []
+    errors: dict[str, Exception] = {}
+    if r.qvec is not None:
+        for left_out, alt, other in (("dense", replace(r, qvec=None), "bm25"),
+                                     ("bm25", replace(r, lexical=False), "dense")):
+            try:
+                out = ranked(alt, k)
+            except Exception as exc:
+                errors[other] = exc  # the one left asking broke this ranking
+                continue
+            notes.missed(left_out, f"{left_out} failed: "
+                                   f"{type(errors.get(left_out, first)).__name__}")
+            notes.ok(other)
+            return out
+    for index in ("dense", "bm25") if r.qvec is not None else ("bm25",):
+        notes.missed(index, f"{index} failed: {type(errors.get(index, first)).__name__}")
+    return []
+
+
 def _candidates(r: SearchRound, q: MemoryQuery, qvec: Vec | None, pool: int) -> list[Candidates]:
     """The candidates of each scope index that has any (:func:`scope_candidates`)."""
     with tracing.stage("retrieval.candidates", {"retrieval.scopes": len(r.cats)}):
-        parts = [scope_candidates(c, q, qvec, r.now, pool, r.config) for c in r.cats]
+        parts = [scope_candidates(c, q, qvec, r.now, pool, r.config, r.lexical)
+                 for c in r.cats]
     return [p for p in parts if len(p.rows)]
 
 
@@ -98,7 +133,7 @@ def _feedback(r: SearchRound, first: list[ScoredEntry]) -> tuple[str, Vec | None
     text = r.q.query
     if cfg.hop_entities and first:
         text = " ".join([text, *_hop_names(text, first, cfg.hop_entities)])
-    if not cfg.prf_terms or not first:
+    if not cfg.prf_terms or not first or not r.lexical:
         return text, qvec
     return " ".join([text, *_expansion(r, r.q.query, first)]), qvec
 

@@ -21,8 +21,9 @@ from .goal import RetrievalContext
 from .lens import LensPreset, known_lenses, resolve_lens
 
 __all__ = [
-    "Consistency", "FusionMethod", "MemoryQuery", "RecallOrder", "RetrievalContext",
-    "TagFilter", "as_query", "instant_input", "json_number", "past_instant",
+    "MAX_BUDGET_TOKENS", "MAX_TIMEOUT_MS", "TIME_BOXED_TIMEOUT_MS", "Consistency",
+    "FusionMethod", "Intent", "MemoryQuery", "RecallOrder", "RetrievalContext", "TagFilter",
+    "as_query", "instant_input", "json_number", "past_instant",
 ]
 
 FusionMethod = Literal["convex", "rrf"]
@@ -33,6 +34,18 @@ RecallOrder = Literal["relevance", "newest"]
 #: the filters; the result says how many, :mod:`retrieval.completeness`); ``semantic``:
 #: first wait until every entry of the searched scopes has its vector (bounded).
 Consistency = Literal["immediate", "semantic"]
+#: What a recall is for, which picks its route (:mod:`retrieval.routes`): ``answer`` the
+#: hybrid (dense + BM25), ``locate`` BM25 first (exact words: an id, a name, an error
+#: text), ``explore`` the table of contents, ``time_boxed`` the best available route
+#: within its budget, stopping there with what it has (marked partial).
+Intent = Literal["answer", "locate", "explore", "time_boxed"]
+#: The longest ``timeout_ms`` a recall may ask for: more is a mistake, not a wish.
+MAX_TIMEOUT_MS = 60_000
+#: A ``time_boxed`` recall given neither budget stops after this long.
+TIME_BOXED_TIMEOUT_MS = 5_000
+#: The largest ``budget_tokens`` a recall (or a context) may ask for: a large model's whole
+#: window.
+MAX_BUDGET_TOKENS = 200_000
 # An open end of ``time_range`` (None) stands for these bounds of ``created_at`` (ms).
 _TIME_MIN, _TIME_MAX = 0, 1 << 62
 
@@ -129,6 +142,11 @@ class MemoryQuery(BaseModel):
     (:mod:`retrieval.utility`; off by default). ``context``: a
     :class:`~retrieval.goal.RetrievalContext` whose ``goal`` is searched too and blended in
     (:mod:`retrieval.goal`).
+
+    ``intent`` picks the route (:data:`Intent`, :mod:`retrieval.routes`); ``timeout_ms``
+    and ``budget_tokens`` bound any intent when given (``time_boxed`` without a timeout:
+    :data:`TIME_BOXED_TIMEOUT_MS`): the recall returns by then, and within that many
+    tokens of hit text, with what it has, marked partial (``RecallHits.route``).
     """
 
     model_config = ConfigDict(frozen=True, extra="forbid")
@@ -156,6 +174,11 @@ class MemoryQuery(BaseModel):
     consistency: Consistency = "immediate"
     utility: float | None = Field(default=None, json_schema_extra=_UNIT_SCHEMA)
     context: RetrievalContext | None = None
+    intent: Intent = "answer"
+    timeout_ms: int | None = Field(default=None, json_schema_extra={
+        "minimum": 1, "maximum": MAX_TIMEOUT_MS})
+    budget_tokens: int | None = Field(default=None, json_schema_extra={
+        "minimum": 1, "maximum": MAX_BUDGET_TOKENS})
 
     @model_validator(mode="before")
     @classmethod
@@ -197,7 +220,22 @@ class MemoryQuery(BaseModel):
         return v
 
     _numbers = field_validator("min_strength", "max_results", "alpha", "mmr", "utility",
-                               mode="before")(json_number)
+                               "timeout_ms", "budget_tokens", mode="before")(json_number)
+
+    @field_validator("timeout_ms")
+    @classmethod
+    def _timeout(cls, v: int | None) -> int | None:
+        if v is not None and not 1 <= v <= MAX_TIMEOUT_MS:
+            raise ValueError(f"timeout_ms must be between 1 and {MAX_TIMEOUT_MS} (got {v})")
+        return v
+
+    @field_validator("budget_tokens")
+    @classmethod
+    def _budget(cls, v: int | None) -> int | None:
+        if v is not None and not 1 <= v <= MAX_BUDGET_TOKENS:
+            raise ValueError(f"budget_tokens must be between 1 and {MAX_BUDGET_TOKENS} "
+                             f"(got {v})")
+        return v
 
     @field_validator("max_results")
     @classmethod
@@ -253,7 +291,30 @@ class MemoryQuery(BaseModel):
                              "input; order='newest' reads the indexes only)")
         if self.order == "newest" and (self.utility or self.context is not None):
             raise ValueError("utility and context rank hits: each needs order='relevance'")
+        return self._routed()
+
+    def _routed(self) -> MemoryQuery:
+        """What an intent needs of the other fields."""
+        routed = (self.intent != "answer" or self.timeout_ms is not None
+                  or self.budget_tokens is not None)
+        if self.order == "newest" and routed:
+            raise ValueError("order='newest' lists the scopes' Redis indexes: intent, "
+                             "timeout_ms and budget_tokens need order='relevance'")
+        if self.intent in ("locate", "explore") and self.query is None:
+            raise ValueError(f"intent={self.intent!r} searches words: give query text "
+                             "(or intent='answer' to rank by the filters alone)")
+        if self.intent == "time_boxed" and self.consistency == "semantic":
+            raise ValueError("intent='time_boxed' returns what it has by its budget; "
+                             "consistency='semantic' waits for every vector: choose one")
         return self
+
+    @property
+    def deadline_ms(self) -> int | None:
+        """How long the recall may take: ``timeout_ms``; a ``time_boxed`` one without it
+        :data:`TIME_BOXED_TIMEOUT_MS` (None: unbounded)."""
+        if self.timeout_ms is None and self.intent == "time_boxed":
+            return TIME_BOXED_TIMEOUT_MS
+        return self.timeout_ms
 
     @property
     def has_semantic(self) -> bool:

@@ -15,6 +15,7 @@ import numpy.typing as npt
 
 from blackboard import tracing
 
+from .bm25 import BM25Hits
 from .fusion import convex, minmax, mmr, rrf
 from .query import MemoryQuery
 from .scope_index import ScopeIndex
@@ -44,9 +45,11 @@ def scope_candidates(
     now: int,
     pool: int,
     cfg: ScoringConfig,
+    lexical: bool = True,
 ) -> Candidates:
     """At most ``pool`` rows of ``cat`` allowed by ``q``'s filters at ``now`` (ms; all
-    allowed rows, pre-ranked, when ``q`` has no text), with their raw scores."""
+    allowed rows, pre-ranked, when ``q`` has no text), with their raw scores; without
+    ``lexical``, BM25 is not asked (it failed: the dense hits alone, all scoring 0)."""
     allowed = cat.allowed_rows(q, now)
     empty = Candidates([cat], np.zeros(0, np.int64), np.zeros(0), np.zeros(0))
     if allowed is not None and not len(allowed):
@@ -65,8 +68,11 @@ def scope_candidates(
             dv = cat.dense.search(qvec, pool, allowed)
         d_ids, d_scores = dv.ids, dv.scores
     # one BM25 pass gives its top pool and the scores of the dense hits
-    with tracing.stage("retrieval.lexical", {"blackboard.scope": cat.scope}):
-        b = cat.bm25.search(q.query, pool, allowed, score_ids=d_ids)
+    if lexical:
+        with tracing.stage("retrieval.lexical", {"blackboard.scope": cat.scope}):
+            b = cat.bm25.search(q.query, pool, allowed, score_ids=d_ids)
+    else:
+        b = BM25Hits(np.zeros(0, np.int64), np.zeros(0), np.zeros(len(d_ids)))
     rows = np.union1d(b.ids, d_ids)  # sorted: each list's ids are placed by bisection
     bm = np.zeros(len(rows))
     bm[np.searchsorted(rows, b.ids)] = b.scores

@@ -15,16 +15,18 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, Literal
 
-from blackboard import Blackboard, tracing
+from blackboard import Blackboard, Entry, tracing
 
+from .citations import cite
 from .collapse import collapse
-from .completeness import RecallHits, wait_embedded
+from .completeness import IndexNotes, RecallHits, RouteReport, wait_embedded
 from .embedders.base import Embedder
 from .engine import SearchEngine
 from .follower import IndexFollower
 from .goal import GOAL_DEPTH, blend_goal
 from .query import MemoryQuery, as_query
 from .rewrite import QueryRewriter, fuse_rankings
+from .routes import RouteRun, explore_hits, walk
 from .scoring import ScoredEntry, ScoringConfig
 from .truth import current_truth, truth_filter
 from .updates import latest_first, pull_updates
@@ -101,7 +103,8 @@ class Retriever:
         q = as_query(q, limit, explain)
         names = list(dict.fromkeys(scopes if scopes is not None else q.scopes or ()))
         if not names:
-            return RecallHits()
+            return RecallHits(route=RouteReport(intent=q.intent, route="none",
+                                                notes=("no scope to search",)))
         if tracing.ENABLED:  # the query's text is not recorded: it is the user's data
             with tracing.span("retrieval.recall", {
                 "retrieval.scopes": len(names), "retrieval.max_results": q.max_results,
@@ -110,73 +113,164 @@ class Retriever:
                 out = await self._recall(q, names)
                 sp.set_attribute("retrieval.hits", len(out))
                 sp.set_attribute("retrieval.dense_pending", out.dense_pending)
+                sp.set_attribute("retrieval.route", out.route.route)
+                sp.set_attribute("retrieval.indexes", list(out.route.indexes))
+                sp.set_attribute("retrieval.partial", out.route.partial)
                 return out
         return await self._recall(q, names)
 
     async def _recall(self, q: MemoryQuery, names: list[str]) -> RecallHits:
-        rewrites = await self.rewriter(q.query) if self.rewriter and q.query else []
-        fol = self.follower
-        await fol.follow(names)
-        if q.consistency == "semantic":
-            # every write acknowledged before the call indexed, then embedded: the search
-            # below then ranks them all by meaning (a vector arriving during a search must
-            # not make that search's ranking pass for a complete one)
-            await fol.sync(names, self.wait_timeout)
-            await self._embedded(names)
-        # A small batch being embedded: wait for it here, off the loop, not in the search.
-        await fol.settled(self.engine.inline_embed)
-        # Read-your-writes without paying the round trip on top of the search: ask Redis for
-        # every scope's newest feed id, search while the reply travels, then check that the
-        # search saw at least those ids; if not, catch up and search again.
-        seen = fol.positions(names)
-        hits, ids = await self.bb.feed_probe.around(names, lambda: self._search(q, names))
-        if fol.behind(ids, seen):
-            with tracing.stage("retrieval.catch_up"):
-                await fol.catch_up_to(ids, self.wait_timeout)
-            hits = self._search(q, names)
-        if q.consistency == "semantic" and self.engine.unembedded(names):
-            # writes the read-your-writes check brought in since: their vectors too
-            await self._embedded(names)
-            hits = self._search(q, names)
-        if rewrites:
-            more = [self._search(q.model_copy(update={"query": r}), names) for r in rewrites]
-            hits = fuse_rankings([hits, *more], q.max_results * (1 + len(more)))
-            if q.collapse:  # each ranking's hits are collapsed; their union may repeat
-                hits = collapse(hits, self.engine.get)
-            hits = hits[: q.max_results]
+        # The route (retrieval.routes): the intent's first route, then its fallbacks; a
+        # broken index is noted in ``run`` and left out, never raised.
+        run = RouteRun(q)
+        hits: list[ScoredEntry] | None = None
+        if q.intent == "explore":
+            hits = await self._explored(q, names, run)
+        if hits is None:
+            hits = await self._indexed(q, names, run)
+            if run.degraded() and q.intent != "explore":
+                hits = await self._plus_explore(q, names, run, hits)
+        hits = run.within_budget(hits)
         if q.explain:
             for h in hits:
                 log.info("recall %r: %s", q.query, h.explain())
         # counted as the recall returns: a vector that arrived during the search lowers it
         pending = sum(self.engine.unembedded(names).values())
-        return RecallHits(self.engine.mark_vectors(hits, q.query is not None), pending)
+        marked = self.engine.mark_vectors(hits, q.query is not None)
+        return RecallHits(cite(marked, self.engine.get), pending, run.report(), run.nodes)
 
-    def _toward_goal(self, q: MemoryQuery, names: list[str]) -> list[ScoredEntry]:
+    async def _indexed(self, q: MemoryQuery, names: list[str], run: RouteRun) -> list[ScoredEntry]:
+        """The indexes' ranking (dense and BM25; ``locate``: BM25 first), seeing every
+        write acknowledged before the call -- within the deadline, if any: past it, what
+        the indexes hold by then."""
+        rewrites: list[str] = []
+        if self.rewriter and q.query:
+            rewrites = await run.within(self.rewriter(q.query), "rewriting the query") or []
+        fol = self.follower
+        await run.within(fol.follow(names), "while loading the indexes", keep=True)
+        if q.consistency == "semantic":
+            # every write acknowledged before the call indexed, then embedded: the search
+            # below then ranks them all by meaning (a vector arriving during a search must
+            # not make that search's ranking pass for a complete one)
+            await fol.sync(names, self._wait(run))
+            await self._embedded(names, run)
+        # A small batch being embedded: wait for it here, off the loop, not in the search.
+        await run.within(fol.settled(self.engine.inline_embed), "while embedding new entries",
+                         keep=True)
+        # Read-your-writes without paying the round trip on top of the search: ask Redis for
+        # every scope's newest feed id, search while the reply travels, then check that the
+        # search saw at least those ids; if not, catch up and search again.
+        seen = fol.positions(names)
+        hits, ids = await self.bb.feed_probe.around(names, lambda: self._search(q, names, run))
+        if fol.behind(ids, seen) and not run.out_of_time():
+            with tracing.stage("retrieval.catch_up"):
+                if not await fol.catch_up_to(ids, self._wait(run)) and run.deadline:
+                    run.cut(f"timeout_ms={q.deadline_ms} reached before the newest writes "
+                            "were indexed")
+            hits = self._search(q, names, run)
+        if q.consistency == "semantic" and self.engine.unembedded(names):
+            # writes the read-your-writes check brought in since: their vectors too
+            await self._embedded(names, run)
+            hits = self._search(q, names, run)
+        if rewrites:
+            more = [self._search(q.model_copy(update={"query": r}), names, run)
+                    for r in rewrites]
+            hits = fuse_rankings([hits, *more], q.max_results * (1 + len(more)))
+            if q.collapse:  # each ranking's hits are collapsed; their union may repeat
+                hits = collapse(hits, self.engine.get)
+            hits = hits[: q.max_results]
+        return hits
+
+    def _wait(self, run: RouteRun) -> float:
+        """How long a wait for the index may take: ``wait_timeout``, less past the
+        deadline."""
+        left = run.left()
+        return self.wait_timeout if left is None else min(self.wait_timeout, left)
+
+    async def _explored(self, q: MemoryQuery, names: list[str],
+                        run: RouteRun) -> list[ScoredEntry] | None:
+        """The explore route's hits (None, noted, when it is missing, failed or found
+        nothing: the hybrid answers instead)."""
+        entries = await walk(run, self.bb, names)
+        hits = self._explore_hits(q, names, entries) if entries is not None else []
+        if not hits:
+            if entries is not None:
+                run.indexes.missed("explore", "explore found nothing", broken=False)
+            run.note("the hybrid answered instead of explore")
+            return None
+        run.route = "explore"
+        run.note("dense and bm25 not asked: the explore route answered")
+        return hits
+
+    async def _plus_explore(self, q: MemoryQuery, names: list[str], run: RouteRun,
+                            hits: list[ScoredEntry]) -> list[ScoredEntry]:
+        """``hits`` of a search an index could not answer, fused with the explore route's
+        (reciprocal ranks); as they are when it has nothing or no time is left."""
+        if run.out_of_time():
+            return hits
+        entries = await walk(run, self.bb, names)
+        found = self._explore_hits(q, names, entries) if entries else []
+        if not found:
+            return hits
+        run.note("explore added: an index did not answer")
+        fused = fuse_rankings([hits, found], q.max_results * 2)
+        return (collapse(fused, self.engine.get) if q.collapse else fused)[: q.max_results]
+
+    def _explore_hits(self, q: MemoryQuery, names: list[str],
+                      entries: list[Entry]) -> list[ScoredEntry]:
+        """The walk's entries as hits under ``q``'s filters, current truth and collapse."""
+        now = self.bb.now_ms()
+        hits = explore_hits(entries, truth_filter(q), names, now, self.engine.decay(names),
+                            self.engine.config)
+        hits = current_truth(hits, q, now)
+        if q.collapse:
+            hits = collapse(hits, self.engine.get)
+        return hits[: q.max_results]
+
+    def _toward_goal(self, q: MemoryQuery, names: list[str], run: RouteRun) -> list[ScoredEntry]:
         """The query's and its goal's rankings, each ``GOAL_DEPTH`` times deeper, blended
         (:mod:`retrieval.goal`), cut to ``max_results``."""
         assert q.context is not None
         deep = q.model_copy(update={"context": None, "max_results": q.max_results * GOAL_DEPTH})
         goal = deep.model_copy(update={"query": q.context.goal})
-        blended = blend_goal(self._search(deep, names), self._search(goal, names),
+        blended = blend_goal(self._search(deep, names, run), self._search(goal, names, run),
                              q.context.weight)
         return blended[: q.max_results]
 
-    async def _embedded(self, names: list[str]) -> None:
+    async def _embedded(self, names: list[str], run: RouteRun | None = None) -> None:
         """Wait until every entry of ``names`` has its vector (``EmbeddingBacklog`` past
-        ``semantic_timeout``)."""
+        ``semantic_timeout``, or the deadline)."""
+        left = run.left() if run is not None else None
+        wait = self.semantic_timeout if left is None else min(self.semantic_timeout, left)
         await wait_embedded(lambda: self.engine.unembedded(names),
-                            self.follower.wake_embedder, self.semantic_timeout)
+                            self.follower.wake_embedder, wait)
 
-    def _search(self, q: MemoryQuery, names: list[str]) -> list[ScoredEntry]:
+    def _search(self, q: MemoryQuery, names: list[str], run: RouteRun) -> list[ScoredEntry]:
+        """One ranking of the indexes; ``locate``: BM25 alone first, the hybrid when it
+        found nothing."""
+        if q.intent != "locate":
+            return self._search_once(q, names, run)
+        hits = self._search_once(q, names, run, dense=False)
+        if hits:
+            run.route = "bm25"
+            run.indexes.missed("dense", "dense not asked: bm25 found the words (locate)",
+                               broken=False)
+            return hits
+        run.route = "hybrid"
+        run.note("bm25 found nothing: the hybrid answered (locate)")
+        return self._search_once(q, names, run)
+
+    def _search_once(self, q: MemoryQuery, names: list[str], run: RouteRun,
+                     dense: bool = True) -> list[ScoredEntry]:
         if q.context is not None:
-            return self._toward_goal(q, names)
+            return self._toward_goal(q, names, run)
         now = self.bb.now_ms()  # decay and recency on the clock the entries were stamped with
         # Current truth (retrieval.truth): superseded versions pre-filtered out unless asked
         # for; beliefs re-scored and filtered from a deeper pool.
         q = truth_filter(q)
         k = q.max_results
         depth = k * DEPTH_PER_HIT
-        hits, full = self._ranked(q, names, now, depth)
+        hits, full = self._ranked(q, names, now, depth, dense, run.indexes)
         if not q.collapse:
             return latest_first(hits)[:k]
         # Each fact once (retrieval.collapse): rank more candidates than asked for, fold the
@@ -184,16 +278,16 @@ class Retriever:
         with tracing.stage("retrieval.collapse"):
             out = collapse(hits, self.engine.get)
         if len(out) < k and full:  # the candidates ran out: once more, deeper
-            hits, _ = self._ranked(q, names, now, depth * 4)
+            hits, _ = self._ranked(q, names, now, depth * 4, dense, run.indexes)
             with tracing.stage("retrieval.collapse"):
                 out = collapse(hits, self.engine.get)
         return latest_first(out)[:k]
 
-    def _ranked(self, q: MemoryQuery, names: list[str], now: int,
-                depth: int) -> tuple[list[ScoredEntry], bool]:
+    def _ranked(self, q: MemoryQuery, names: list[str], now: int, depth: int, dense: bool,
+                notes: IndexNotes) -> tuple[list[ScoredEntry], bool]:
         """The engine's ``depth`` best, current truth applied, and whether it returned as
         many as asked (so there may be more)."""
-        found = self.engine.search(q, names, now, depth=depth)
+        found = self.engine.search(q, names, now, depth=depth, dense=dense, notes=notes)
         with tracing.stage("retrieval.truth"):
             hits = current_truth(found, q, now)
             if q.utility:  # feedback from use reorders the candidates (retrieval.utility)

@@ -135,7 +135,9 @@ class ScoredEntry:
     same fact was found (copies, summaries, beliefs... collapsed into this hit by
     :mod:`retrieval.collapse`), best-ranked first. ``has_vector``: whether the
     entry had its vector when the search ran (False: it could rank by BM25 and the filters
-    only; set by the retriever, :mod:`retrieval.completeness`).
+    only; set by the retriever, :mod:`retrieval.completeness`). ``cites``: the ids of the
+    raw entries a derived hit (a copy, summary, episode, belief, team copy) stands on;
+    ``()`` for a raw entry (:mod:`retrieval.citations`).
     """
 
     entry: Entry
@@ -149,6 +151,7 @@ class ScoredEntry:
     score: float
     also_in: tuple[EntryRef, ...] = ()
     has_vector: bool = False
+    cites: tuple[str, ...] = ()
 
     def explain(self) -> str:
         """A one-line account of the hit: its text first, then where it is and the score."""
@@ -160,6 +163,7 @@ class ScoredEntry:
             f"(dense cos={dense}, bm25={bm25}), strength={self.strength:.3f}, "
             f"recency={self.recency:.3f}, importance={self.importance:.2f}"
             + (f"; also in {_places(self.also_in)}" if self.also_in else "")
+            + (f"; cites {_ids(self.cites)}" if self.cites else "")
         )
 
     def __repr__(self) -> str:
@@ -171,3 +175,8 @@ def _places(refs: tuple[EntryRef, ...], shown: int = 3) -> str:
     """``also_in`` for a person: the first ``shown`` scopes and how many more."""
     head = ", ".join(f"{r.scope} {r.entry_id}" for r in refs[:shown])
     return head + (f" (+{len(refs) - shown} more)" if len(refs) > shown else "")
+
+
+def _ids(ids: tuple[str, ...], shown: int = 3) -> str:
+    """``cites`` for a person: the first ``shown`` ids and how many more."""
+    return ", ".join(ids[:shown]) + (f" (+{len(ids) - shown} more)" if len(ids) > shown else "")

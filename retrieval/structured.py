@@ -15,6 +15,8 @@ from collections.abc import Sequence
 
 from blackboard import Blackboard, Entry
 
+from .citations import cite
+from .completeness import RecallHits, RouteReport
 from .query import MemoryQuery
 from .scoring import ScoredEntry, ScoringConfig, entry_strength, recency
 
@@ -40,11 +42,11 @@ class StructuredRetriever:
         per_scope = await asyncio.gather(*(self._scope_hits(q, s) for s in names))
         hits = [h for batch in per_scope for h in batch]
         hits.sort(key=lambda h: (h.entry.created_at, h.entry.id), reverse=True)
-        hits = hits[: q.max_results]
+        hits = cite(hits[: q.max_results])
         if q.explain:
             for h in hits:
                 log.info("recall (newest first): %s", h.explain())
-        return hits
+        return RecallHits(hits, route=RouteReport(intent=q.intent, route="newest"))
 
     async def _scope_hits(self, q: MemoryQuery, scope_id: str) -> list[ScoredEntry]:
         entries, policy = await asyncio.gather(self._entries(q, scope_id),

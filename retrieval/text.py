@@ -3,6 +3,8 @@ consolidation compares, hashes and summarises) -- one :func:`entry_text` for bot
 
 from __future__ import annotations
 
+import math
+import re
 from collections.abc import Mapping
 from datetime import datetime
 from typing import Any
@@ -11,9 +13,21 @@ from blackboard import Entry
 from blackboard.entry import value_text
 
 __all__ = [
-    "MAIN_TEXT_KEYS", "TEXT_METADATA", "UNINDEXED_KEYS", "entry_text", "event_time_ms",
-    "flatten_value", "is_said", "message_text", "origin_of",
+    "MAIN_TEXT_KEYS", "TEXT_METADATA", "TOKEN_RE", "UNINDEXED_KEYS", "entry_text",
+    "estimate_tokens", "event_time_ms", "flatten_value", "is_said", "message_text", "origin_of",
 ]
+
+#: A token as :func:`estimate_tokens` counts them: a word or a punctuation mark.
+TOKEN_RE = re.compile(r"\w+|[^\w\s]")
+
+
+def estimate_tokens(text: str) -> int:
+    """Tokens ``text`` takes in a prompt, estimated from above (the caller's model and its
+    tokenizer are not known here): ``max(words and punctuation marks, characters / 4)``,
+    at or above what BPE tokenizers of English text give, so text within its estimate is
+    within the model's count too."""
+    return max(len(TOKEN_RE.findall(text)), math.ceil(len(text) / 4))
+
 
 #: Metadata fields that join the indexed text, in this order: who said it and when help a
 #: query find it ("what did Alice say in May"); ``context`` is text around the entry (the

@@ -20,7 +20,6 @@ from memory.wire import (
     BatchOut,
     BatchStore,
     EntryOut,
-    Hit,
     MapOut,
     MessagesIn,
     MessagesOut,
@@ -134,8 +133,7 @@ async def recall(body: RecallRequest, caller: CallerDep) -> Response:
     """Hybrid recall with the full query model; each hit carries every score component."""
     hits = await caller.memory.recall(body, explain=body.explain)
     scopes = caller.memory.recall_scopes(body.scopes, body.levels) if body.explain else None
-    out = RecallResponse(hits=[Hit.of(h) for h in hits], scopes=scopes,
-                         dense_pending=getattr(hits, "dense_pending", 0))
+    out = RecallResponse.of(hits, scopes)
     # Validated once, as it was built: FastAPI would validate the model again against
     # response_model before serialising it (the schema stays response_model's).
     return Response(out.model_dump_json(), media_type="application/json")

@@ -43,6 +43,7 @@ CROSS_FIELD = (
     "takes no argument", "needs a subject",  # a lens's argument
     "not valid Unicode", "lone surrogate",  # strings nested in value/metadata
     "is in the future",  # as_of: against the clock of the request
+    "give query text", "choose one",  # an intent against query / consistency
 )
 
 
