@@ -489,7 +489,10 @@ class SearchEngine:
                 notes.missed("dense", "dense not asked: nothing to search", broken=False)
                 return None
             if not any(c.dense is not None and len(c.dense) for c in cats):
-                notes.missed("dense", "dense unavailable: no searched entry has a vector yet")
+                # Not broken: the vectors are on their way (``dense_pending`` says how many),
+                # so no fallback route is fused in; BM25 answers until they arrive.
+                notes.missed("dense", "dense not asked: no searched entry has a vector yet",
+                             broken=False)
                 return None
             with tracing.stage("retrieval.embed_query"):
                 qvec: Vec = emb.embed([q.query])[0]
