@@ -117,12 +117,14 @@ def strength_of_evict_score(score: float, policy: ScopePolicy, now: int) -> floa
     """An entry's current strength from its ``evict`` score, as the strength histogram
     reads it (:mod:`blackboard.scope_stats`): the score itself in a non-decaying scope;
     otherwise the time the strength crosses the threshold ``T``, so ``s = T * q ** ((now -
-    evict_at) / tick)``, exact for an entry never reinforced (an upper bound otherwise)."""
+    evict_at) / tick)``, exact for an entry never reinforced. A reinforced entry decays
+    more slowly than ``q`` says, so its crossing is later and this reads it too strong: at
+    most 1, the cap of every write and reinforcement (``check_importance``)."""
     if policy.decay_rate <= 0:
         return float(score)
     q = 1.0 - policy.decay_rate
     tick_ms = max(policy.decay_tick * 1000, 1e-9)
-    return float(policy.evict_threshold * q ** ((now - score) / tick_ms))
+    return min(1.0, float(policy.evict_threshold * q ** ((now - score) / tick_ms)))
 
 
 def _pairs(reply: Any) -> list[tuple[Any, float]]:

@@ -126,3 +126,19 @@ async def test_pool_counts_on_the_cluster(cbb: Blackboard) -> None:
     assert team.pool is not None and stm.pool is not None
     assert (team.pool.removed["capacity"], team.pool.agents) == (1, {"a1": 2})
     assert stm.pool.removed["merged"] == 1 == stm.pool.evicted_total
+
+
+def test_a_reinforced_entrys_strength_from_its_evict_score_is_at_most_1() -> None:
+    """A reinforced entry decays more slowly than the plain rate: its crossing lies later
+    than an unreinforced one's from the same strength, and read back with the plain rate
+    it came out above 1 (the dashboard's map showed "avg strength 1.42")."""
+    from blackboard.decay import evict_time
+    from blackboard.pool_stats import strength_of_evict_score
+
+    pol = ScopePolicy(decay_rate=0.2, decay_tick=1.0, evict_threshold=0.1)
+    plain = evict_time(1.0, 0, pol.evict_threshold, pol.decay_rate, 0, 1000)
+    assert strength_of_evict_score(plain, pol, now=0) == pytest.approx(1.0)
+    assert strength_of_evict_score(plain, pol, now=2000) == pytest.approx(0.64)
+    slow = evict_time(1.0, 0, pol.evict_threshold, pol.decay_rate, 8, 1000)
+    assert slow > plain
+    assert strength_of_evict_score(slow, pol, now=0) == 1.0
