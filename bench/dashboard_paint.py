@@ -11,7 +11,8 @@ consolidated them; then opens each view in headless Chromium ``--runs`` times wi
 operator token and prints the time from navigation to the view's data shown (the page's
 ``body[data-ready=<view>]`` mark) and the view's own part (``window.__paint``). The raw
 baseline of the same run is the page's shell alone: navigation to the login check done
-(``/v1/dashboard/me`` answered), which every view pays first. ``--serve`` keeps the
+(``/v1/dashboard/me`` answered), which every view pays first. Each view is opened from a
+fresh page load (``about:blank`` in between), so no other view's requests are in flight. ``--serve`` keeps the
 gateway up for that many seconds afterwards and prints its URL and tokens.
 """
 
@@ -69,6 +70,7 @@ def measure(gw: Any, op: str, runs: int) -> dict[str, dict[str, list[float]]]:
         page = ctx.new_page()
         for _ in range(runs):
             for view, route in [("shell", "nosuchview"), *routes]:
+                page.goto("about:blank")  # each view from a fresh page load, nothing in flight
                 t0 = time.perf_counter()
                 page.goto(f"{gw.url}/#/{route}")
                 if view == "shell":

@@ -49,7 +49,7 @@ export default function eventsView(root, ctx) {
       h('td', null, fmtTime(ev.at)), h('td', null, h('span.type', {dataset: {type: ev.type}}, ev.type)),
       h('td.scope', null, ev.scope),
       h('td.text', null, entryText(ev)),
-      h('td', null, String(ev.version)), h('td.tags', {title: (ev.tags || []).join(' ')}, clip((ev.tags || []).join(' '), 90)));
+      h('td', null, `v${ev.version}`), h('td.tags', {title: (ev.tags || []).join(' ')}, clip((ev.tags || []).join(' '), 90)));
   }
 
   // What an entry says, then its id: the text while the entry lives, "gone" after.
