@@ -8,23 +8,36 @@ import asyncio
 from collections.abc import Sequence
 from typing import Any
 
-from blackboard import AccessDenied, Event
+from blackboard import AccessDenied, Entry, Event
+from blackboard.entry import TEXT_KEYS
 from memory.wire import EventOut
 
 from ..caller import Caller
 from .scopes import check_read, visible_scopes
 
-__all__ = ["TEXT_CHARS", "recent_events", "texts_of"]
+__all__ = ["TEXT_CHARS", "readable", "recent_events", "texts_of"]
 
 #: An event's text is cut here: the page shows one line of it.
 TEXT_CHARS = 300
+
+
+def readable(e: Entry) -> str:
+    """What a row says of ``e``: its text field, or for a value of steps (an episode, a
+    procedure) its task and steps, rather than the JSON ``Entry.text`` falls back to."""
+    v = e.value
+    if isinstance(v, dict) and isinstance(v.get("steps"), list) and not any(
+            isinstance(v.get(k), str) for k in TEXT_KEYS):
+        what = next((str(v[k]) for k in ("title", "name", "task", "task_kind") if v.get(k)),
+                    "steps")
+        return f"{what}: " + " → ".join(str(x) for x in v["steps"])
+    return e.text
 
 
 async def _texts(caller: Caller, scope: str, ids: Sequence[str]) -> dict[str, str]:
     """Entry id -> text of the live entries of ``scope`` among ``ids`` (one round trip)."""
     want = sorted(set(ids))
     got = await caller.bb.scope(scope).get_many(want)
-    return {i: e.text[:TEXT_CHARS] for i, e in zip(want, got, strict=True) if e is not None}
+    return {i: readable(e)[:TEXT_CHARS] for i, e in zip(want, got, strict=True) if e is not None}
 
 
 async def _newest(caller: Caller, scope: str, limit: int) -> list[Event]:

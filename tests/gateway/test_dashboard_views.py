@@ -175,8 +175,9 @@ def test_events_view_opens_with_history_and_shows_texts(browser: Browser, board:
                       ["hist"])
     gone = board.store(board.a1, {"text": f"{word} soon deleted"}, ["hist"])
     board.api(board.a1, "DELETE", f"/v1/memories/{gone['id']}")
+    ep = board.store(board.a1, EPISODE, ["episode"], level="episodic")
     api = board.api(board.a1, "GET", "/v1/dashboard/events/recent", params={"limit": 5})
-    assert api["events"][0]["entry_id"] == gone["id"] and api["events"][0]["type"] == "deleted"
+    assert api["events"][1]["entry_id"] == gone["id"] and api["events"][1]["type"] == "deleted"
     written = next(e for e in api["events"] if e["entry_id"] == old["id"])
     assert written["text"] == f"the {word} entry written before the page opened"
 
@@ -185,6 +186,9 @@ def test_events_view_opens_with_history_and_shows_texts(browser: Browser, board:
     assert f"the {word} entry written before the page opened" in row.inner_text()
     assert "deleted" in page.locator(f"#event-rows tr:has-text('{gone['id']}')").first.inner_text()
     assert "earlier ones read from the feeds" in page.inner_text("p.summary")
+    # a value of steps reads as its task and steps, not as JSON
+    assert ("t-1: plan the task. → ran load_ledger: done. → ran write_report: done."
+            in page.locator(f"#event-rows tr:has-text('{ep['id']}')").first.inner_text())
     # a live event gets its text too
     page.wait_for_selector("#live-status[data-state='live']", timeout=15_000)
     new = board.store(board.a1, {"text": f"{word} written live"}, ["hist"])
