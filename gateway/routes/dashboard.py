@@ -26,6 +26,7 @@ from retrieval.query import instant_input, past_instant
 
 from ..dash import beliefs as beliefs_mod
 from ..dash import entry as entry_mod
+from ..dash import events as events_mod
 from ..dash import ops
 from ..dash import recall as recall_mod
 from ..dash import scopes as scopes_mod
@@ -73,6 +74,33 @@ async def scope_entries(caller: CallerDep, scope: str,
 async def entry(caller: CallerDep, entry_id: str, scope: str) -> dict[str, Any]:
     """An entry with its decay curve and provenance both ways."""
     return await entry_mod.entry_detail(caller, scope, entry_id)
+
+
+class EntryRef(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    scope: str = Field(min_length=1, max_length=512)
+    id: str = Field(min_length=1, max_length=128)
+
+
+class TextsRequest(BaseModel):
+    """The entries whose text the events view shows (at most 200 a call)."""
+
+    model_config = ConfigDict(extra="forbid")
+    refs: list[EntryRef] = Field(max_length=200)
+
+
+@router.get("/events/recent")
+async def recent_events(caller: CallerDep,
+                        limit: Annotated[int, Query(ge=1, le=1000)] = 200) -> dict[str, Any]:
+    """The newest events of every scope the caller may read (newest first), each with its
+    entry's text while the entry lives: the events view's history before its live stream."""
+    return {"events": await events_mod.recent_events(caller, limit)}
+
+
+@router.post("/texts")
+async def texts(caller: CallerDep, body: TextsRequest) -> dict[str, Any]:
+    """The text of each live entry named (``{"refs": [{"scope", "id"}]}``)."""
+    return {"texts": await events_mod.texts_of(caller, [(r.scope, r.id) for r in body.refs])}
 
 
 @router.get("/edges")

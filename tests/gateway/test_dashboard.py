@@ -432,7 +432,12 @@ def test_an_agent_token_sees_no_other_agents_scope_in_any_view(page: Page, demo:
     page.wait_for_selector(f"#event-rows tr:has-text('{mine['id']}')", timeout=15_000)
     page.wait_for_timeout(1500)
     assert theirs["id"] not in page.inner_text("#event-rows")
-    assert "agent:agent1" not in page.inner_text("#event-rows")
+    # No scope of agent1's (the history read from the feeds includes the team's events,
+    # whose summaries carry their members' "agent:agent1" tags: data agent2 may read).
+    assert "agent:agent1:" not in page.inner_text("#event-rows")
+    assert not [s for s in page.eval_on_selector_all(
+        "#event-rows tr", "els => els.map(e => e.dataset.scope)") if s.startswith("agent:agent1")]
+    assert "agent1 writes" not in page.inner_text("#event-rows")
 
     open_view(page, demo, "entry", f"entry/{quote(theirs['scope'], safe='')}/{theirs['id']}")
     text = page.inner_text("main")

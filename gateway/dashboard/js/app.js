@@ -10,12 +10,14 @@ import recallView from './recall.js';
 import beliefsView from './beliefs.js';
 import workersView from './workers.js';
 import {setLevels} from './levels.js';
+import flowView from './flow.js';
+import {themeToggle} from './theme.js';
 
 const VIEWS = {
   map: mapView, events: eventsView, entry: entryView, recall: recallView,
-  beliefs: beliefsView, workers: workersView,
+  beliefs: beliefsView, workers: workersView, flow: flowView,
 };
-const NAV = [['map', 'Memory map'], ['events', 'Live events'], ['entry', 'Entry'],
+const NAV = [['map', 'Memory map'], ['flow', 'Dataflow'], ['events', 'Live events'], ['entry', 'Entry'],
   ['recall', 'Recall'], ['beliefs', 'Beliefs & skills'], ['workers', 'Workers']];
 
 const hub = new LiveHub();
@@ -60,7 +62,7 @@ function shell() {
     (k === 'workers' && !me.operator) ? null : h('a', {href: `#/${k}`, dataset: {view: k}}, label)));
   const header = h('header', null,
     h('strong.brand', null, 'Blackboard'), nav,
-    h('span.who', null, who, ' · ', status, ' ',
+    h('span.who', null, who, ' · ', status, ' · ', themeToggle(), ' ',
       h('button.link#logout', {onclick: () => { token.clear(); me = null; loginView(); }}, 'sign out')));
   const main = h('main#view');
   fill(document.getElementById('app'), header, main);

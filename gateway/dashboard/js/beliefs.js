@@ -5,6 +5,7 @@
 import {api} from './api.js';
 import {h, fill, bar, fmtNum, fmtTime, clip, entryLink} from './dom.js';
 import {throttle} from './live.js';
+import {plural} from './values.js';
 
 const COMPONENTS = ['balance', 'count_score', 'diversity', 'recency'];
 
@@ -27,7 +28,7 @@ function factCard(f) {
       h('span.conf', null, `confidence ${fmtNum(c.confidence, 2)}`)),
     h('div.hit-scope', null, f.scope),
     h('div.bars', null, COMPONENTS.map((k) => bar(k, comp[k])),
-      h('p.muted', null, `${comp.source_count ?? '?'} sources from ${comp.agents ?? '?'} agents; `,
+      h('p.muted', null, `${plural(comp.source_count, 'source')} from ${plural(comp.agents, 'agent')}; `,
         `support ${fmtNum(comp.support_weight, 2)} vs contradiction ${fmtNum(comp.contradiction_weight, 2)}`)),
     h('details', null, h('summary', null, `evidence (${c.evidence.length})`), evidenceList(c.evidence)),
     f.chain.length > 1 ? h('details.chain', {open: true}, h('summary', null, `history (${f.chain.length} versions)`),

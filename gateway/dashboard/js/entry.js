@@ -4,39 +4,8 @@
 import {api, query} from './api.js';
 import {h, fill, fmtTime, fmtNum, text, clip, entryLink, table} from './dom.js';
 import {throttle} from './live.js';
-
-function drawCurve(canvas, d) {
-  const pts = d.curve;
-  const w = canvas.clientWidth || 500;
-  const hh = canvas.clientHeight || 140;
-  const dpr = window.devicePixelRatio || 1;
-  canvas.width = w * dpr;
-  canvas.height = hh * dpr;
-  const g = canvas.getContext('2d');
-  g.setTransform(dpr, 0, 0, dpr, 0, 0);
-  if (!pts.length) return;
-  const t0 = pts[0][0];
-  const t1 = pts[pts.length - 1][0] || t0 + 1;
-  const top = Math.max(1, ...pts.map((p) => p[1]));
-  const x = (t) => 30 + ((t - t0) / (t1 - t0 || 1)) * (w - 40);
-  const y = (s) => hh - 16 - (s / top) * (hh - 28);
-  g.strokeStyle = '#bbb';
-  g.beginPath(); g.moveTo(30, y(d.policy.evict_threshold)); g.lineTo(w - 10, y(d.policy.evict_threshold)); g.stroke();
-  g.fillStyle = '#888';
-  g.font = '11px sans-serif';
-  g.fillText('evict', 0, y(d.policy.evict_threshold) + 4);
-  g.fillText(fmtNum(top, 1), 0, 12);
-  g.strokeStyle = '#4e79a7';
-  g.lineWidth = 2;
-  g.beginPath();
-  pts.forEach(([t, s], i) => (i ? g.lineTo(x(t), y(s)) : g.moveTo(x(t), y(s))));
-  g.stroke();
-  if (d.now >= t0 && d.now <= t1) {
-    g.fillStyle = '#e15759';
-    g.beginPath(); g.arc(x(d.now), y(d.strength_now), 4, 0, 7); g.fill();
-    g.fillText('now', x(d.now) - 10, hh - 2);
-  }
-}
+import {valueView, fields, rawToggle, plural} from './values.js';
+import {drawDecay, tickText} from './decay.js';
 
 function linkList(items, empty) {
   if (!items.length) return h('p.muted', null, empty);
@@ -50,7 +19,7 @@ function linkList(items, empty) {
 
 function renderEntry(el, d) {
   const e = d.entry;
-  const canvas = h('canvas#decay-curve', {height: 140});
+  const canvas = h('canvas#decay-curve', {height: 160});
   const p = d.provenance;
   fill(el,
     h('h1', null, 'Entry ', h('code#entry-id', null, e.id)),
@@ -61,8 +30,7 @@ function renderEntry(el, d) {
       (e.claimed_agents || []).length
         ? h('span.muted#entry-claims', null, ` (its data claims ${e.claimed_agents.join(', ')})`) : '',
       e.superseded_by ? h('span', null, ' · superseded by ', entryLink(e.scope, e.superseded_by)) : ''),
-    h('section', null, h('h2', null, 'Value'), h('pre#entry-value', null,
-      typeof e.value === 'string' ? e.value : JSON.stringify(e.value, null, 2))),
+    h('section#entry-value', null, h('h2', null, 'Value'), valueView(e), rawToggle(e.value, 'entry-raw')),
     h('section', null, h('h2', null, 'Tags'), h('div.tags#entry-tags', null,
       e.tags.map((t) => h('span.tag', null, t)))),
     h('section.grid2', null,
@@ -71,20 +39,21 @@ function renderEntry(el, d) {
           ` importance ${fmtNum(e.importance, 2)}, reinforced ${e.reinforcements}×`,
           e.reinforced_by.length ? ` by ${e.reinforced_by.join(', ')}` : ''),
         h('p.muted', null, d.policy.decay_rate
-          ? `decays ${fmtNum(d.policy.decay_rate)} per ${fmtNum(d.policy.decay_tick, 0)}s tick; evicted below ${d.policy.evict_threshold}`
+          ? `decays ${fmtNum(d.policy.decay_rate)} per ${tickText(d.policy.decay_tick)}; evicted below ${d.policy.evict_threshold}`
           : 'this scope does not decay'),
         canvas),
-      h('div', null, h('h2', null, 'Metadata'), h('pre.meta', null, JSON.stringify(e.metadata, null, 2)))),
+      h('div', null, h('h2', null, 'Metadata'), h('div.value-view.meta', null, fields(e.metadata || {}, ['provenance'])),
+        rawToggle(e.metadata))),
     h('section.grid2', null,
       h('div#sources', null, h('h2', null, 'Derived from'),
         p ? h('p.muted', null, `by ${p.transformer} v${p.version} on edge ${p.edge}${p.model ? ` (model ${p.model})` : ''}`) : null,
         linkList(d.sources, 'nothing: a raw step'),
         (d.merged || []).length
-          ? h('p.muted#merged', null, `merged with ${d.merged.length} duplicate(s), deleted by dedupe: `,
+          ? h('p.muted#merged', null, `merged with ${plural(d.merged.length, 'duplicate')}, deleted by dedupe: `,
             d.merged.map((i) => h('code', null, i + ' ')))
           : null),
       h('div#derived', null, h('h2', null, 'Derived into'), linkList(d.derived, 'nothing yet'))));
-  requestAnimationFrame(() => drawCurve(canvas, d));
+  requestAnimationFrame(() => drawDecay(canvas, d));
 }
 
 function renderList(el, scope, entries) {

@@ -1,11 +1,15 @@
 // View 2, the live event flow: writes, updates, consolidations, expiries and evictions of
 // the scopes the token may read, filtered by scope, type and tag (the filters are in the
 // URL), and the events/s chart by level. Only the hub's capped history is kept.
-import {h, fill, fmtTime, entryLink} from './dom.js';
+import {api} from './api.js';
+import {h, fill, fmtTime, entryLink, clip} from './dom.js';
 import {drawRates, levelColor} from './chart.js';
 import {HISTORY_CAP, throttle} from './live.js';
+import {plural} from './values.js';
 
 const SHOWN = 200;
+const BACKFILL = 100;   // events read from the feeds when the view opens
+const TEXTS_MAX = 200;  // texts asked in one call (the gateway's cap)
 const TYPES = ['', 'written', 'updated', 'deleted', 'expired', 'evicted', 'reinforced'];
 
 function matches(ev, f) {
@@ -44,9 +48,40 @@ export default function eventsView(root, ctx) {
     return h('tr', {dataset: {type: ev.type, scope: ev.scope}},
       h('td', null, fmtTime(ev.at)), h('td', null, h('span.type', {dataset: {type: ev.type}}, ev.type)),
       h('td.scope', null, ev.scope),
-      h('td', null, ev.type === 'deleted' ? ev.entry_id : entryLink(ev.scope, ev.entry_id)),
-      h('td', null, String(ev.version)), h('td.tags', null, (ev.tags || []).join(' ')));
+      h('td.text', null, entryText(ev)),
+      h('td', null, `v${ev.version}`), h('td.tags', {title: (ev.tags || []).join(' ')}, clip((ev.tags || []).join(' '), 90)));
   }
+
+  // What an entry says, then its id: the text while the entry lives, "gone" after.
+  function entryText(ev) {
+    const id = h('code.entry-id', null, ev.entry_id);
+    if (ev.type === 'deleted' || ev.text === null) {
+      return [h('span.muted', null, ev.type === 'deleted' ? 'deleted' : 'gone (deleted or expired)'), ' ', id];
+    }
+    if (ev.text === undefined) return [entryLink(ev.scope, ev.entry_id, ev.entry_id)];
+    return [entryLink(ev.scope, ev.entry_id, clip(ev.text, 140)), ' ', id];
+  }
+
+  // The live stream names entries; their texts are fetched in batches behind it.
+  let asking = false;
+  const fetchTexts = throttle(async () => {
+    if (asking) return;
+    const want = ctx.hub.history.filter((ev) => ev.text === undefined && ev.type !== 'deleted')
+      .slice(-TEXTS_MAX);
+    if (!want.length) return;
+    asking = true;
+    try {
+      const got = await api('/v1/dashboard/texts', {method: 'POST',
+        body: {refs: want.map((ev) => ({scope: ev.scope, id: ev.entry_id}))}});
+      const by = new Map(got.texts.map((t) => [`${t.scope}\u0000${t.id}`, t.text]));
+      for (const ev of want) ev.text = by.get(`${ev.scope}\u0000${ev.entry_id}`) ?? null;
+      if (!stopped) render();
+    } catch (e) {
+      console.warn(e);
+    } finally {
+      asking = false;
+    }
+  }, 400);
 
   function render() {
     const shown = [];
@@ -55,8 +90,9 @@ export default function eventsView(root, ctx) {
       if (matches(ev, f)) shown.push(ev);
     }
     fill(list, shown.map(row));
-    fill(counter, `${ctx.hub.total} events since this page opened; keeping the last ` +
-      `${Math.min(ctx.hub.history.length, HISTORY_CAP)} (cap ${HISTORY_CAP}); showing ${shown.length}`);
+    fill(counter, `${plural(ctx.hub.total, 'event')} since this page opened, ${ctx.hub.seeded} earlier ones ` +
+      `read from the feeds; keeping the last ${Math.min(ctx.hub.history.length, HISTORY_CAP)} ` +
+      `(cap ${HISTORY_CAP}); showing ${shown.length}`);
   }
 
   function draw() {
@@ -65,10 +101,17 @@ export default function eventsView(root, ctx) {
       h('i', {style: {background: levelColor(levels, l)}}), l)));
   }
 
-  render();
+  let stopped = false;
   draw();
-  ctx.ready();
-  const off = ctx.hub.on(throttle(render, 250));
+  // Recent history first, as `blackboard tail` shows it; the live stream goes on behind.
+  api(`/v1/dashboard/events/recent?limit=${BACKFILL}`).then((d) => {
+    if (stopped) return;
+    ctx.hub.seed(d.events);
+    render();
+    fetchTexts();
+    ctx.ready();
+  }, (e) => { if (!stopped) { render(); ctx.fail(e); } });
+  const off = ctx.hub.on(throttle(() => { render(); fetchTexts(); }, 250));
   const timer = setInterval(draw, 1000);
-  return {dispose() { off(); clearInterval(timer); }};
+  return {dispose() { stopped = true; off(); clearInterval(timer); }};
 }

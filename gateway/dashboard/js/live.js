@@ -10,6 +10,7 @@ export class LiveHub {
   constructor() {
     this.history = [];           // newest last, at most HISTORY_CAP
     this.total = 0;              // every event seen since the page loaded
+    this.seeded = 0;             // older events read from the feeds (seed)
     this.listeners = new Set();
     this.statusListeners = new Set();
     this.status = 'connecting';
@@ -50,6 +51,24 @@ export class LiveHub {
     for (const f of this.listeners) {
       try { f(ev); } catch (e) { console.error(e); }
     }
+  }
+
+  /**
+   * Older events from the feeds (GET /v1/dashboard/events/recent), merged into the history
+   * by time without counting as seen since the page opened; an event the stream already
+   * brought is kept once. -> how many were added.
+   */
+  seed(evs) {
+    const key = (e) => `${e.scope}@${e.id}`;
+    const have = new Set(this.history.map(key));
+    const add = evs.filter((e) => !have.has(key(e)))
+      .map((e) => Object.assign(e, {level: levelOf(e.scope || ''), received: null}));
+    if (!add.length) return 0;
+    this.history = add.concat(this.history)
+      .sort((a, b) => a.at - b.at || (a.id < b.id ? -1 : a.id > b.id ? 1 : 0));
+    if (this.history.length > HISTORY_CAP) this.history.splice(0, this.history.length - HISTORY_CAP);
+    this.seeded += add.length;
+    return add.length;
   }
 
   on(f) {

@@ -5,6 +5,7 @@ import {api} from './api.js';
 import {h, fill, fmtNum} from './dom.js';
 import {throttle} from './live.js';
 import {LEVELS} from './levels.js';
+import {plural} from './values.js';
 
 
 function fmtTtl(s) {
@@ -93,7 +94,7 @@ export function renderMap(el, m, stats) {
   const sized = m.edges.filter((e) => e.pending !== null);
   const pending = sized.reduce((n, e) => n + e.pending, 0);
   fill(el,
-    h('p.summary', null, `${m.scopes.length} scopes, ${total} entries, ${m.edges.length} edges`,
+    h('p.summary', null, `${plural(m.scopes.length, 'scope')}, ${plural(total, 'entry', 'entries')}, ${plural(m.edges.length, 'edge')}`,
       sized.length ? h('span', null, ', ', h('span#pending-total', null, String(pending)),
         ' pending in edge buffers')
         : ' (buffer sizes: an operator token; an agent\'s Redis user cannot read them)'),

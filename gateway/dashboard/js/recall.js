@@ -5,6 +5,7 @@ import {api} from './api.js';
 import {h, fill, bar, fmtNum, text, clip, entryLink} from './dom.js';
 import {throttle} from './live.js';
 import {LEVELS} from './levels.js';
+import {plural} from './values.js';
 
 const list = (s) => s.split(',').map((x) => x.trim()).filter(Boolean);
 const toMs = (v) => (v ? new Date(v + 'Z').getTime() : null);
@@ -64,7 +65,7 @@ function renderHits(el, r) {
   const maxBm25 = Math.max(1, ...r.hits.map((x) => x.components.bm25 || 0));
   const ex = Object.entries(r.excluded || {}).filter(([, n]) => n > 0);
   fill(el,
-    h('p.summary#recall-summary', null, `${r.hits.length} hits from ${r.scopes.length} scopes`,
+    h('p.summary#recall-summary', null, `${plural(r.hits.length, 'hit')} from ${plural(r.scopes.length, 'scope')}`,
       r.candidates === null ? '' : `; ${r.candidates} candidates before the hard filters`),
     h('div#excluded', null, h('h2', null, 'Excluded by filters'),
       r.candidates === null

@@ -3,6 +3,7 @@
 // confirmed re-drive that the gateway records as an audit event.
 import {api, query} from './api.js';
 import {h, fill, fmtAgo, fmtTime, table} from './dom.js';
+import {plural} from './values.js';
 
 const POLL_MS = 2000;
 
@@ -60,7 +61,7 @@ export default function workersView(root, ctx) {
         api(`/v1/dashboard/dlq${query({limit: 100})}`), api('/v1/dashboard/audit')]);
       if (stopped) return;
       const t = d.totals;
-      fill(top, h('p.summary', null, `${d.workers.length} live workers; ${d.partitions.length} partitions; `,
+      fill(top, h('p.summary', null, `${plural(d.workers.length, 'live worker')}; ${plural(d.partitions.length, 'partition')}; `,
         `pending ${t.pending}, lag ${t.lag}, inbox ${t.inbox}, dead letters ${t.dlq}`),
       h('div.scroll', null, workersTable(d)), h('h2', null, 'Partitions, groups and leases'),
       h('div.scroll', null, partitionsTable(d)));
