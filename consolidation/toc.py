@@ -46,7 +46,10 @@ BUDGET = {Level.SEGMENT: 60, Level.DAY: 60, Level.WEEK: 70, Level.MONTH: 80, Lev
 #: Candidate sentences a segment's summary is chosen from per change: its previous summary
 #: and at most this many of the new entries' sentences (bounds the LexRank's cost).
 NEW_SENTENCES = 24
-KEEP = {"tags": 24, "keywords": 48, "actors": 16}
+#: Counts kept per node: the most frequent. A segment keeps nearly all its words (a
+#: question's telling word is often said once), the levels above fewer.
+KEEP = {"tags": 24, "keywords": 128, "actors": 16}
+SEGMENT_KEYWORDS = 240
 #: Attempts of a change whose table changed under it (another writer, a rebuild).
 ATTEMPTS = 8
 
@@ -58,22 +61,25 @@ def entry_time(e: Entry) -> int:
     return t if t != e.created_at else occurred_at(e)
 
 
-def _actors(e: Entry) -> list[str]:
-    """Who speaks in a message (the speaker it names: a claim, shown as what was said),
-    else the entry's author."""
-    if is_said(e):
-        v = e.value if isinstance(e.value, Mapping) else {}
-        who = v.get("speaker") or (e.metadata or {}).get("speaker")
+def _facts(e: Entry) -> tuple[int, str, list[str]]:
+    """An entry's time (:func:`entry_time`), its text for keywords and summaries
+    (``speaker: text`` for a message) and its actors: who speaks in a message (the
+    speaker it names: a claim, shown as what was said), else its author. A plain dict is
+    read directly: this runs for every event of the role."""
+    v = e.value
+    if type(v) is dict and v.get("kind") == "message":
+        who, text = v.get("speaker"), v.get("text")
+        t = event_time_ms(e)
+        body = text if isinstance(text, str) else entry_text(e)
         if isinstance(who, str) and who:
-            return [who[:64]]
-    return [e.author] if e.author else []
-
-
-def _text(e: Entry) -> str:
-    v = e.value if isinstance(e.value, Mapping) else {}
-    t = entry_text(e)
-    who = v.get("speaker") if is_said(e) else None
-    return f"{who}: {t}" if isinstance(who, str) and who else t
+            return t, f"{who}: {body}", [who[:64]]
+        return t, body, [e.author] if e.author else []
+    t = entry_time(e)
+    text = entry_text(e)
+    who = (e.metadata or {}).get("speaker") if is_said(e) else None
+    if isinstance(who, str) and who:
+        return t, f"{who}: {text}", [who[:64]]
+    return t, text, [e.author] if e.author else []
 
 
 def _summary(prev: str, new: Sequence[str], budget: int) -> str:
@@ -108,7 +114,8 @@ class _Acc:
     end: int = -1
     children: list[str] = field(default_factory=list)
     entries: list[str] = field(default_factory=list)
-    sentences: list[str] = field(default_factory=list)
+    #: a segment's new texts, a parent's changed children's summaries
+    texts: list[str] = field(default_factory=list)
 
     def add(self, t: int, tags: Iterable[str], kws: Iterable[str], actors: Iterable[str]) -> None:
         self.added += 1
@@ -116,6 +123,14 @@ class _Acc:
         self.tags.update(tags)
         self.keywords.update(kws)
         self.actors.update(actors)
+
+    def absorb(self, child: _Acc) -> None:
+        """What ``child`` (a segment, or a changed node below) adds, counted here too."""
+        self.added += child.added
+        self.start, self.end = min(self.start, child.start), max(self.end, child.end)
+        self.tags.update(child.tags)
+        self.keywords.update(child.keywords)
+        self.actors.update(child.actors)
 
     def done(self) -> TocNode:
         n = self.node
@@ -127,16 +142,29 @@ class _Acc:
 
         children = list(n.children) + [c for c in self.children if c not in n.children]
         first = n.count == 0
+        count = n.count + self.added
+        # The summary is chosen again when the count has doubled since it last was: a
+        # node summarised O(log n) times, not once per batch (the LexRank is most of the
+        # cost of a change).
+        again = not n.summary or count >= 2 * max(1, n.summarized)
+        sentences: list[str] = []
+        for t in self.texts if again else ():
+            sentences += split_sentences(t)
+            if len(sentences) >= NEW_SENTENCES:
+                break
+        known = set(n.entries)
         return replace(
-            n, count=n.count + self.added,
+            n, count=count,
             start_ms=self.start if first else min(n.start_ms, self.start),
             end_ms=self.end if first else max(n.end_ms, self.end),
             tags=merged(n.tags, self.tags, "tags"),
-            keywords=merged(n.keywords, self.keywords, "keywords"),
+            keywords=top(Counter(n.keywords) + self.keywords,
+                         SEGMENT_KEYWORDS if n.level is Level.SEGMENT else KEEP["keywords"]),
             actors=merged(n.actors, self.actors, "actors"),
             children=tuple(sorted(children, key=_order)),
-            entries=n.entries + tuple(e for e in self.entries if e not in n.entries),
-            summary=_summary(n.summary, self.sentences[:NEW_SENTENCES], BUDGET[n.level]),
+            entries=n.entries + tuple(e for e in self.entries if e not in known),
+            summary=_summary(n.summary, sentences, BUDGET[n.level]) if again else n.summary,
+            summarized=count if again else n.summarized,
         )
 
 
@@ -184,36 +212,51 @@ def plan(scope: str, entries: Sequence[Entry], stored: Mapping[str, TocNode | No
         return accs[node_id]
 
     placed: dict[str, str] = {}
-    for t, e in sorted(((entry_time(e), e) for e in entries), key=lambda p: (p[0], p[1].id)):
-        y, m, w, d = node_ids_for(t)
-        day = acc(d)
-        segs = [s for c in [*day.node.children, *day.children]
-                if (s := (accs[c].node if c in accs else stored.get(c))) is not None]
-        seg = _segment_for(t, segs, accs)
+    # segment id -> its day, week, month and year ids
+    above: dict[str, tuple[str, str, str, str]] = {}
+    last: tuple[str, TocNode] | None = None
+    days: dict[int, tuple[str, str, str, str]] = {}
+    facts = sorted(((*_facts(e), e) for e in entries), key=lambda p: (p[0], p[3].id))
+    for t, text, actors, e in facts:
+        if (ids := days.get(t // 86_400_000)) is None:
+            ids = days[t // 86_400_000] = node_ids_for(t)
+        y, m, w, d = ids
+        seg = None
+        if last is not None and last[0] == d:  # in time order: mostly the same segment
+            seg = _segment_for(t, [last[1]], accs)
         if seg is None:
-            k = len(day.node.children) + len(day.children)
-            seg = _empty(scope, f"s{d[1:]}.{k}")
-            day.children.append(seg.id)
+            day = acc(d)
+            segs = [s for c in [*day.node.children, *day.children]
+                    if (s := (accs[c].node if c in accs else stored.get(c))) is not None]
+            seg = _segment_for(t, segs, accs)
+            if seg is None:
+                k = len(day.node.children) + len(day.children)
+                seg = _empty(scope, f"s{d[1:]}.{k}")
+                day.children.append(seg.id)
+        last = (d, seg)
         into = acc(seg.id)
+        above[seg.id] = (d, w, m, y)
         into.entries.append(e.id)
-        text = _text(e)
-        into.sentences += split_sentences(text)
-        kws, actors = keywords_of(text), _actors(e)
-        for node_id in (seg.id, d, w, m, y, ROOT_ID):
-            acc(node_id).add(t, e.tags, kws, actors)
-        for parent, child in ((w, d), (m, w), (y, m), (ROOT_ID, y)):
-            if child not in acc(parent).node.children and child not in acc(parent).children:
-                acc(parent).children.append(child)
+        into.texts.append(text)
+        into.add(t, e.tags, keywords_of(text), actors)
         placed[e.id] = seg.id
-    # Summaries bottom up: each parent chooses from its changed children's new summaries.
+    # Every changed segment counts in its day, week, month, year and the root.
+    for sid, (d, w, m, y) in above.items():
+        for node_id in (d, w, m, y, ROOT_ID):
+            acc(node_id).absorb(accs[sid])
+        for parent, child in ((d, sid), (w, d), (m, w), (y, m), (ROOT_ID, y)):
+            p = acc(parent)
+            if child not in p.node.children and child not in p.children:
+                p.children.append(child)
+    # Summaries bottom up: a parent chooses from its changed children's new summaries.
     out: dict[str, TocNode] = {}
     for level in (Level.SEGMENT, Level.DAY, Level.WEEK, Level.MONTH, Level.YEAR, Level.ROOT):
         for node_id, a in sorted(accs.items()):
             if a.node.level is not level:
                 continue
             if level is not Level.SEGMENT:
-                a.sentences = [s for c in sorted(set(a.children) | set(a.node.children))
-                               if c in out for s in split_sentences(out[c].summary)[:2]]
+                a.texts = [" ".join(split_sentences(out[c].summary)[:2])
+                           for c in sorted(set(a.children) | set(a.node.children)) if c in out]
             out[node_id] = a.done()
     return TocChange(out, placed)
 

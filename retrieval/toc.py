@@ -229,6 +229,8 @@ class TocNode:
     actors: dict[str, int] = field(default_factory=dict)
     children: tuple[str, ...] = ()
     entries: tuple[str, ...] = ()
+    #: the count when the summary was last chosen (it is chosen again as the count doubles)
+    summarized: int = 0
 
     @property
     def ref(self) -> str:
@@ -240,7 +242,7 @@ class TocNode:
             "level": self.level.value, "start": self.start_ms, "end": self.end_ms,
             "count": self.count, "summary": self.summary, "tags": self.tags,
             "kw": self.keywords, "actors": self.actors, "children": list(self.children),
-            "entries": list(self.entries),
+            "entries": list(self.entries), "sa": self.summarized,
         }, separators=(",", ":"), ensure_ascii=False)
 
     @classmethod
@@ -254,7 +256,8 @@ class TocNode:
             return cls(node_id, Level(d["level"]), scope, int(d["start"]), int(d["end"]),
                        int(d["count"]), str(d.get("summary", "")), _counts(d.get("tags")),
                        _counts(d.get("kw")), _counts(d.get("actors")),
-                       _strs(d.get("children")), _strs(d.get("entries")))
+                       _strs(d.get("children")), _strs(d.get("entries")),
+                       int(d.get("sa", 0)))
         except (ValueError, TypeError, KeyError, AttributeError):
             return None
 

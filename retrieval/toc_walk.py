@@ -43,9 +43,22 @@ class TocWalk:
     segments: list[TocNode] = field(default_factory=list)
 
 
-def _terms(node: TocNode) -> set[str]:
-    text = " ".join([*node.keywords, *node.actors, node.summary])
-    return set(_ANALYZER.terms([text])[0]) if text.strip() else set()
+#: (scope, id, count, summary) -> the node's terms: a node changes only as it grows, and
+#: walks read the same upper nodes again and again.
+_TERMS: dict[tuple[str, str, int, str], frozenset[str]] = {}
+_TERMS_MAX = 8192
+
+
+def _terms(node: TocNode) -> frozenset[str]:
+    key = (node.scope, node.id, node.count, node.summary)
+    got = _TERMS.get(key)
+    if got is None:
+        text = " ".join([*node.keywords, *node.actors, node.summary])
+        got = frozenset(_ANALYZER.terms([text])[0]) if text.strip() else frozenset()
+        if len(_TERMS) >= _TERMS_MAX:
+            _TERMS.clear()
+        _TERMS[key] = got
+    return got
 
 
 def _in(periods: Sequence[tuple[int, int]], node_id: str) -> bool:
