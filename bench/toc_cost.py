@@ -30,13 +30,13 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from bench.consolidation import NAMES, PARTITIONS, WORKER_ENV, _reset, _write_all  # noqa: E402
-from bench.cpu_budget import process_cpu  # noqa: E402
-from bench.drain import remaining  # noqa: E402
-from blackboard import Blackboard  # noqa: E402
-from memory.registry import Registry  # noqa: E402
-from memory.subscriptions import MemorySubscription, Trigger  # noqa: E402
-from workers.embedded import redis_or_embedded  # noqa: E402
+from bench.consolidation import NAMES, PARTITIONS, WORKER_ENV, _reset, _write_all
+from bench.cpu_budget import process_cpu
+from bench.drain import remaining
+from blackboard import Blackboard
+from memory.registry import Registry
+from memory.subscriptions import MemorySubscription, Trigger
+from workers.embedded import redis_or_embedded
 
 ROLES = ("summarize", "timeline")
 
