@@ -44,6 +44,7 @@ __all__ = [
     "keywords_of",
     "merge",
     "node_ids_for",
+    "node_of",
     "parse_at",
     "parse_ref",
     "span_of",
@@ -269,6 +270,18 @@ class TocNode:
                 "summary": self.summary, "tags": self.tags, "keywords": self.keywords,
                 "actors": self.actors, "children": list(self.children),
                 "entries": list(self.entries)}
+
+
+def node_of(d: Mapping[str, Any]) -> TocNode:
+    """A node from :meth:`TocNode.as_dict` (what REST returns); ValueError when it is not."""
+    try:
+        return TocNode(str(d["id"]), Level(d["level"]), str(d["scope"]), int(d["start_ms"]),
+                       int(d["end_ms"]), int(d["count"]), str(d.get("summary", "")),
+                       _counts(d.get("tags")), _counts(d.get("keywords")),
+                       _counts(d.get("actors")), _strs(d.get("children")),
+                       _strs(d.get("entries")))
+    except (KeyError, TypeError) as exc:
+        raise ValueError(f"not a table of contents node: {exc}") from None
 
 
 def _iso(ms: int) -> str:

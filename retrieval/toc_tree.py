@@ -11,7 +11,7 @@ from typing import Any
 from blackboard import Blackboard, NotFound
 from blackboard.toc import TocStore
 
-from .toc import Level, TocNode, merge
+from .toc import Level, TocNode, merge, node_of
 
 __all__ = ["TocTree", "read_tree"]
 
@@ -30,6 +30,11 @@ class TocTree:
         d = self.node.as_dict()
         d["nodes"] = [c.as_dict() for c in self.children]
         return d
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> TocTree:
+        """The tree :meth:`as_dict` made (REST's answer)."""
+        return cls(node_of(d), [cls.from_dict(c) for c in d.get("nodes", [])])
 
 
 async def _read(bb: Blackboard, scopes: Sequence[str], node_id: str) -> list[TocNode]:

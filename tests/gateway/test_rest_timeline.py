@@ -59,3 +59,10 @@ async def test_timeline_over_rest_and_mcp(gateway: GatewayProc) -> None:
         grips = ok(await m.call_tool("expand", {"segment": _segments(node)[0]}))
         refused = await m.call_tool("expand", {"segment": theirs})
     assert len(grips["entries"]) == 2 and refused.is_error
+    from memory.remote import RemoteMemory
+
+    async with RemoteMemory(gateway.url, tok) as r:  # the same over the Python client
+        tree = await r.timeline(depth=5)
+        assert tree.node.count == 2
+        assert len(await r.expand(tree.children[0].children[0].children[0].children[0]
+                                  .children[0].node.ref)) == 2
