@@ -46,9 +46,29 @@ async def timeline(mem: AgentMemory, level: str | None = None, at: str | None = 
     return await read_tree(mem.bb, scopes, node, depth)
 
 
+async def _holder(mem: AgentMemory, node_id: str) -> str | None:
+    """The one readable scope whose table holds segment ``node_id`` (None: let the ref's
+    check name the problem); InvalidArgument when several do."""
+    parse_ref(f"x#{node_id}")  # a segment id, or the field is named
+    found = []
+    for s in mem.readable_scopes():
+        snap = await TocStore(mem.bb, s).read([node_id])
+        if snap.nodes[node_id]:
+            found.append(s)
+    if len(found) > 1:
+        raise InvalidArgument(f"segment: {node_id!r} is in several scopes "
+                              f"({', '.join(found)}); send its ref <scope>#{node_id}")
+    if not found:
+        raise NotFound(f"no segment {node_id!r} in agent {mem.agent_id!r}'s tables of contents")
+    return found[0]
+
+
 async def expand(mem: AgentMemory, segment: str, scope: str | None = None) -> list[Entry]:
-    """The raw entries of a segment (its ``ref``, ``<scope>#<segment id>``, or its id with
-    ``scope``), in time order, with their ids; entries deleted since are left out."""
+    """The raw entries of a segment (its ``ref``, ``<scope>#<segment id>``; its bare id when
+    one of the agent's tables holds it, or with ``scope``), in time order, with their ids;
+    entries deleted since are left out."""
+    if scope is None and isinstance(segment, str) and segment and "#" not in segment:
+        scope = await _holder(mem, segment)
     sid, node_id = parse_ref(segment if scope is None or "#" in segment
                              else f"{scope}#{segment}")
     mem.access.check_read(sid)

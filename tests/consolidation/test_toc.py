@@ -60,6 +60,7 @@ async def test_month_nodes_match_the_sessions_and_the_walk_explores_may(
     got = await mem.expand(seg.ref)
     assert [e.id for e in got] == list(seg.entries) and len(got) == len(sessions[0][1])
     assert got[0].value["text"] == sessions[0][1][0].text
+    assert [e.id for e in await mem.expand(seg.id)] == list(seg.entries)  # the bare id
 
 
 async def test_a_replayed_batch_changes_nothing(mem: AgentMemory, bb: Blackboard) -> None:
