@@ -99,7 +99,8 @@ async def test_install_default_hierarchy_idempotent(bb: Blackboard) -> None:
     # identity twice: sensory -> working, and working -> stm (steps kept beside summaries)
     assert transformers == ["collective_beliefs", "collective_procedures",
                             "episodic", "identity", "identity", "procedural", "semantic",
-                            "summarize", "team", "team", "team_beliefs", "team_beliefs"]
+                            "summarize", "team", "team", "team_beliefs", "team_beliefs",
+                            "timeline", "timeline"]
     h2 = await install_default_hierarchy(bb, "a1", teams=["t1", "t2"])
     assert h2.edges == h.edges
     async with AgentMemory(bb, "a2", teams=["t1"]) as m2:
@@ -107,15 +108,15 @@ async def test_install_default_hierarchy_idempotent(bb: Blackboard) -> None:
             overrides={MemoryLevel.WORKING: {"max_entries": 3}})
         reg = m2.registry
         edges = await reg.list_edges()
-        # shared pattern edges (6, and 2 into collective) + a1->t1, a1->t2, a2->t1 (stm
-        # summaries, and beliefs)
-        assert len(edges) == 6 + 2 + 3 * 2
+        # shared pattern edges (6, 2 into collective, 2 tables of contents) + a1->t1,
+        # a1->t2, a2->t1 (stm summaries, and beliefs)
+        assert len(edges) == 6 + 2 + 2 + 3 * 2
         assert (await reg.get_scope("agent:a2:working")).limits.max_entries == 3  # type: ignore[union-attr]
         assert (await reg.get_scope("agent:a1:working")).limits.max_entries == 200  # type: ignore[union-attr]
         stm_edges = [e for e in edges if e.match("agent:a2:stm")]
         assert {e.match("agent:a2:stm") for e in stm_edges} == {
             "agent:a2:ltm:episodic", "agent:a2:ltm:semantic", "agent:a2:ltm:procedural",
-            "team:t1"}
+            "team:t1", "agent:a2:toc"}
 
 
 async def test_memory_map_and_render(bb: Blackboard) -> None:
