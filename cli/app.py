@@ -1,7 +1,7 @@
 """The ``blackboard`` command. This module defines ``server``, ``sweep``, ``trim``,
 ``worker``, ``map`` and ``demo``; :func:`_mount` adds the commands of the package's other
 modules (``recall``, ``tail``, ``stats``, ``check``, ``acl ...``, ``quota ...``,
-``belief ...``, ``transfer``) and of the gateway
+``belief ...``, ``transfer``, ``timeline``) and of the gateway
 (``gateway``, ``token ...``: :mod:`cli.gateway`; ``mcp``: :mod:`cli.mcp`).
 ``blackboard --help`` lists them all.
 

@@ -186,7 +186,7 @@ async def test_install_never_resets_an_operators_trigger(
         # every partition once; a1's re-install changed nothing and bumped nothing.
         after = _versions(clean_redis, bb.partitions)
         assert [a - b for a, b in zip(after, before, strict=True)] == [4] * bb.partitions
-        assert len(await reg.list_edges()) == 6 + 2 + 3 * 2  # 2: into collective
+        assert len(await reg.list_edges()) == 6 + 2 + 2 + 3 * 2  # 2: collective, 2: tocs
         assert {e.version for e in await reg.list_edges() if e.id != summ.id} == {1}
     finally:
         await reg.aclose()
@@ -308,7 +308,7 @@ async def test_edges_on_the_cluster(cbb: Blackboard) -> None:
     try:
         h = await install_default_hierarchy(cbb, "a1", registry=reg)
         await install_default_hierarchy(cbb, "a2", registry=reg)
-        assert await versions() == [6 + 2] * cbb.partitions  # 2: into collective
+        assert await versions() == [6 + 2 + 2] * cbb.partitions  # collective, tocs
         e = next(x for x in h.edges if x.transformer == "identity" and "working" in x.source)
         got = await asyncio.gather(
             *(reg.update_edge(replace(e, trigger=Trigger.count(n)), expected_version=1)
@@ -321,6 +321,6 @@ async def test_edges_on_the_cluster(cbb: Blackboard) -> None:
         await cbb.client.sadd(part.pendings, key)
         assert await reg.remove_edge(e.id) is True
         assert not await cbb.client.exists(key) and not await cbb.client.smembers(part.pendings)
-        assert await versions() == [6 + 2 + 2] * cbb.partitions  # the update and the removal
+        assert await versions() == [6 + 2 + 2 + 2] * cbb.partitions  # the update, the removal
     finally:
         await reg.aclose()
