@@ -12,8 +12,9 @@ operator token and prints the time from navigation to the view's data shown (the
 ``body[data-ready=<view>]`` mark) and the view's own part (``window.__paint``). The raw
 baseline of the same run is the page's shell alone: navigation to the login check done
 (``/v1/dashboard/me`` answered), which every view pays first. Each view is opened from a
-fresh page load (``about:blank`` in between), so no other view's requests are in flight. ``--serve`` keeps the
-gateway up for that many seconds afterwards and prints its URL and tokens.
+fresh page load (``about:blank`` in between), so no other view's requests are in flight.
+``--serve`` keeps the gateway up for that many seconds afterwards and prints its URL and
+tokens.
 """
 
 from __future__ import annotations

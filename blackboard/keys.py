@@ -276,6 +276,19 @@ class ScopeKeys:
         scope, ever (pool statistics; counted by the scripts that remove them)."""
         return f"{self.prefix}removed"
 
+    @property
+    def toc(self) -> str:
+        """Hash node id -> JSON node of the scope's table of contents (year, month, week,
+        day, segment; ``retrieval.toc``), and field ``_v``: its version, bumped by every
+        change (``toc.lua`` compares and sets it)."""
+        return f"{self.prefix}toc"
+
+    @property
+    def toc_placed(self) -> str:
+        """Hash entry id -> the table-of-contents segment holding it: an entry is placed
+        once, however often its event is delivered."""
+        return f"{self.prefix}tocin"
+
     def script_keys(self) -> list[str]:
         """The declared KEYS of every per-scope mutation script, in header order.
 

@@ -18,7 +18,7 @@ from .quotas import COUNTED_FIELDS, owner_of
 
 #: Keys of a scope besides ``e:<id>`` and ``tag:<tag>`` (see :class:`blackboard.keys.ScopeKeys`).
 _SCOPE_KEYS = frozenset({"ix", "tags", "keys", "exp", "evict", "feed", "usage",
-                         "removed"})
+                         "removed", "toc", "tocin"})
 _OWNED = re.compile(r"^((?:agent|team):[^:]+):owned$")
 
 #: (owner, partition) -> [live entries, counted bytes]

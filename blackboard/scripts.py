@@ -73,6 +73,7 @@ _STANDALONE = (
     "redrive",
     "heads",
     "beat",
+    "toc",
 )
 
 

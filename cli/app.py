@@ -1,7 +1,7 @@
 """The ``blackboard`` command. This module defines ``server``, ``sweep``, ``trim``,
 ``worker``, ``map`` and ``demo``; :func:`_mount` adds the commands of the package's other
 modules (``recall``, ``tail``, ``stats``, ``check``, ``acl ...``, ``quota ...``,
-``belief ...``, ``transfer``) and of the gateway
+``belief ...``, ``transfer``, ``timeline``) and of the gateway
 (``gateway``, ``token ...``: :mod:`cli.gateway`; ``mcp``: :mod:`cli.mcp`).
 ``blackboard --help`` lists them all.
 
@@ -56,8 +56,8 @@ DEFAULT_MAXMEMORY = "1gb"
 #: ``worker --role``'s help: written out, since importing workers.roles (ROLES) costs a
 #: second on every ``blackboard`` start; tests/cli/test_cli_80col.py keeps it in step.
 #: Spaces between the names, so a narrow terminal wraps the list instead of cutting it.
-ROLE_HELP = ("One of: summarize, episodic, semantic, procedural, team, collective, index, "
-             "maintenance; all: every role.")
+ROLE_HELP = ("One of: summarize, episodic, semantic, procedural, team, collective, timeline, "
+             "index, maintenance; all: every role.")
 
 #: The distribution whose version ``--version`` prints (pyproject's ``name``).
 DISTRIBUTION = "reactive-blackboard"
@@ -294,6 +294,7 @@ def _mount() -> None:
     from .recall import register as register_recall
     from .stats import register as register_stats
     from .tail import register as register_tail
+    from .timeline import register as register_timeline
     from .transfer import register as register_transfer
 
     register_recall(app)
@@ -304,6 +305,7 @@ def _mount() -> None:
     register_gateway(app)  # gateway, token
     register_mcp(app)
     register_transfer(app)
+    register_timeline(app)
 
 
 _mount()

@@ -40,6 +40,9 @@ from .transformer import (
 from .collective import CollectiveParams, collective_beliefs
 from .collective_procedures import collective_procedures
 
+# The table of contents (its own role, after every role whose scopes it covers).
+from .toc import timeline
+
 __all__ = [
     "CollectiveParams",
     "Draft",
@@ -66,6 +69,7 @@ __all__ = [
     "summarize",
     "team",
     "team_beliefs",
+    "timeline",
     "transformer_names",
     "transformer_roles",
 ]

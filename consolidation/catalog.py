@@ -27,6 +27,7 @@ from .semantic import semantic
 from .summarize import summarize
 from .team import team
 from .team_beliefs import team_beliefs
+from .toc import timeline
 from .transformer import identity, transformer_names
 
 __all__ = ["ConsolidationCatalog", "catalog", "default_edges"]
@@ -35,7 +36,8 @@ __all__ = ["ConsolidationCatalog", "catalog", "default_edges"]
 def default_edges(agent_id: str, teams: Iterable[str] = ()) -> list[MemorySubscription]:
     """The default dataflow: sensory -> working -> stm (steps kept, and summaries) ->
     {episodic, semantic, procedural} from the steps, every agent's beliefs and procedures
-    -> ``collective``, the agent's stm summaries -> each team's root scope, and the agent's
+    -> ``collective``, the tables of contents of ltm:episodic and stm (``timeline``), the
+    agent's stm summaries -> each team's root scope, and the agent's
     beliefs -> each team's semantic scope. Triggers: counts with a time bound.
 
     Per-agent edges are patterns (``agent:*:working -> agent:{1}:stm``) shared by every
@@ -68,6 +70,13 @@ def default_edges(agent_id: str, teams: Iterable[str] = ()) -> list[MemorySubscr
         MemorySubscription("agent:*:ltm:procedural", COLLECTIVE, collective_procedures.name,
                            filter=TagMatch.of(all_of={"procedure"}),
                            trigger=Trigger.any_of(Trigger.count(20), Trigger.age(60))),
+        # Tables of contents (consolidation.toc): the agent's conversations and episodes,
+        # and the steps kept in stm. The target only names the buffer (an edge may not
+        # feed its own source); the timeline role writes into each source scope's table.
+        MemorySubscription("agent:*:ltm:episodic", "agent:{1}:toc", timeline.name,
+                           trigger=Trigger.any_of(Trigger.count(100), Trigger.age(5))),
+        MemorySubscription("agent:*:stm", "agent:{1}:toc", timeline.name, filter=steps,
+                           trigger=Trigger.any_of(Trigger.count(100), Trigger.age(5))),
     ]
     for t in sorted(set(teams)):
         # The team pools its members' summaries (consolidation.team keys each by its

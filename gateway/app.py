@@ -87,6 +87,7 @@ def create_app(settings: GatewaySettings | None = None, *,
 
     from .routes import beliefs, context, health, memories, streams
     from .routes import feedback as feedback_route
+    from .routes import timeline as timeline_route
 
     app.include_router(health.router)
     app.include_router(memories.router)
@@ -94,6 +95,7 @@ def create_app(settings: GatewaySettings | None = None, *,
     app.include_router(context.router)
     app.include_router(feedback_route.router)
     app.include_router(streams.router)
+    app.include_router(timeline_route.router)
     for mount in mounts:
         ctx = mount(app)
         if ctx is not None:

@@ -42,6 +42,7 @@ from .mcp_beliefs import add_belief_tools
 from .mcp_context import add_context_tool
 from .mcp_feedback import add_feedback_tool
 from .mcp_render import Recalled, answer, map_summary, tool
+from .mcp_timeline import add_timeline_tools
 from .routes.deps import authorized
 
 __all__ = ["MCP_PATH", "CallerOf", "build_mcp", "mount", "mount_mcp", "tool_error"]
@@ -314,6 +315,7 @@ def build_mcp(caller_of: CallerOf) -> MCPServer:
     add_belief_tools(mcp, caller_of, _refusals)  # confirm, correct
     add_context_tool(mcp, caller_of, _refusals)
     add_feedback_tool(mcp, caller_of, _refusals)
+    add_timeline_tools(mcp, caller_of, _refusals)  # timeline, expand
     return mcp
 
 

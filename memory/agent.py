@@ -23,8 +23,9 @@ from retrieval.query import MemoryQuery, as_query
 from retrieval.reconcile import team_beliefs_first
 from retrieval.scoring import ScoredEntry
 from retrieval.structured import StructuredRetriever
+from retrieval.toc_tree import TocTree
 
-from . import feedback, utility
+from . import feedback, toc, utility
 from .access import AccessPolicy
 from .aliases import deprecated_keyword
 from .context import Context, assemble, validate_budget
@@ -403,6 +404,16 @@ class AgentMemory:
     async def memory_map(self) -> MemoryMap:
         return await build_memory_map(self.bb, self.registry, self.access,
                                       self.readable_scopes())
+
+    async def timeline(self, level: str | None = None, at: str | None = None, depth: int = 1,
+                       *, scope: str | None = None) -> TocTree:
+        """A node of the agent's table of contents and ``depth`` levels of its children
+        (:func:`memory.toc.timeline`): ``timeline(at="2023-05")`` is May 2023."""
+        return await toc.timeline(self, level, at, depth, scope)
+
+    async def expand(self, segment: str, *, scope: str | None = None) -> list[Entry]:
+        """The raw entries under a segment of the table of contents (its ``ref``)."""
+        return await toc.expand(self, segment, scope)
 
     # -- producers ------------------------------------------------------------------------
 

@@ -33,6 +33,7 @@ from blackboard import Entry, EventType
 from retrieval.completeness import RecallHits
 from retrieval.goal import RetrievalContext, with_context
 from retrieval.query import MemoryQuery
+from retrieval.toc_tree import TocTree
 
 from .aliases import deprecated_keyword
 from .context import Context
@@ -248,6 +249,20 @@ class RemoteMemory:
     async def stats(self) -> dict[str, ScopeStats]:
         """As :meth:`AgentMemory.stats`: statistics of every readable scope."""
         return stats_of(StatsOut.model_validate(await self._call("GET", "/v1/stats")))
+
+    async def timeline(self, level: str | None = None, at: str | None = None, depth: int = 1,
+                       *, scope: str | None = None) -> TocTree:
+        """``GET /v1/timeline``: as :meth:`memory.AgentMemory.timeline`."""
+        params: dict[str, Any] = {"depth": depth}
+        for k, v in (("level", level), ("at", at), ("scope", scope)):
+            if v is not None:
+                params[k] = v
+        return TocTree.from_dict(await self._call("GET", "/v1/timeline", params=params))
+
+    async def expand(self, segment: str) -> list[Entry]:
+        """``GET /v1/timeline/expand``: as :meth:`memory.AgentMemory.expand`."""
+        got = await self._call("GET", "/v1/timeline/expand", params={"segment": segment})
+        return [EntryOut.model_validate(e).to_entry() for e in got["entries"]]
 
     async def memory_map(self) -> MemoryMap:
         """As :meth:`AgentMemory.memory_map`."""

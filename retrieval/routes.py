@@ -12,9 +12,10 @@ explore    the table of contents          hybrid when it is missing or found not
 time_boxed hybrid, within its budget      explore if time is left; never past it
 ========== ============================== ==========================================
 
-The explore route walks a table of contents by keyword (:class:`ExploreRoute`); none is
-built into this layer: one is registered (:func:`register_explore_route`), and without
-one the route reports ``explore unavailable: no table of contents``. The hits it returns
+The explore route walks a table of contents by keyword (:class:`ExploreRoute`): by default
+:func:`~retrieval.toc_walk.walk_toc`, the tables the ``timeline`` worker role keeps; another
+is registered with :func:`register_explore_route`, and with none (``None`` registered) the
+route reports ``explore unavailable: no table of contents``. The hits it returns
 are the walk's raw entries, under the query's hard filters, in the walk's order.
 
 :class:`RouteRun` carries one recall through its route: the deadline (``timeout_ms``), the
@@ -38,6 +39,7 @@ from .query import MemoryQuery
 from .scope_index import ScopeDecay
 from .scoring import ScoredEntry, ScoringConfig, entry_strength, recency
 from .text import estimate_tokens
+from .toc_walk import walk_toc
 
 __all__ = ["ExploreRoute", "RouteRun", "TocWalkResult", "explore_hits", "explore_route",
            "register_explore_route"]
@@ -71,7 +73,7 @@ class ExploreRoute(Protocol):
                  max_depth: int = ..., max_nodes: int = ...) -> Awaitable[TocWalkResult]: ...
 
 
-_explore: ExploreRoute | None = None
+_explore: ExploreRoute | None = walk_toc
 
 
 def register_explore_route(route: ExploreRoute | None) -> ExploreRoute | None:

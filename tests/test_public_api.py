@@ -145,6 +145,7 @@ PUBLIC = {
         "summarize",
         "team",
         "team_beliefs",
+        "timeline",
         "transformer_names",
         "transformer_roles",
     ],

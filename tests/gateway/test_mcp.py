@@ -21,7 +21,7 @@ from gateway.tokens import encode_token, parse_token
 from tests.gateway.gateway_support import GatewayProc
 
 TOOLS = {"remember", "recall", "forget", "list_tags", "memory_map", "confirm", "correct",
-         "context", "feedback"}
+         "context", "feedback", "timeline", "expand"}
 
 
 @asynccontextmanager

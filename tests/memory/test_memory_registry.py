@@ -99,7 +99,8 @@ async def test_install_default_hierarchy_idempotent(bb: Blackboard) -> None:
     # identity twice: sensory -> working, and working -> stm (steps kept beside summaries)
     assert transformers == ["collective_beliefs", "collective_procedures",
                             "episodic", "identity", "identity", "procedural", "semantic",
-                            "summarize", "team", "team", "team_beliefs", "team_beliefs"]
+                            "summarize", "team", "team", "team_beliefs", "team_beliefs",
+                            "timeline", "timeline"]
     h2 = await install_default_hierarchy(bb, "a1", teams=["t1", "t2"])
     assert h2.edges == h.edges
     async with AgentMemory(bb, "a2", teams=["t1"]) as m2:
@@ -107,15 +108,15 @@ async def test_install_default_hierarchy_idempotent(bb: Blackboard) -> None:
             overrides={MemoryLevel.WORKING: {"max_entries": 3}})
         reg = m2.registry
         edges = await reg.list_edges()
-        # shared pattern edges (6, and 2 into collective) + a1->t1, a1->t2, a2->t1 (stm
-        # summaries, and beliefs)
-        assert len(edges) == 6 + 2 + 3 * 2
+        # shared pattern edges (6, 2 into collective, 2 tables of contents) + a1->t1,
+        # a1->t2, a2->t1 (stm summaries, and beliefs)
+        assert len(edges) == 6 + 2 + 2 + 3 * 2
         assert (await reg.get_scope("agent:a2:working")).limits.max_entries == 3  # type: ignore[union-attr]
         assert (await reg.get_scope("agent:a1:working")).limits.max_entries == 200  # type: ignore[union-attr]
         stm_edges = [e for e in edges if e.match("agent:a2:stm")]
         assert {e.match("agent:a2:stm") for e in stm_edges} == {
             "agent:a2:ltm:episodic", "agent:a2:ltm:semantic", "agent:a2:ltm:procedural",
-            "team:t1"}
+            "team:t1", "agent:a2:toc"}
 
 
 async def test_memory_map_and_render(bb: Blackboard) -> None:
@@ -185,7 +186,7 @@ async def test_install_never_resets_an_operators_trigger(
         # every partition once; a1's re-install changed nothing and bumped nothing.
         after = _versions(clean_redis, bb.partitions)
         assert [a - b for a, b in zip(after, before, strict=True)] == [4] * bb.partitions
-        assert len(await reg.list_edges()) == 6 + 2 + 3 * 2  # 2: into collective
+        assert len(await reg.list_edges()) == 6 + 2 + 2 + 3 * 2  # 2: collective, 2: tocs
         assert {e.version for e in await reg.list_edges() if e.id != summ.id} == {1}
     finally:
         await reg.aclose()
@@ -307,7 +308,7 @@ async def test_edges_on_the_cluster(cbb: Blackboard) -> None:
     try:
         h = await install_default_hierarchy(cbb, "a1", registry=reg)
         await install_default_hierarchy(cbb, "a2", registry=reg)
-        assert await versions() == [6 + 2] * cbb.partitions  # 2: into collective
+        assert await versions() == [6 + 2 + 2] * cbb.partitions  # collective, tocs
         e = next(x for x in h.edges if x.transformer == "identity" and "working" in x.source)
         got = await asyncio.gather(
             *(reg.update_edge(replace(e, trigger=Trigger.count(n)), expected_version=1)
@@ -320,6 +321,6 @@ async def test_edges_on_the_cluster(cbb: Blackboard) -> None:
         await cbb.client.sadd(part.pendings, key)
         assert await reg.remove_edge(e.id) is True
         assert not await cbb.client.exists(key) and not await cbb.client.smembers(part.pendings)
-        assert await versions() == [6 + 2 + 2] * cbb.partitions  # the update and the removal
+        assert await versions() == [6 + 2 + 2 + 2] * cbb.partitions  # the update, the removal
     finally:
         await reg.aclose()

@@ -59,7 +59,7 @@ def test_catalog_loads_through_the_entry_point_without_importing_consolidation()
         except Exception as exc:
             print(before, n, type(exc).__name__, exc)
     """)
-    assert out.startswith("False 10 InvalidEdge unknown transformer 'nope'; known: ["), out
+    assert out.startswith("False 12 InvalidEdge unknown transformer 'nope'; known: ["), out
     assert "'summarize'" in out
 
 

@@ -4,13 +4,14 @@ lifecycle, leases and heartbeat.
 What a role is, and the registry of roles by name, live in :mod:`.registry`
 (:func:`register_role` for a role of your own). The built-in roles are registered here, in
 this order: one consolidation edge runner per transformer role of the consolidation
-registry (:mod:`.consolidation`), ``index`` (:mod:`.index`) and ``maintenance``
+registry (:mod:`.consolidation`), ``timeline`` (:mod:`.timeline`: the tables of
+contents, an edge runner with its own bridge), ``index`` (:mod:`.index`) and ``maintenance``
 (:mod:`.maintenance`). Every list of role names is derived from the registry.
 """
 
 from __future__ import annotations
 
-from . import consolidation, index, maintenance
+from . import consolidation, index, maintenance, timeline
 from .registry import (
     Role,
     RoleHost,
@@ -34,7 +35,7 @@ __all__ = [
     "roles_running",
 ]
 
-for _spec in (*consolidation.SPECS, *index.SPECS, *maintenance.SPECS):
+for _spec in (*consolidation.SPECS, *timeline.SPECS, *index.SPECS, *maintenance.SPECS):
     register_role(_spec)
 
 #: Every worker role; ``all`` runs each of them in one process.

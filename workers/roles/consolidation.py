@@ -189,8 +189,11 @@ def _factory(transformers: frozenset[str]) -> Callable[[RoleHost], EdgeRunnerRol
     return lambda host: EdgeRunnerRole(host, transformers)
 
 
+#: Roles whose edges run through a bridge of their own (registered by their modules).
+OWN_BRIDGE = frozenset({"timeline"})
+
 #: One edge runner per transformer role of the consolidation registry.
 SPECS: tuple[RoleSpec, ...] = tuple(
     RoleSpec(role, _factory(names), consumes=True, transformers=names)
-    for role, names in transformer_roles().items()
+    for role, names in transformer_roles().items() if role not in OWN_BRIDGE
 )

@@ -1,0 +1,143 @@
+"""What keeping the tables of contents costs, beside summarizing: CPU per event of one
+``worker --role timeline`` against one ``worker --role summarize``, on the same backlog,
+at the same time (issue 28: at most 15 % of the summarize worker's).
+
+The backlog is ``bench/consolidation.py``'s (N working-memory events over 64 agents, 8
+partitions, relayed to the buses before the workers start). Two edges read it: summarize
+(working -> stm, batches of 100) and timeline (working -> the working scope's own table).
+Each worker's CPU (user + system, from /proc) is taken from when both hold their leases
+until both groups are drained; Redis's CPU is shared by both and printed beside.
+
+    .venv/bin/python bench/toc_cost.py [--events N] [--repeat K] [--json]
+
+Uses ``BLACKBOARD_REDIS_URL`` when set, else an embedded redis-server.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import signal
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from bench.consolidation import NAMES, PARTITIONS, WORKER_ENV, _reset, _write_all
+from bench.cpu_budget import process_cpu
+from bench.drain import remaining
+from blackboard import Blackboard
+from memory.registry import Registry
+from memory.subscriptions import MemorySubscription, Trigger
+from workers.embedded import redis_or_embedded
+
+ROLES = ("summarize", "timeline")
+
+
+async def _edges(bb: Blackboard) -> None:
+    reg = Registry(bb)
+    trig = Trigger.any_of(Trigger.count(100), Trigger.age(0.3))
+    await reg.save_edge(MemorySubscription("agent:*:working", "agent:{1}:stm", "summarize",
+                                           params={"max_batch": 100}, trigger=trig))
+    await reg.save_edge(MemorySubscription("agent:*:working", "agent:{1}:toc", "timeline",
+                                           params={"max_batch": 100}, trigger=trig))
+    await reg.aclose()
+
+
+async def _placed(bb: Blackboard) -> int:
+    from blackboard.toc import TocStore
+    from retrieval.toc import TocNode
+
+    n = 0
+    for a in NAMES:
+        s = f"agent:{a}:working"
+        snap = await TocStore(bb, s).read(["root"])
+        root = TocNode.from_json(s, "root", snap.nodes["root"])
+        n += root.count if root else 0
+    return n
+
+
+async def run_once(url: str, n: int) -> dict[str, Any]:
+    _reset(url)
+    async with Blackboard.connect(url, partitions=PARTITIONS) as bb:
+        await _edges(bb)
+        await bb.ensure_groups(list(ROLES))
+        await _write_all(bb, n)
+        await bb.relays.relay_all()
+        env = {**os.environ, **WORKER_ENV}
+        logs = {r: tempfile.NamedTemporaryFile(  # noqa: SIM115 - handed to a child process
+            "w+b", prefix=f"bench-{r}-", suffix=".log", delete=False) for r in ROLES}
+        ps = {r: subprocess.Popen(  # noqa: ASYNC220 - starting, not waiting
+            [sys.executable, "-m", "cli", "worker", "--role", r, "--redis-url", url],
+            env=env, stdout=subprocess.DEVNULL, stderr=logs[r]) for r in ROLES}
+        try:
+            deadline = time.monotonic() + 60
+            while True:
+                holders = (await bb.lease_table.read()).holders
+                if all(any(holders.get((r, p)) for p in range(PARTITIONS)) for r in ROLES):
+                    break
+                if time.monotonic() > deadline:
+                    raise RuntimeError(f"workers did not start; logs {logs}")
+                await asyncio.sleep(0.05)
+            cpu0 = {r: process_cpu(p.pid) or 0.0 for r, p in ps.items()}
+            info0 = await bb.server_info("cpu")
+            t0 = time.perf_counter()
+            cpu1: dict[str, float] = {}
+            walls: dict[str, float] = {}
+            while len(cpu1) < len(ROLES):
+                if time.perf_counter() - t0 > 900:
+                    raise RuntimeError(f"not drained in 900 s; logs {logs}")
+                for r in ROLES:
+                    if r not in cpu1 and await remaining(bb, r) == (0, 0):
+                        cpu1[r] = process_cpu(ps[r].pid) or 0.0
+                        walls[r] = time.perf_counter() - t0
+                await asyncio.sleep(0.05)
+            info1 = await bb.server_info("cpu")
+            placed = await _placed(bb)
+        finally:
+            for p in ps.values():
+                p.send_signal(signal.SIGTERM)
+            for p in ps.values():
+                p.wait(30)
+    redis_s = sum(float(info1[k]) - float(info0[k]) for k in ("used_cpu_user", "used_cpu_sys"))
+    us = {r: (cpu1[r] - cpu0[r]) / n * 1e6 for r in ROLES}
+    return {"events": n, "placed": placed, "us_per_event": us, "wall_s": walls,
+            "redis_us_per_event_both": redis_s / n * 1e6,
+            "ratio": us["timeline"] / us["summarize"]}
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--events", type=int, default=20_000)
+    ap.add_argument("--repeat", type=int, default=3)
+    ap.add_argument("--json", action="store_true")
+    args = ap.parse_args()
+    with redis_or_embedded(None) as url:
+        runs = [asyncio.run(run_once(url, args.events)) for _ in range(args.repeat)]
+    ratios = [r["ratio"] for r in runs]
+    out = {"runs": runs, "median_ratio": statistics.median(ratios), "target": 0.15,
+           "load": os.getloadavg()}
+    if args.json:
+        print(json.dumps(out, indent=2))
+        return 0
+    for r in runs:
+        u = r["us_per_event"]
+        print(f"{r['events']} events ({r['placed']} placed): summarize {u['summarize']:.1f} "
+              f"us/event, timeline {u['timeline']:.1f} us/event -> {r['ratio']:.1%}; "
+              f"Redis (both) {r['redis_us_per_event_both']:.1f} us/event; drained in "
+              f"{r['wall_s']['summarize']:.1f} / {r['wall_s']['timeline']:.1f} s")
+    m = out["median_ratio"]
+    print(f"timeline / summarize CPU per event: {m:.1%} median of {len(runs)} "
+          f"(target <= 15%: {'met' if m <= 0.15 else 'missed'}); load {out['load']}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
