@@ -13,6 +13,13 @@ third of its ``ttl_ms`` while it drafts, so a holder killed mid-batch frees the 
 ``ttl_ms`` later: workers pass their partition lease TTL (5 s by default), the same bound
 as a dead worker's partitions, instead of blocking every member's (or, for
 ``collective``, every agent's) firings for a fixed minute.
+
+The renewal stops on a flag the firing sets when it ends, never by cancellation alone: a
+cancellation that lands while a renewal call is in flight can be swallowed (Python 3.11's
+``asyncio.wait_for``, which redis-py's send uses, returns the call's result when the call
+finished first; see :mod:`blackboard.tasks`). Cancelled, such a renewal went on renewing a
+finished firing's turn forever while the firing's exit waited on it: every other firing
+into the target found it busy, with nothing in flight, and never said so.
 """
 
 from __future__ import annotations
@@ -62,21 +69,28 @@ async def target_turn(bb: Blackboard, edge: MemorySubscription, target: str,
     if not await lease.acquire(token, ttl_ms):
         yield False
         return
-    renewing = asyncio.create_task(_renew(lease, token, ttl_ms))
+    ended = asyncio.Event()
+    renewing = asyncio.create_task(_renew(lease, token, ttl_ms, ended))
     try:
         yield True
     finally:
-        renewing.cancel()
-        with contextlib.suppress(asyncio.CancelledError):
+        ended.set()
+        try:
+            # At most the renewal call in flight: released after it, which would
+            # otherwise take the turn again.
             await renewing
-        await lease.release(token)
+        finally:
+            await lease.release(token)
 
 
-async def _renew(lease: Lease, token: str, ttl_ms: int) -> None:
-    """Extend the turn every third of its TTL until cancelled; a failed renewal is logged
-    and tried again (the turn lapses only if renewals fail for a whole TTL)."""
-    while True:
-        await asyncio.sleep(ttl_ms / 3000)
+async def _renew(lease: Lease, token: str, ttl_ms: int, ended: asyncio.Event) -> None:
+    """Extend the turn every third of its TTL until ``ended`` is set; a failed renewal is
+    logged and tried again (the turn lapses only if renewals fail for a whole TTL)."""
+    while not ended.is_set():
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(ended.wait(), ttl_ms / 3000)
+        if ended.is_set():
+            return
         try:
             await lease.acquire(token, ttl_ms)
         except Exception:

@@ -2,7 +2,14 @@
 
 from __future__ import annotations
 
+import asyncio
+
+import pytest
+
 from blackboard import Blackboard
+from blackboard import keys as K
+from blackboard.lease import Lease
+from blackboard.tasks import cancel_and_wait
 from memory import MemorySubscription
 from workers.target_turn import one_at_a_time, target_turn
 
@@ -46,4 +53,48 @@ async def test_a_turn_is_renewed_while_held_and_a_dead_holders_lapses(bb: Blackb
         assert not blocked
     await asyncio.sleep(0.4)
     async with target_turn(bb, A2, target, ttl_ms=300) as after:
+        assert after
+
+
+async def test_a_turn_ends_with_its_firing_when_the_renewal_swallows_a_cancel(
+    bb: Blackboard, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A cancellation that lands while a renewal call is in flight can be swallowed: Python
+    3.11's ``asyncio.wait_for`` (redis-py's send uses it) returns the call's result when the
+    call finished first. The turn must still end with its firing. It used to be ended by
+    ``cancel()`` alone: the renewal then renewed the finished firing's turn forever, the
+    firing's exit waited on it, and every firing into the target found it busy (the burst
+    test's collective buffer held hundreds of beliefs, nothing in flight, for 240 s)."""
+    target = "team:t4:ltm:semantic"
+    real = Lease.acquire
+    renewing, swallow = asyncio.Event(), True
+
+    async def acquire(self: Lease, token: str, ttl_ms: int) -> bool:
+        if renewing.is_set() or await self.bb.client.exists(self.key):
+            renewing.set()  # a renewal: its call is in flight
+            try:
+                await asyncio.sleep(0.05)
+            except asyncio.CancelledError:
+                if not swallow:
+                    raise  # (only so that the old code's test can end)
+        return await real(self, token, ttl_ms)
+
+    monkeypatch.setattr(Lease, "acquire", acquire)
+
+    async def firing() -> None:
+        async with target_turn(bb, A1, target, ttl_ms=60) as mine:
+            assert mine
+            await renewing.wait()  # the firing ends while its turn is being renewed
+
+    task = asyncio.create_task(firing())
+    try:
+        done, _ = await asyncio.wait({task}, timeout=2)
+        assert done, "the firing's turn is still being renewed after it ended"
+        task.result()
+    finally:
+        swallow = False
+        await cancel_and_wait([task])
+    monkeypatch.undo()
+    assert not await bb.client.exists(K.target_lease(target))  # released, not renewed
+    async with target_turn(bb, A2, target, ttl_ms=60) as after:
         assert after
