@@ -67,8 +67,11 @@ class Cached:
     def _key(self, text: str) -> str:
         return self.variant + hashlib.blake2b(text.encode(), digest_size=16).hexdigest()
 
+    def keys(self, texts: list[str]) -> list[str]:
+        return [self._key(t) for t in texts]
+
     def embed(self, texts: list[str]) -> np.ndarray:
-        keys = [self._key(t) for t in texts]
+        keys = self.keys(texts)
         miss = sorted({(k, t) for k, t in zip(keys, texts, strict=True) if k not in self.store})
         if miss:
             for (k, _), v in zip(miss, self.inner.embed([t for _, t in miss]), strict=True):
@@ -76,6 +79,19 @@ class Cached:
         if not texts:
             return np.zeros((0, self.dim), np.float32)
         return np.stack([self.store[k] for k in keys])
+
+
+class CachedFirst(Cached):
+    """:class:`FirstWindow` cached; a text within one window has the whole text's vector
+    (the same model output), so it is looked up under that variant's key."""
+
+    def keys(self, texts: list[str]) -> list[str]:
+        if self.inner._tokenizer is None:
+            self.inner._load()
+        wins, owner = MiniLMEmbedder._windows(self.inner, texts)
+        many = {o for i, o in enumerate(owner) if i and owner[i - 1] == o}
+        return [self._key(t) if i in many else "w" + self._key(t)[1:]
+                for i, t in enumerate(texts)]
 
 
 @dataclass(frozen=True, slots=True)
@@ -198,7 +214,7 @@ def main(argv: list[str] | None = None) -> int:
     if a.cache.exists():
         store = pickle.loads(a.cache.read_bytes())
     embedders = {"whole": Cached(MiniLMEmbedder(), store, "w"),
-                 "first": Cached(FirstWindow(), store, "f")}
+                 "first": CachedFirst(FirstWindow(), store, "f")}
     report: dict[str, Any] = {}
     try:
         for name in sets:
