@@ -88,7 +88,7 @@ class CachedFirst(Cached):
     def keys(self, texts: list[str]) -> list[str]:
         if self.inner._tokenizer is None:
             self.inner._load()
-        wins, owner = MiniLMEmbedder._windows(self.inner, texts)
+        _, owner = MiniLMEmbedder._windows(self.inner, texts)
         many = {o for i, o in enumerate(owner) if i and owner[i - 1] == o}
         return [self._key(t) if i in many else "w" + self._key(t)[1:]
                 for i, t in enumerate(texts)]
