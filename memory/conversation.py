@@ -22,6 +22,7 @@ from typing import Any
 
 from blackboard import Blackboard, Entry, InvalidArgument, WriteRequest
 from blackboard.validation import validate_tag
+from retrieval.text import LONG_MESSAGE_CHARS
 
 __all__ = [
     "MESSAGE_KIND",
@@ -77,7 +78,9 @@ class ConversationConfig:
     ``same_day``: neighbours only if said on the same calendar day (a session boundary);
     ``caption_key``: the caller's metadata field holding an image caption (it is indexed
     with the message, and with its neighbours' context); ``max_context_chars`` caps the
-    context so a long neighbour cannot drown the message itself.
+    context so a long neighbour cannot drown the message itself; a message whose text is
+    longer than ``long_message_chars`` (0: no limit) is its own context, neither taking
+    its neighbours' nor joining theirs (:data:`retrieval.text.LONG_MESSAGE_CHARS`).
     """
 
     before: int = 1
@@ -85,12 +88,15 @@ class ConversationConfig:
     same_day: bool = True
     caption_key: str = "caption"
     max_context_chars: int = 600
+    long_message_chars: int = LONG_MESSAGE_CHARS
 
     def __post_init__(self) -> None:
         if self.before < 0 or self.after < 0:
             raise InvalidArgument("ConversationConfig.before/after must be >= 0")
         if self.max_context_chars < 0:
             raise InvalidArgument("ConversationConfig.max_context_chars must be >= 0")
+        if self.long_message_chars < 0:
+            raise InvalidArgument("ConversationConfig.long_message_chars must be >= 0")
 
 
 def _utc(at: datetime | None) -> datetime | None:
@@ -106,10 +112,20 @@ def _said(m: Message, caption_key: str) -> str:
 
 
 def _context(msgs: Sequence[Message], i: int, cfg: ConversationConfig) -> str:
-    """The neighbouring turns of ``msgs[i]`` that share its day (when ``same_day``)."""
+    """The neighbouring turns of ``msgs[i]`` that share its day (when ``same_day``), none
+    long (``long_message_chars``)."""
     day = _utc(msgs[i].at)
+    limit = cfg.long_message_chars
+
+    def long(j: int) -> bool:
+        return bool(limit) and len(msgs[j].text) > limit
+
+    if long(i):
+        return ""
 
     def near(j: int) -> bool:
+        if long(j):
+            return False
         other = _utc(msgs[j].at)
         if not cfg.same_day or day is None or other is None:
             return True

@@ -73,8 +73,10 @@ def in_periods(times_ms: I64, periods: Sequence[tuple[int, int]]) -> Mask:
     return m
 
 
-def _fields(hits: list[ScoredEntry]) -> tuple[list[str | None], I64, I64]:
-    """Each hit's speaker, session group (-1: not a message) and position, in one pass."""
+def _fields(hits: list[ScoredEntry], long_chars: int = 0
+            ) -> tuple[list[str | None], I64, I64]:
+    """Each hit's speaker, session group (-1: not a message, or a message longer than
+    ``long_chars``, 0: no limit) and position, in one pass."""
     groups: dict[tuple[str, str], int] = {}
     speakers: list[str | None] = []
     gp = np.full((len(hits), 2), -1, np.int64)
@@ -84,7 +86,9 @@ def _fields(hits: list[ScoredEntry]) -> tuple[list[str | None], I64, I64]:
         if isinstance(v, Mapping) and v.get("kind") == "message":
             sp = v.get("speaker")
             pos, session = v.get("position"), v.get("session")
-            if isinstance(pos, int) and isinstance(session, str):
+            text = v.get("text")
+            long = bool(long_chars) and isinstance(text, str) and len(text) > long_chars
+            if isinstance(pos, int) and isinstance(session, str) and not long:
                 gp[i] = groups.setdefault((h.scope, session), len(groups)), pos
         else:
             sp = (h.entry.metadata or {}).get("speaker")
@@ -102,7 +106,7 @@ def rerank(
         return hits[:k]
     base = np.array([h.score for h in hits])
     extra = np.zeros(len(hits))
-    speakers, group, position = _fields(hits)
+    speakers, group, position = _fields(hits, cfg.long_message_chars)
     if cfg.speaker_boost:
         extra += cfg.speaker_boost * named_mask(speakers, query)
     if cfg.neighbour_weight:

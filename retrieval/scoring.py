@@ -12,6 +12,8 @@ from typing import TYPE_CHECKING
 from blackboard import Entry, EntryRef
 from blackboard.decay import strength_at
 
+from .text import LONG_MESSAGE_CHARS
+
 # numpy is imported in the functions that compute with it: memory's public types
 # (ScoredEntry) live here, and `import memory` must not pay numpy's ~70 ms import
 # (retrieval/__init__.py promises it).
@@ -44,7 +46,9 @@ class ScoringConfig:
     query term (BM25) or its dense cosine is at least ``dense_floor``. ``candidates`` is
     how many hits each index contributes per scope (at least ``candidate_factor *
     max_results``). ``speaker_boost``, ``neighbour_weight`` and ``time_boost`` weigh the
-    second stage (:mod:`retrieval.rerank`) over the best ``rerank_depth`` hits (0: off).
+    second stage (:mod:`retrieval.rerank`) over the best ``rerank_depth`` hits (0: off); a
+    message longer than ``long_message_chars`` (0: no limit) takes no part in the
+    neighbour spread (:data:`retrieval.text.LONG_MESSAGE_CHARS`).
     ``prf_docs`` > 0: pseudo-relevance feedback from that many first-pass hits
     (:mod:`retrieval.prf`: ``prf_terms`` BM25 terms, Rocchio weight ``prf_dense``,
     ``hop_entities`` names for a second hop).
@@ -64,6 +68,7 @@ class ScoringConfig:
     neighbour_weight: float = 0.5
     time_boost: float = 0.1
     rerank_depth: int = 50
+    long_message_chars: int = LONG_MESSAGE_CHARS
     prf_docs: int = 0
     prf_terms: int = 5
     prf_dense: float = 0.5
@@ -72,6 +77,8 @@ class ScoringConfig:
     def __post_init__(self) -> None:
         if not 0.0 <= self.alpha <= 1.0:
             raise ValueError("alpha must be in [0, 1]")
+        if self.long_message_chars < 0:
+            raise ValueError("long_message_chars must be >= 0 (0: no limit)")
         if self.recency_half_life_ms <= 0:
             raise ValueError("recency_half_life_ms must be positive")
         if min(self.w_relevance, self.w_strength, self.w_recency, self.w_importance,

@@ -13,8 +13,9 @@ from blackboard import Entry
 from blackboard.entry import value_text
 
 __all__ = [
-    "MAIN_TEXT_KEYS", "TEXT_METADATA", "TOKEN_RE", "UNINDEXED_KEYS", "entry_text",
-    "estimate_tokens", "event_time_ms", "flatten_value", "is_said", "message_text", "origin_of",
+    "LONG_MESSAGE_CHARS", "MAIN_TEXT_KEYS", "TEXT_METADATA", "TOKEN_RE", "UNINDEXED_KEYS",
+    "entry_text", "estimate_tokens", "event_time_ms", "flatten_value", "is_said",
+    "message_text", "origin_of",
 ]
 
 #: A token as :func:`estimate_tokens` counts them: a word or a punctuation mark.
@@ -39,6 +40,15 @@ TEXT_METADATA = ("speaker", "date", "title", "caption", "context")
 #: the belief, every belief matched its evidence's words (one fact, many hits) and ran 3-4
 #: times longer through the embedder (a collective belief 676 tokens, 219 without).
 UNINDEXED_KEYS = frozenset({"evidence"})
+
+#: A message longer than this (characters of its own text) is its own context: it takes no
+#: neighbouring turns into its indexed text, is glued into no other turn's, and neither
+#: lends nor borrows score in the neighbour spread (:mod:`retrieval.rerank`). Issue 31: on
+#: long user-assistant conversations (``bench/longchat.py``, answers of 600-3,000
+#: characters) both techniques cost recall on both halves (a short question glued to a long
+#: answer, or lifted by it, outranks the answer), while no LoCoMo turn is this long (the
+#: longest is 434 characters): ``bench/ablate.py``.
+LONG_MESSAGE_CHARS = 600
 
 #: Fields holding an observation's main text, most telling first (``entry_text(main=True)``).
 #: Not :data:`blackboard.entry.TEXT_KEYS`, which pick the headline a person reads first (an

@@ -135,3 +135,29 @@ def test_entity_hop_searches_the_names_of_the_first_hits() -> None:
     plain.add([Entry(id=f"e{i}", scope="c", value=r.value) for i, r in enumerate(reqs)])
     assert "e2" not in [h.entry.id for h in plain.search(q, ["c"])]
     assert "e2" in [h.entry.id for h in eng.search(q, ["c"])]  # found through "Jolene"
+
+
+def test_a_long_message_is_its_own_context_and_takes_no_part_in_the_spread() -> None:
+    # issue 31: a long answer glued to (or lifting) the short turns around it outranked it
+    # on long user-assistant conversations (bench/ablate.py); LoCoMo has no such turn
+    answer = "Sure. " + "Proof the dough overnight in the fridge. " * 20  # > 600 characters
+    msgs = [Message("User", "How do I bake bread?", DAY),
+            Message("Assistant", answer, DAY + timedelta(seconds=1)),
+            Message("User", "Thanks, that helps", DAY + timedelta(seconds=2))]
+    cfg = ConversationConfig()
+    ctx = [r.value["context"] for r in message_requests("s", msgs, 0, cfg)]  # type: ignore[index]
+    assert ctx == ["", "", ""]  # the answer neither takes nor lends context
+    glued = message_requests("s", msgs, 0, replace(cfg, long_message_chars=0))
+    assert "Proof the dough" in glued[0].value["context"]  # type: ignore[index]
+    entries = [Entry(id=f"e{i}", scope="c", value=r.value)
+               for i, r in enumerate(message_requests("s", msgs, 0, cfg))]
+
+    def scores(c: ScoringConfig) -> dict[str, float]:
+        eng = SearchEngine(None, c)
+        eng.add(entries)
+        return {h.entry.id: h.score for h in eng.search(MemoryQuery(query="bread dough"), ["c"])}
+
+    off, on = scores(OFF), scores(replace(OFF, neighbour_weight=0.5))
+    assert on == off  # the question is not lifted by the long answer next to it
+    lent = scores(replace(OFF, neighbour_weight=0.5, long_message_chars=0))
+    assert lent["e0"] > off["e0"]
