@@ -190,7 +190,8 @@ async def series_for(sampler: Sampler, caller: Caller, minutes: int) -> dict[str
 
     pairs = list(itertools.pairwise(samples))
     out: dict[str, Any] = {
-        "interval_s": sampler.interval, "minutes": minutes, "error": sampler.error,
+        "interval_s": sampler.interval, "kept_s": round(RING * sampler.interval),
+        "minutes": minutes, "error": sampler.error,
         "operator": caller.operator, "scopes": None if caller.operator else nscopes,
         "t": [s.t for s in samples],
         "entries": [entries(s) for s in samples],

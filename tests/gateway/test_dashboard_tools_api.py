@@ -270,3 +270,15 @@ def test_the_sampler_keeps_bounded_columns_and_counts_worker_restarts() -> None:
     assert s._count_worker_events([W("w1", 530, 0)], 2000) == 30
     assert s._count_worker_events([W("w1", 5, 1500)], 3000) == 35  # restarted: counts anew
     assert s._count_worker_events([W("w1", 9, 1500), W("w2", 4, 3500)], 4000) == 43
+
+
+def test_the_tools_pages_come_from_the_package(gateway: GatewayProc) -> None:
+    import re
+
+    with gateway.client() as c:
+        for m in ("search", "entries", "charts", "timeseries", "tokens"):
+            r = c.get(f"/ui/js/{m}.js")
+            assert r.status_code == 200, m
+            # nothing downloads at run time (the SVG namespace is a name, never fetched)
+            body = r.text.replace("'http://www.w3.org/2000/svg'", "")
+            assert not re.search(r"https?://", body), m

@@ -4,6 +4,7 @@
 import {api, query} from './api.js';
 import {h, fill, fmtTime, fmtNum, text, clip, entryLink, table} from './dom.js';
 import {throttle} from './live.js';
+import entriesView from './entries.js';
 
 function drawCurve(canvas, d) {
   const pts = d.curve;
@@ -109,6 +110,7 @@ export default function entryView(root, ctx) {
   const el = h('div.entry');
   fill(root, el);
   if (!scope) { pickScope(el, ctx); return null; }
+  if (!id) return entriesView(root, ctx);  // a scope's entries: pages and a text filter
   let stopped = false;
   let watch = new Set([scope]);  // where a change shows on this page
   const load = async () => {
