@@ -282,3 +282,28 @@ def test_the_tools_pages_come_from_the_package(gateway: GatewayProc) -> None:
             # nothing downloads at run time (the SVG namespace is a name, never fetched)
             body = r.text.replace("'http://www.w3.org/2000/svg'", "")
             assert not re.search(r"https?://", body), m
+
+
+def test_the_readmes_dashboard_tools_block_runs_as_written(gateway: GatewayProc) -> None:
+    """The README's block for these routes, run by bash with its port pointed at this
+    gateway: every command answers 200 and the revoked token is refused afterwards."""
+    import re
+    import subprocess
+    from pathlib import Path
+
+    text = (Path(__file__).resolve().parents[2] / "README.md").read_text(encoding="utf-8")
+    m = re.search(r"<!-- snippet: tested-by tests/gateway/test_dashboard_tools_api.py -->\n"
+                  r"```bash\n(.*?)```", text, re.S)
+    assert m, "the README's dashboard tools block is gone"
+    port = gateway.url.rsplit(":", 1)[1]
+    script = re.sub(r"curl -s(X?) ", lambda c: "curl -sf -o /dev/null -w '%{http_code}\\n' "
+                    + ("-X " if c.group(1) else ""),
+                    m.group(1).replace("localhost:8080", f"127.0.0.1:{port}"))
+    rec, token = gateway.token_record("a1")
+    env = {"PATH": "/usr/bin:/bin", "TOKEN": token, "OPERATOR": gateway.operator_token(),
+           "ID": rec.id}
+    out = subprocess.run(["bash", "-ec", script], env=env, capture_output=True, text=True,
+                         timeout=120)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.split() == ["200"] * 5, out.stdout
+    assert _get(gateway, token, "/v1/tags").status_code == 401
