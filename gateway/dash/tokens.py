@@ -6,7 +6,8 @@ registry). Revoking goes through :func:`gateway.tokens.revoke_token`, the path o
 user's connections killed, so the token is refused from its next login. That needs
 ``ACL SETUSER``, which the service user does not hold: the gateway uses its own service
 connection (``BLACKBOARD_GATEWAY_SERVICE_URL``, an admin user in the documented setup),
-and only after the operator check; without the right it answers 503 naming the CLI.
+and only after the operator check; without the right it answers 503 (the gateway's
+configuration, not the caller, is at fault) naming the CLI.
 """
 
 from __future__ import annotations
@@ -19,19 +20,13 @@ from blackboard.acl import AclAdmin
 from blackboard.tokens import TokenRecord, TokenStore
 
 from ..caller import Caller, Callers
-from ..refusals import GatewayError
+from ..refusals import BookkeepingUnavailable
 from ..tokens import revoke_token
 from .ops import require_operator
 
-__all__ = ["RevokeUnavailable", "list_for", "revoke_for"]
+__all__ = ["list_for", "revoke_for"]
 
 log = logging.getLogger(__name__)
-
-
-class RevokeUnavailable(GatewayError):
-    """The gateway's service connection may not change ACL users."""
-
-    status, kind = 503, "revoke_unavailable"
 
 
 def _row(rec: TokenRecord, caller: Caller) -> dict[str, Any]:
@@ -52,13 +47,13 @@ async def revoke_for(caller: Caller, service: Blackboard | None, token_id: str,
     (another process's is dropped at its next request, whose login Redis refuses)."""
     require_operator(caller)
     if service is None:
-        raise RevokeUnavailable("this gateway has no service connection; run "
+        raise BookkeepingUnavailable("this gateway has no service connection; run "
                                 f"`blackboard token revoke {token_id}` with an admin URL")
     try:
         rec = await revoke_token(service, token_id)
     except AccessDenied:
         # refused at its first ACL read, before any change
-        raise RevokeUnavailable(
+        raise BookkeepingUnavailable(
             "the gateway's service connection (BLACKBOARD_GATEWAY_SERVICE_URL) may not "
             f"change ACL users; run `blackboard token revoke {token_id}` with an admin "
             "URL, or give the gateway an admin service URL") from None

@@ -15,7 +15,7 @@ from ..dash import charts as charts_mod
 from ..dash import ops
 from ..dash import search as search_mod
 from ..dash import tokens as tokens_mod
-from ..errors import GatewayError
+from ..refusals import InvalidParameter
 from .deps import CallerDep
 from .responses import BODY_ERRORS
 
@@ -29,10 +29,6 @@ class RevokeRequest(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
     confirm: bool
-
-
-class RevokeNotConfirmed(GatewayError):
-    status, kind = 422, "not_confirmed"
 
 
 @router.get("/search")
@@ -67,6 +63,6 @@ async def revoke(caller: CallerDep, request: Request,
     from its Redis user, the user's connections killed); ``confirm`` must be true."""
     ops.require_operator(caller)  # an agent learns nothing, not even the confirm rule
     if not body.confirm:
-        raise RevokeNotConfirmed("revoke needs \"confirm\": true", field="confirm")
+        raise InvalidParameter("revoke needs \"confirm\": true", field="confirm")
     return await tokens_mod.revoke_for(caller, request.app.state.service, token_id,
                                        request.app.state.callers)

@@ -86,7 +86,8 @@ def test_revoke_needs_a_service_connection_that_may_change_users(
     503 naming the CLI, and changes nothing."""
     from blackboard import Blackboard
     from blackboard.acl import SERVICE_USER, AclAdmin
-    from gateway.dash.tokens import RevokeUnavailable, revoke_for
+    from gateway.dash.tokens import revoke_for
+    from gateway.refusals import BookkeepingUnavailable
 
     rec, a = gateway.token_record("a")
 
@@ -98,7 +99,7 @@ def test_revoke_needs_a_service_connection_that_may_change_users(
             grant = await AclAdmin(bb).grant_service(password="svc-test-pw-0123456789")
         async with Blackboard.connect(gateway.redis.url, partitions=8, username=SERVICE_USER,
                                       password=grant.password) as svc:
-            with pytest.raises(RevokeUnavailable) as err:
+            with pytest.raises(BookkeepingUnavailable) as err:
                 await revoke_for(Op(), svc, rec.id)  # type: ignore[arg-type]
             return str(err.value)
 
