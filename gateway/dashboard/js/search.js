@@ -28,7 +28,7 @@ function hitRow(x) {
     h('div.hit-head', null, entryLink(x.scope, x.id, clip(x.text || x.id, 160)),
       h('span.score', {title: 'recall score'}, fmtNum(x.score, 2))),
     h('div.hit-scope', null, h('span.level', null, levelOf(x.scope)), ' · ', x.scope, ' · ',
-      fmtTime(x.created_at)),
+      h('span.when', null, fmtTime(x.created_at))),
     x.tags.length ? h('div.tags', null, x.tags.map((t) => h('span.tag', null, t))) : null);
 }
 
