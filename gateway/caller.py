@@ -152,6 +152,11 @@ class Callers:
             key, _ = self._key(token)
         except Unauthorized:
             return
+        await self.forget_credential(key)
+
+    async def forget_credential(self, key: Credential) -> None:
+        """Close the pool of one credential (user, password sha256), as a revoke through
+        this process knows it: its next request logs in again, and is refused."""
         c = self._cache.pop(key, None)
         if c is not None:
             await c.aclose()

@@ -27,7 +27,8 @@ class GatewaySettings:
     of at most ``pool_size`` connections for short commands; ``streams_per_user``: open
     event streams per Redis user (each holds a blocking connection per partition it
     reads). Connections are bounded by ``max_callers * (pool_size + streams_per_user *
-    partitions)``."""
+    partitions)``. ``chart_interval``: seconds between the dashboard charts' samples
+    (:mod:`gateway.dash.charts`)."""
 
     host: str = "127.0.0.1"
     port: int = 8080
@@ -41,6 +42,7 @@ class GatewaySettings:
     pools_per_user: int = 4
     pool_size: int = 16
     streams_per_user: int = 8
+    chart_interval: float = 10.0
 
     def __post_init__(self) -> None:
         if not 0 < self.port < 65536:
@@ -53,6 +55,9 @@ class GatewaySettings:
                self.streams_per_user) < 1:
             raise InvalidArgument(
                 "max_callers, pools_per_user, pool_size and streams_per_user must be >= 1")
+        if not 0.1 <= self.chart_interval <= 3600:
+            raise InvalidArgument(
+                f"chart_interval must be 0.1..3600 seconds (got {self.chart_interval})")
         if self.insecure_local and self.host not in ("127.0.0.1", "localhost", "::1"):
             raise InvalidArgument(
                 f"--insecure-local turns authentication off, so it binds only to 127.0.0.1 "

@@ -25,12 +25,14 @@ from memory.wire import RecallRequest
 from retrieval.query import instant_input, past_instant
 
 from ..dash import beliefs as beliefs_mod
+from ..dash import charts as charts_mod
 from ..dash import entry as entry_mod
 from ..dash import events as events_mod
-from ..dash import ops
+from ..dash import ops, paging
 from ..dash import recall as recall_mod
 from ..dash import scopes as scopes_mod
 from ..errors import GatewayError
+from . import dash_tools
 from .deps import CallerDep
 from .responses import BODY_ERRORS
 
@@ -64,10 +66,14 @@ async def me(caller: CallerDep) -> dict[str, Any]:
 
 @router.get("/scopes/{scope}/entries")
 async def scope_entries(caller: CallerDep, scope: str,
-                        limit: Annotated[int, Query(ge=1, le=1000)] = 100) -> dict[str, Any]:
-    """The newest entries of one readable scope."""
-    got = await entry_mod.scope_entries(caller, scope, limit)
-    return {"scope": scope, "entries": [e.model_dump() for e in got]}
+                        limit: Annotated[int, Query(ge=1, le=1000)] = 100,
+                        cursor: Annotated[str | None, Query(max_length=200)] = None,
+                        q: Annotated[str | None, Query(max_length=200)] = None,
+                        ) -> dict[str, Any]:
+    """One readable scope's entries, newest first, a page at a time: ``next`` is the
+    ``cursor`` of the following page (null: no more); ``q`` keeps those whose text, tags
+    or key contain it (a filtered page looks at most at 2000 entries)."""
+    return await paging.page(caller, scope, limit, cursor, q)
 
 
 @router.get("/entries/{entry_id}")
@@ -165,13 +171,15 @@ def mount(app: FastAPI) -> Any:
     """Add the dashboard to ``app``; -> the context that closes its retrievers."""
     app.state.dash_retrievers = OrderedDict()
     app.include_router(router)
+    app.include_router(dash_tools.router)
     app.add_api_route("/", index, include_in_schema=False)
     app.mount("/ui", StaticFiles(directory=STATIC), name="dashboard")
 
     @asynccontextmanager
     async def lifetime() -> AsyncIterator[None]:
         try:
-            yield
+            async with charts_mod.sampling(app, app.state.settings.chart_interval):
+                yield
         finally:
             await recall_mod.close_retrievers(app)
 

@@ -9,6 +9,9 @@ import entryView from './entry.js';
 import recallView from './recall.js';
 import beliefsView from './beliefs.js';
 import workersView from './workers.js';
+import searchView, {searchBox} from './search.js';
+import chartsView from './charts.js';
+import tokensView from './tokens.js';
 import {setLevels} from './levels.js';
 import flowView from './flow.js';
 import {themeToggle} from './theme.js';
@@ -16,9 +19,13 @@ import {themeToggle} from './theme.js';
 const VIEWS = {
   map: mapView, events: eventsView, entry: entryView, recall: recallView,
   beliefs: beliefsView, workers: workersView, flow: flowView,
+  search: searchView, charts: chartsView, tokens: tokensView,
 };
-const NAV = [['map', 'Memory map'], ['flow', 'Dataflow'], ['events', 'Live events'], ['entry', 'Entry'],
-  ['recall', 'Recall'], ['beliefs', 'Beliefs & skills'], ['workers', 'Workers']];
+const NAV = [['map', 'Memory map'], ['flow', 'Dataflow'], ['events', 'Live events'],
+  ['entry', 'Entry'], ['recall', 'Recall'], ['beliefs', 'Beliefs & skills'],
+  ['workers', 'Workers'], ['charts', 'Charts'], ['tokens', 'Tokens']];
+const OPERATOR_ONLY = new Set(['workers', 'tokens']);
+const TITLES = {search: 'Search'};  // views reached otherwise than by the nav
 
 const hub = new LiveHub();
 let me = null;
@@ -59,9 +66,9 @@ function shell() {
   hub.onStatus((s, d) => { status.textContent = s; status.title = d || ''; status.dataset.state = s; });
   const who = `${me.agent}${me.operator ? ' (operator)' : ''}`;
   const nav = h('nav', null, NAV.map(([k, label]) =>
-    (k === 'workers' && !me.operator) ? null : h('a', {href: `#/${k}`, dataset: {view: k}}, label)));
+    (OPERATOR_ONLY.has(k) && !me.operator) ? null : h('a', {href: `#/${k}`, dataset: {view: k}}, label)));
   const header = h('header', null,
-    h('strong.brand', null, 'Blackboard'), nav,
+    h('strong.brand', null, 'Blackboard'), nav, searchBox(),
     h('span.who', null, who, ' · ', status, ' · ', themeToggle(), ' ',
       h('button.link#logout', {onclick: () => { token.clear(); me = null; loginView(); }}, 'sign out')));
   const main = h('main#view');
@@ -95,7 +102,7 @@ function route() {
       ctx.ready();
     },
   };
-  document.title = `${NAV.find(([k]) => k === key)[1]} · Blackboard`;
+  document.title = `${TITLES[key] || NAV.find(([k]) => k === key)[1]} · Blackboard`;
   try {
     current = view(root, ctx) || null;
   } catch (e) {

@@ -1,11 +1,13 @@
 // View 3, the entry inspector: value, tags, metadata, strength and its decay curve, and
 // provenance both ways (sources it derives from, entries derived from it), each a link, so
-// one can walk from a belief down to the raw steps. Without an id: the scope's newest entries.
+// one can walk from a belief down to the raw steps. Without an id: the scope's entries, a
+// page at a time (entries.js).
 import {api, query} from './api.js';
-import {h, fill, fmtTime, fmtNum, text, clip, entryLink, table} from './dom.js';
+import {h, fill, fmtTime, fmtNum, clip, entryLink} from './dom.js';
 import {throttle} from './live.js';
 import {valueView, fields, rawToggle, plural} from './values.js';
 import {drawDecay, tickText} from './decay.js';
+import entriesView from './entries.js';
 
 function linkList(items, empty) {
   if (!items.length) return h('p.muted', null, empty);
@@ -56,14 +58,6 @@ function renderEntry(el, d) {
   requestAnimationFrame(() => drawDecay(canvas, d));
 }
 
-function renderList(el, scope, entries) {
-  fill(el, h('h1', null, 'Entries of ', h('code', null, scope)),
-    h('p.summary', null, `newest ${entries.length}`),
-    h('div.scroll', null, table(['created', 'entry', 'tags', 'strength'], entries.map((e) => [
-      fmtTime(e.created_at), entryLink(e.scope, e.id, clip(text(e.value), 100)),
-      h('span.tags', null, e.tags.slice(0, 6).join(' ')), fmtNum(e.strength, 2)]))));
-}
-
 function pickScope(el, ctx) {
   api('/v1/map').then((m) => {
     fill(el, h('h1', null, 'Entry inspector'), h('p', null, 'Pick a scope, then an entry:'),
@@ -78,29 +72,23 @@ export default function entryView(root, ctx) {
   const el = h('div.entry');
   fill(root, el);
   if (!scope) { pickScope(el, ctx); return null; }
+  if (!id) return entriesView(root, ctx);  // a scope's entries: pages and a text filter
   let stopped = false;
   let watch = new Set([scope]);  // where a change shows on this page
   const load = async () => {
     try {
-      if (id) {
-        const d = await api(`/v1/dashboard/entries/${encodeURIComponent(id)}${query({scope})}`);
-        watch = new Set([scope, ...d.derived_scopes]);
-        if (!stopped) renderEntry(el, d);
-      } else {
-        const d = await api(`/v1/dashboard/scopes/${encodeURIComponent(scope)}/entries${query({limit: 100})}`);
-        if (!stopped) renderList(el, scope, d.entries);
-      }
+      const d = await api(`/v1/dashboard/entries/${encodeURIComponent(id)}${query({scope})}`);
+      watch = new Set([scope, ...d.derived_scopes]);
+      if (!stopped) renderEntry(el, d);
       ctx.ready();
     } catch (e) { if (!stopped) ctx.fail(e); }
   };
   load();
   const refresh = throttle(() => { if (!stopped) load(); }, 1000);
   // An entry page reloads when the entry changes or a scope its derivatives go to is
-  // written; a list when its scope is written.
+  // written.
   const off = ctx.hub.on((ev) => {
-    if (id ? ev.entry_id === id || (ev.scope !== scope && watch.has(ev.scope)) : ev.scope === scope) {
-      refresh();
-    }
+    if (ev.entry_id === id || (ev.scope !== scope && watch.has(ev.scope))) refresh();
   });
   return {dispose() { stopped = true; off(); }};
 }

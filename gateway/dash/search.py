@@ -1,0 +1,30 @@
+"""The header's search box: one recall over every scope the caller may read, answered as
+short rows (text, scope, level, when, score) that link to the entry view. It shares the
+recall explorer's retrievers (one per Redis user), so their indexes stay warm for both."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from fastapi import FastAPI
+
+from memory import MemoryQuery
+
+from ..caller import Caller
+from .recall import _retriever, _scopes, _trim
+
+__all__ = ["search"]
+
+#: Characters of an entry's text a result row shows.
+SNIPPET = 240
+
+
+async def search(app: FastAPI, caller: Caller, text: str, limit: int) -> dict[str, Any]:
+    q = MemoryQuery(query=text, max_results=limit)
+    scopes = await _scopes(caller, q)
+    hits = await _retriever(app, caller).recall(q, scopes) if scopes else []
+    await _trim(app)
+    rows = [{"id": h.entry.id, "scope": h.scope, "text": h.entry.text[:SNIPPET],
+             "tags": sorted(h.entry.tags)[:8], "created_at": h.entry.created_at,
+             "score": round(h.score, 4)} for h in hits]
+    return {"query": text, "scopes": len(scopes), "hits": rows}
