@@ -6,10 +6,12 @@ Mounted by :mod:`cli.app` (``register(app)``); the index is built for this one q
 
 ``--json`` shape (stable; extend, never rename): a list, best first, of
 ``{"rank", "id", "scope", "value", "text", "tags", "key", "created_at", "score", "fused",
-"dense", "bm25", "strength", "recency", "importance", "also_in", "has_vector"}`` (``text``:
+"dense", "bm25", "strength", "recency", "importance", "also_in", "has_vector",
+"has_first_pass"}`` (``text``:
 the value as a person reads it; ``dense``/``bm25`` null when that signal did not apply;
 ``also_in``: the other forms of the same fact folded into the hit, ``[{"id", "scope"}]``;
-``has_vector`` false when the entry could rank by keywords only).
+``has_vector`` false when the entry could rank by keywords only, ``has_first_pass`` true
+when it then ranked by its first-pass vector, rough meaning, too).
 """
 
 from __future__ import annotations
@@ -41,6 +43,7 @@ def hit_record(rank: int, h: Any) -> dict[str, Any]:
         "importance": h.importance,
         "also_in": [{"id": r.entry_id, "scope": r.scope} for r in h.also_in],
         "has_vector": h.has_vector,
+        "has_first_pass": h.has_first_pass,
     }
 
 

@@ -64,6 +64,8 @@ class Found(BaseModel):
                                               "into this one.")
     has_vector: bool = Field(False, description="Whether it was searchable by meaning when "
                              "recalled (false: matched by keywords and filters only).")
+    has_first_pass: bool = Field(False, description="Without its vector, whether it was "
+                                 "matched by rough meaning (a first-pass vector) too.")
 
 
 class Recalled(BaseModel):
@@ -83,7 +85,8 @@ def found(h: Hit, explain: bool) -> Found:
     return Found(id=e.id, scope=e.scope, content=e.value, tags=e.tags,
                  created=_iso(e.created_at), score=round(h.score, SCORE_DIGITS),
                  components=comps, author=e.author, claimed_agents=e.claimed_agents or None,
-                 also_in=h.also_in or None, has_vector=h.has_vector)
+                 also_in=h.also_in or None, has_vector=h.has_vector,
+                 has_first_pass=h.has_first_pass)
 
 
 class MapSummary(BaseModel):

@@ -284,6 +284,8 @@ class Hit(BaseModel):
     #: Whether the entry had its vector when the search ran (False: ranked by BM25 and
     #: the filters only).
     has_vector: bool = False
+    #: Without its vector, whether it ranked by its first-pass one (rough meaning).
+    has_first_pass: bool = False
 
     @classmethod
     def of(cls, s: ScoredEntry) -> Hit:
@@ -292,7 +294,7 @@ class Hit(BaseModel):
                                          strength=s.strength, recency=s.recency,
                                          importance=s.importance),
                    also_in=[EntryRefOut(id=r.entry_id, scope=r.scope) for r in s.also_in],
-                   has_vector=s.has_vector)
+                   has_vector=s.has_vector, has_first_pass=s.has_first_pass)
 
     def to_scored(self) -> ScoredEntry:
         from blackboard import EntryRef
@@ -302,7 +304,7 @@ class Hit(BaseModel):
         return ScoredEntry(self.entry.to_entry(), self.scope, c.dense, c.bm25, c.fused,
                            c.strength, c.recency, c.importance, self.score,
                            tuple(EntryRef(r.scope, r.id) for r in self.also_in),
-                           self.has_vector)
+                           self.has_vector, self.has_first_pass)
 
 
 class RecallResponse(BaseModel):

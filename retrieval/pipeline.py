@@ -40,6 +40,9 @@ class SearchRound:
     config: ScoringConfig
     dim: int
     text_fn: Callable[[Entry], str]
+    #: the query's first-pass vector (:mod:`retrieval.embedders.static`), for the rows
+    #: still without their full one
+    svec: Vec | None = None
 
 
 def ranked(r: SearchRound, k: int) -> list[ScoredEntry]:
@@ -74,7 +77,7 @@ def ranked(r: SearchRound, k: int) -> list[ScoredEntry]:
 def _candidates(r: SearchRound, q: MemoryQuery, qvec: Vec | None, pool: int) -> list[Candidates]:
     """The candidates of each scope index that has any (:func:`scope_candidates`)."""
     with tracing.stage("retrieval.candidates", {"retrieval.scopes": len(r.cats)}):
-        parts = [scope_candidates(c, q, qvec, r.now, pool, r.config) for c in r.cats]
+        parts = [scope_candidates(c, q, qvec, r.now, pool, r.config, r.svec) for c in r.cats]
     return [p for p in parts if len(p.rows)]
 
 

@@ -58,6 +58,9 @@ class ScoringConfig:
     w_importance: float = 0.05
     recency_half_life_ms: int = 7 * DAY_MS
     dense_floor: float = 0.35
+    #: the same floor for a first-pass cosine (:mod:`retrieval.embedders.static`), whose
+    #: scale is lower: a related pair scores ~0.3 there, ~0.5 with the model
+    first_pass_floor: float = 0.25
     candidates: int = 50
     candidate_factor: int = 5
     speaker_boost: float = 0.3
@@ -135,7 +138,9 @@ class ScoredEntry:
     same fact was found (copies, summaries, beliefs... collapsed into this hit by
     :mod:`retrieval.collapse`), best-ranked first. ``has_vector``: whether the
     entry had its vector when the search ran (False: it could rank by BM25 and the filters
-    only; set by the retriever, :mod:`retrieval.completeness`).
+    only; set by the retriever, :mod:`retrieval.completeness`). ``has_first_pass``: it
+    had none but ranked by its first-pass vector (rough meaning,
+    :mod:`retrieval.embedders.static`).
     """
 
     entry: Entry
@@ -149,6 +154,7 @@ class ScoredEntry:
     score: float
     also_in: tuple[EntryRef, ...] = ()
     has_vector: bool = False
+    has_first_pass: bool = False
 
     def explain(self) -> str:
         """A one-line account of the hit: its text first, then where it is and the score."""
