@@ -234,10 +234,12 @@ class AgentMemory:
         q = with_context(as_query(query, n, explain), context)
         scopes = self.recall_scopes(q.scopes, q.levels)
         hits = await self._retriever_for(q).recall(q, scopes)
+        # how many searched entries still wait for a vector: read before the reordering
+        # below, which returns a plain list (the count read 0 after it)
+        pending = getattr(hits, "dense_pending", 0)
         if q.order != "newest":  # a team's reconciled belief before a member's own
             hits = team_beliefs_first(hits)
-        # RecallHits: the hits with how many searched entries still wait for a vector
-        return RecallHits(hits[: q.max_results], getattr(hits, "dense_pending", 0))
+        return RecallHits(hits[: q.max_results], pending)
 
     async def context(self, query: str, *, budget_tokens: int = 1500,
                       levels: Sequence[str] | None = None,

@@ -380,9 +380,6 @@ class SearchEngine:
         # and a search that took its turn at the backlog would cost what the backlog
         # costs; they rank by BM25 alone until their batch is done.
         ids = None if cats is None else {id(c) for c in cats}
-        if limit is not None and cats is not None and self.embedder is not None and sum(
-                scope_unembedded(c) for c in cats) > limit:
-            return 0  # counted from the columns: a backlog is not walked on every search
 
         def missing(xs: Pending) -> Pending:
             return [x for x in xs if _needs_vector(x) and (ids is None or id(x[0]) in ids)]
@@ -467,8 +464,10 @@ class SearchEngine:
         with tracing.stage("retrieval.search"), self._lock:
             cats = self._searched_locked(scopes, q.scopes)
             if self._pending or self._out:
-                with tracing.stage("retrieval.embed_pending"):
-                    self._flush_locked(self.inline_embed, cats)
+                # counted from the columns first: a backlog is not walked on every search
+                if sum(scope_unembedded(c) for c in cats) <= self.inline_embed:
+                    with tracing.stage("retrieval.embed_pending"):
+                        self._flush_locked(self.inline_embed, cats)
                 self._heat(cats)
             qvec = None
             # No searched entry has a vector: the query's would meet none, so the model is
