@@ -67,6 +67,9 @@ class Found(BaseModel):
     cites: list[str] | None = Field(None, description="Ids of the raw memories a derived "
                                     "one (summary, episode, belief, copy) stands on.")
 
+    has_first_pass: bool = Field(False, description="Without its vector, whether it was "
+                                 "matched by rough meaning (a first-pass vector) too.")
+
 
 class Route(BaseModel):
     """How the recall was answered, in short (``memory.wire.RouteOut`` in full)."""
@@ -112,7 +115,8 @@ def found(h: Hit, explain: bool) -> Found:
     return Found(id=e.id, scope=e.scope, content=e.value, tags=e.tags,
                  created=_iso(e.created_at), score=round(h.score, SCORE_DIGITS),
                  components=comps, author=e.author, claimed_agents=e.claimed_agents or None,
-                 also_in=h.also_in or None, has_vector=h.has_vector, cites=h.cites or None)
+                 also_in=h.also_in or None, has_vector=h.has_vector, cites=h.cites or None,
+                 has_first_pass=h.has_first_pass)
 
 
 class MapSummary(BaseModel):

@@ -291,6 +291,8 @@ class Hit(BaseModel):
     #: The ids of the raw entries a derived hit (copy, summary, episode, belief, team
     #: copy) stands on; empty for a raw entry (:mod:`retrieval.citations`).
     cites: list[str] = Field(default_factory=list)
+    #: Without its vector, whether it ranked by its first-pass one (rough meaning).
+    has_first_pass: bool = False
 
     @classmethod
     def of(cls, s: ScoredEntry) -> Hit:
@@ -299,7 +301,8 @@ class Hit(BaseModel):
                                          strength=s.strength, recency=s.recency,
                                          importance=s.importance),
                    also_in=[EntryRefOut(id=r.entry_id, scope=r.scope) for r in s.also_in],
-                   has_vector=s.has_vector, cites=list(s.cites))
+                   has_vector=s.has_vector, cites=list(s.cites),
+                   has_first_pass=s.has_first_pass)
 
     def to_scored(self) -> ScoredEntry:
         from blackboard import EntryRef
@@ -309,7 +312,7 @@ class Hit(BaseModel):
         return ScoredEntry(self.entry.to_entry(), self.scope, c.dense, c.bm25, c.fused,
                            c.strength, c.recency, c.importance, self.score,
                            tuple(EntryRef(r.scope, r.id) for r in self.also_in),
-                           self.has_vector, tuple(self.cites))
+                           self.has_vector, tuple(self.cites), self.has_first_pass)
 
 
 class RouteOut(BaseModel):

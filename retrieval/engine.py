@@ -17,7 +17,7 @@ from blackboard import Entry, ScopePolicy, tracing
 
 from .bm25 import BM25Index
 from .bm25_variants import BM25Params
-from .completeness import IndexNotes, mark_vectors, unembedded
+from .completeness import IndexNotes, mark_vectors, scope_unembedded, unembedded
 from .dense import DenseIndex
 from .embedders.base import Embedder, default_embedder
 from .pipeline import SearchRound, degraded, ranked
@@ -81,8 +81,15 @@ class SearchEngine:
     time (by :meth:`flush_embeddings`, or a follower's background task). A search first
     embeds those of its scopes still waiting itself when they are at most
     ``inline_embed``, so what was just written is found by meaning too. More waiting means
-    the model is behind the writes: they rank by BM25 and the filters alone until their
-    batch is done, and a search's cost stays bounded instead of growing with the backlog.
+    the model is behind the writes: they rank by BM25, the filters and their first-pass
+    vector until their batch is done, and a search's cost stays bounded instead of growing
+    with the backlog.
+
+    ``first_pass`` (``"auto"``: the embedder's own ``first_pass()``, if it has one, e.g.
+    MiniLM's static token vectors, :mod:`retrieval.embedders.static`; None: off) gives an
+    entry waiting for its vector a cheap one the moment it is indexed, in its own index
+    (its cosines are never compared with the model's) and dropped when the full vector
+    arrives: what was just written ranks by meaning too, roughly, from the start.
     """
 
     def __init__(
@@ -96,10 +103,15 @@ class SearchEngine:
         text_fn: Callable[[Entry], str] = entry_text,
         embed_batch: int = 256,
         inline_embed: int = 64,
+        first_pass: Embedder | Literal["auto"] | None = "auto",
     ) -> None:
         self.embedder: Embedder | None = (
             default_embedder() if isinstance(embedder, str) else embedder
         )
+        if first_pass == "auto":
+            make = getattr(self.embedder, "first_pass", None)
+            first_pass = make() if callable(make) else None
+        self.first_pass: Embedder | None = first_pass if self.embedder is not None else None
         self.config = config or ScoringConfig()
         self.bm25_variant = bm25_variant
         self.bm25_params = bm25_params
@@ -138,7 +150,9 @@ class SearchEngine:
                 else None
             )
             bm25 = BM25Index(variant=self.bm25_variant, params=self.bm25_params)
-            cat = self._scopes[scope] = ScopeIndex(scope, dense, bm25)
+            fp = self.first_pass
+            static = DenseIndex(fp.dim, embedder=fp.name) if fp is not None else None
+            cat = self._scopes[scope] = ScopeIndex(scope, dense, bm25, static)
         return cat
 
     def set_policy(self, scope: str, policy: ScopePolicy) -> None:
@@ -207,6 +221,7 @@ class SearchEngine:
                 self._remove_locked([e.id for e in batch])
                 cat = self._scope_index(scope)
                 rows, texts, vec_rows, vecs = [], [], [], []
+                waiting: list[tuple[int, str]] = []
                 for e in batch:
                     row = cat.append(e)
                     self._scope_of[e.id] = scope
@@ -227,7 +242,9 @@ class SearchEngine:
                         vecs.append(np.frombuffer(e.embedding, dtype=np.float32))
                     else:
                         self._pending.append((cat, row, text))
+                        waiting.append((row, text))
                 cat.bm25.add(rows, texts)
+                self._first_pass_locked(cat, waiting)
                 if vec_rows and cat.dense is not None:
                     cat.dense.add(np.asarray(vec_rows, np.int64), np.stack(vecs))
                     cat.has_vec.a[vec_rows] = True
@@ -236,6 +253,23 @@ class SearchEngine:
             for cat in self._scopes.values():
                 if cat.dense is not None and cat.dense.needs_rebuild:
                     cat.dense.rebuild()
+
+    def _first_pass_locked(self, cat: ScopeIndex, waiting: list[tuple[int, str]]) -> None:
+        """First-pass vectors for ``waiting`` rows of ``cat`` (row, text): computed here,
+        in microseconds a text, so an entry ranks by rough meaning as soon as it is
+        indexed. A first pass that cannot load is logged once and turned off."""
+        fp = self.first_pass
+        if fp is None or cat.static is None or not waiting:
+            return
+        try:
+            vecs = fp.embed([t for _, t in waiting])
+        except Exception as exc:  # e.g. a model file without the table: the model's alone
+            log.warning("first-pass vectors off: %s", exc)
+            self.first_pass = None
+            return
+        rows = np.asarray([r for r, _ in waiting], np.int64)
+        cat.static.add(rows, vecs)
+        cat.has_static.a[rows] = True
 
     def _kept_vectors(self, batch: list[Entry]) -> dict[str, npt.NDArray[np.float32]]:
         """Vectors of already indexed entries whose text is unchanged in ``batch`` (a
@@ -337,6 +371,9 @@ class SearchEngine:
                 assert cat.dense is not None
                 cat.dense.add(rows, vecs[js])
                 cat.has_vec.a[rows] = True
+                if cat.static is not None and cat.has_static.a[rows].any():
+                    cat.static.remove(rows)  # the full vector replaces the first pass
+                    cat.has_static.a[rows] = False
             if self.on_embedded is not None and keep:
                 made = [(batch[j][0].entries[batch[j][1]], vecs[j]) for j in keep]
                 self.on_embedded([(e, v) for e, v in made if e is not None])
@@ -414,6 +451,8 @@ class SearchEngine:
             cat.bm25.remove([row])
             if cat.dense is not None:
                 cat.dense.remove([row])
+            if cat.static is not None:
+                cat.static.remove([row])
             n += 1
         return n
 
@@ -443,16 +482,17 @@ class SearchEngine:
         with tracing.stage("retrieval.search"), self._lock:
             cats = self._searched_locked(scopes, q.scopes)
             qvec = self._query_vector(q, cats, notes) if dense else None
+            svec = self._first_pass_vector(q, cats) if dense else None
             dim = self.embedder.dim if self.embedder is not None else 1
             k = q.max_results if depth is None else depth
-            r = SearchRound(q, cats, qvec, now, self.config, dim, self.text_fn)
+            r = SearchRound(q, cats, qvec, now, self.config, dim, self.text_fn, svec=svec)
             try:
                 out = ranked(r, k)
             except Exception as exc:
                 return degraded(r, k, exc, notes)
             if q.query is not None:
                 notes.ok("bm25")
-                if qvec is not None:
+                if qvec is not None or svec is not None:  # meaning, full or first pass
                     notes.ok("dense")
             return out
 
@@ -478,8 +518,10 @@ class SearchEngine:
                 return None
         try:
             if self._pending or self._out:
-                with tracing.stage("retrieval.embed_pending"):
-                    self._flush_locked(self.inline_embed, cats)
+                # counted from the columns first: a backlog is not walked on every search
+                if sum(scope_unembedded(c) for c in cats) <= self.inline_embed:
+                    with tracing.stage("retrieval.embed_pending"):
+                        self._flush_locked(self.inline_embed, cats)
                 self._heat(cats)
             # No searched entry has a vector: the query's would meet none, so the model is
             # not loaded for it (a one-shot `blackboard recall` of a fresh memory).
@@ -504,6 +546,21 @@ class SearchEngine:
             return None
         self._dense_failed = None
         return qvec
+
+    def _first_pass_vector(self, q: MemoryQuery, cats: list[ScopeIndex]) -> Vec | None:
+        """The query's first-pass vector (:mod:`retrieval.embedders.static`), for the
+        searched entries still without their full one; None when none of them has a
+        first-pass row, or the first pass fails (logged: the full vectors and BM25 rank)."""
+        fp = self.first_pass
+        if (q.query is None or fp is None
+                or not any(c.static is not None and len(c.static) for c in cats)):
+            return None
+        try:
+            with tracing.stage("retrieval.embed_query_first_pass"):
+                return fp.embed([q.query])[0]
+        except Exception as exc:
+            log.warning("the first-pass embedding failed (%s: %s)", type(exc).__name__, exc)
+            return None
 
     def unembedded(self, scopes: Iterable[str]) -> dict[str, int]:
         """Per scope of ``scopes``, indexed entries still waiting for a vector (none

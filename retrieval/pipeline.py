@@ -45,6 +45,9 @@ class SearchRound:
     dim: int
     text_fn: Callable[[Entry], str]
     lexical: bool = True
+    #: the query's first-pass vector (:mod:`retrieval.embedders.static`), for the rows
+    #: still without their full one
+    svec: Vec | None = None
 
 
 def ranked(r: SearchRound, k: int) -> list[ScoredEntry]:
@@ -88,8 +91,9 @@ def degraded(r: SearchRound, k: int, first: Exception, notes: IndexNotes) -> lis
         notes.missed("ranking", f"ranking failed: {type(first).__name__}")
         return []
     errors: dict[str, Exception] = {}
-    if r.qvec is not None:
-        for left_out, alt, other in (("dense", replace(r, qvec=None), "bm25"),
+    meaning = r.qvec is not None or r.svec is not None
+    if meaning:
+        for left_out, alt, other in (("dense", replace(r, qvec=None, svec=None), "bm25"),
                                      ("bm25", replace(r, lexical=False), "dense")):
             try:
                 out = ranked(alt, k)
@@ -100,7 +104,7 @@ def degraded(r: SearchRound, k: int, first: Exception, notes: IndexNotes) -> lis
                                    f"{type(errors.get(left_out, first)).__name__}")
             notes.ok(other)
             return out
-    for index in ("dense", "bm25") if r.qvec is not None else ("bm25",):
+    for index in ("dense", "bm25") if meaning else ("bm25",):
         notes.missed(index, f"{index} failed: {type(errors.get(index, first)).__name__}")
     return []
 
@@ -108,7 +112,7 @@ def degraded(r: SearchRound, k: int, first: Exception, notes: IndexNotes) -> lis
 def _candidates(r: SearchRound, q: MemoryQuery, qvec: Vec | None, pool: int) -> list[Candidates]:
     """The candidates of each scope index that has any (:func:`scope_candidates`)."""
     with tracing.stage("retrieval.candidates", {"retrieval.scopes": len(r.cats)}):
-        parts = [scope_candidates(c, q, qvec, r.now, pool, r.config, r.lexical)
+        parts = [scope_candidates(c, q, qvec, r.now, pool, r.config, r.lexical, r.svec)
                  for c in r.cats]
     return [p for p in parts if len(p.rows)]
 

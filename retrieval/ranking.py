@@ -36,6 +36,8 @@ class Candidates:
     rows: I64
     dense: F64  # raw cosine, NaN: no vector / no semantic query
     bm25: F64  # raw BM25, 0: no term match
+    #: first-pass cosine of the rows still without a full vector (NaN elsewhere); None: none
+    static: F64 | None = None
 
 
 def scope_candidates(
@@ -46,10 +48,13 @@ def scope_candidates(
     pool: int,
     cfg: ScoringConfig,
     lexical: bool = True,
+    svec: Vec | None = None,
 ) -> Candidates:
     """At most ``pool`` rows of ``cat`` allowed by ``q``'s filters at ``now`` (ms; all
     allowed rows, pre-ranked, when ``q`` has no text), with their raw scores; without
-    ``lexical``, BM25 is not asked (it failed: the dense hits alone, all scoring 0)."""
+    ``lexical``, BM25 is not asked (it failed: the dense hits alone, all scoring 0);
+    ``svec`` (the query's first-pass vector) adds the first-pass hits of rows without a
+    vector."""
     allowed = cat.allowed_rows(q, now)
     empty = Candidates([cat], np.zeros(0, np.int64), np.zeros(0), np.zeros(0))
     if allowed is not None and not len(allowed):
@@ -67,24 +72,37 @@ def scope_candidates(
         with tracing.stage("retrieval.dense", {"blackboard.scope": cat.scope}):
             dv = cat.dense.search(qvec, pool, allowed)
         d_ids, d_scores = dv.ids, dv.scores
+    s_ids, s_scores = np.zeros(0, np.int64), np.zeros(0, np.float32)
+    if svec is not None and cat.static is not None and len(cat.static):
+        with tracing.stage("retrieval.first_pass", {"blackboard.scope": cat.scope}):
+            sv = cat.static.search(svec, pool, allowed)
+        s_ids, s_scores = sv.ids, sv.scores
+    vec_ids = np.union1d(d_ids, s_ids) if len(s_ids) else d_ids
     # one BM25 pass gives its top pool and the scores of the dense hits
     if lexical:
         with tracing.stage("retrieval.lexical", {"blackboard.scope": cat.scope}):
-            b = cat.bm25.search(q.query, pool, allowed, score_ids=d_ids)
+            b = cat.bm25.search(q.query, pool, allowed, score_ids=vec_ids)
     else:
-        b = BM25Hits(np.zeros(0, np.int64), np.zeros(0), np.zeros(len(d_ids)))
-    rows = np.union1d(b.ids, d_ids)  # sorted: each list's ids are placed by bisection
+        b = BM25Hits(np.zeros(0, np.int64), np.zeros(0), np.zeros(len(vec_ids)))
+    rows = np.union1d(b.ids, vec_ids)  # sorted: each list's ids are placed by bisection
     bm = np.zeros(len(rows))
     bm[np.searchsorted(rows, b.ids)] = b.scores
+    bm[np.searchsorted(rows, vec_ids)] = b.extra
     at_d = np.searchsorted(rows, d_ids)
-    bm[at_d] = b.extra
     dense = np.full(len(rows), np.nan)
     if qvec is not None and cat.dense is not None:
         dense[at_d] = d_scores
         missing = np.isnan(dense) & cat.has_vec.a[rows]
         if missing.any():
             dense[missing] = cat.dense.scores_for(qvec, rows[missing])
-    return Candidates([cat], rows, dense, bm)
+    static = None
+    if svec is not None and cat.static is not None:
+        static = np.full(len(rows), np.nan)
+        static[np.searchsorted(rows, s_ids)] = s_scores
+        missing = np.isnan(static) & cat.has_static.a[rows]
+        if missing.any():
+            static[missing] = cat.static.scores_for(svec, rows[missing])
+    return Candidates([cat], rows, dense, bm, static)
 
 
 def _prior(cat: ScopeIndex, rows: I64, now: int, cfg: ScoringConfig) -> F64:
@@ -108,22 +126,27 @@ def rank(
     # Every column over every candidate, part after part; one filter keeps them in step.
     cols = [
         (np.full(len(p.rows), i), p.rows, p.dense, p.bm25,
+         p.static if p.static is not None else np.full(len(p.rows), np.nan),
          p.cat[0].current_strength(p.rows, now), p.cat[0].created_at.view[p.rows],
          p.cat[0].importance.view[p.rows])
         for i, p in enumerate(parts)
     ]
-    owner, rows, dense, bm25, strength, created, importance = (
+    owner, rows, dense, bm25, static, strength, created, importance = (
         c[0] if len(cols) == 1 else np.concatenate(c) for c in zip(*cols, strict=True)
     )
+    # a row's first-pass cosine counts only while it has no full one
+    static = np.where(np.isnan(dense), static, np.nan)
     if q.query is not None:
-        keep = relevance_floor(dense, bm25 > 0, cfg.dense_floor)
+        keep = relevance_floor(dense, bm25 > 0, cfg.dense_floor) | (
+            static >= cfg.first_pass_floor)
         if not keep.all():
-            owner, rows, dense, bm25, strength, created, importance = (
-                a[keep] for a in (owner, rows, dense, bm25, strength, created, importance)
+            owner, rows, dense, bm25, static, strength, created, importance = (
+                a[keep] for a in (owner, rows, dense, bm25, static, strength, created,
+                                  importance)
             )
         if not len(rows):
             return []
-        fused = _fused(dense, bm25, q, cfg)
+        fused = _fused(dense, bm25, q, cfg, static)
     else:
         fused = np.zeros(len(rows))
     rec = recency(created, now, cfg.recency_half_life_ms)
@@ -143,29 +166,40 @@ def rank(
     # one conversion per column, not one numpy scalar per field and hit
     picked = zip(owner[top].tolist(), rows[top].tolist(), dense[top].tolist(),
                  bm25[top].tolist(), fused[top].tolist(), strength[top].tolist(),
-                 rec[top].tolist(), importance[top].tolist(), score[top].tolist(), strict=True)
+                 rec[top].tolist(), importance[top].tolist(), score[top].tolist(),
+                 (~np.isnan(static[top])).tolist(), strict=True)
     out = []
     text = q.query is not None
-    for o, r, d, b, f, st, rc, im, sc in picked:
+    for o, r, d, b, f, st, rc, im, sc, fp in picked:
         cat = parts[o].cat[0]
         entry = cat.entries[r]
         assert entry is not None
         out.append(ScoredEntry(entry, cat.scope, None if math.isnan(d) else d,
-                               b if text else None, f, st, rc, im, sc))
+                               b if text else None, f, st, rc, im, sc,
+                               has_first_pass=fp))
     return out
 
 
-def _fused(dense: F64, bm25: F64, q: MemoryQuery, cfg: ScoringConfig) -> F64:
+def _fused(dense: F64, bm25: F64, q: MemoryQuery, cfg: ScoringConfig,
+           static: F64 | None = None) -> F64:
     """Relevance in [0, 1]: the BM25 and dense scores (NaN: no vector) fused as ``q`` says
-    (reciprocal ranks or a convex combination; BM25 alone when no candidate has a vector)."""
+    (reciprocal ranks or a convex combination; BM25 alone when no candidate has a vector).
+    ``static``: first-pass cosines of the rows without a full one (NaN elsewhere); the two
+    spaces' cosines are not comparable, so each is scaled to [0, 1] over its own rows and
+    the two together make the meaning column."""
     has_d = ~np.isnan(dense)
+    meaning = minmax(dense, has_d)
+    has_m = has_d
+    if static is not None and (has_s := ~has_d & ~np.isnan(static)).any():
+        meaning = meaning + minmax(static, has_s)
+        has_m = has_d | has_s
     if q.fusion == "rrf":
-        lists = [bm25] + ([dense] if has_d.any() else [])
-        present = [bm25 > 0] + ([has_d] if has_d.any() else [])
+        lists = [bm25] + ([meaning] if has_m.any() else [])
+        present = [bm25 > 0] + ([has_m] if has_m.any() else [])
         return rrf(lists, present, cfg.rrf_k) * (cfg.rrf_k + 1) / len(lists)
-    if has_d.any():
+    if has_m.any():
         alpha = cfg.alpha if q.alpha is None else q.alpha
-        return convex(minmax(dense, has_d), minmax(bm25), alpha)
+        return convex(meaning, minmax(bm25), alpha)
     return minmax(bm25)
 
 

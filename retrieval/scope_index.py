@@ -40,15 +40,20 @@ class ScopeIndex:
     Not thread-safe on its own: the engine serialises mutations.
     """
 
-    def __init__(self, scope: str, dense: DenseIndex | None, bm25: BM25Index) -> None:
+    def __init__(self, scope: str, dense: DenseIndex | None, bm25: BM25Index,
+                 static: DenseIndex | None = None) -> None:
         self.scope = scope
         self.dense = dense
         self.bm25 = bm25
+        #: First-pass vectors (:mod:`retrieval.embedders.static`) of the rows still
+        #: waiting for their full one (``has_static``), dropped when it arrives.
+        self.static = static
         self.decay = ScopeDecay()
         self.entries: list[Entry | None] = []
         self.row_of: dict[str, int] = {}
         self.alive = GrowableArray(np.bool_, False)
         self.has_vec = GrowableArray(np.bool_, False)
+        self.has_static = GrowableArray(np.bool_, False)
         self.created_at = GrowableArray(np.int64)
         self.expires_at = GrowableArray(np.int64)
         self.strength = GrowableArray(np.float64)
@@ -80,6 +85,7 @@ class ScopeIndex:
         self.row_of[entry.id] = row
         self.alive.extend([True])
         self.has_vec.extend([False])
+        self.has_static.extend([False])
         self.created_at.extend([entry.created_at])
         self.expires_at.extend([entry.expires_at])
         self.strength.extend([entry.strength])
@@ -109,6 +115,7 @@ class ScopeIndex:
         self.entries[row] = None
         self.alive.a[row] = False
         self.has_vec.a[row] = False
+        self.has_static.a[row] = False
         for t in entry.tags:
             rows = self.tag_rows.get(t)
             if rows is not None:

@@ -62,6 +62,9 @@ class ScoringConfig:
     w_importance: float = 0.05
     recency_half_life_ms: int = 7 * DAY_MS
     dense_floor: float = 0.35
+    #: the same floor for a first-pass cosine (:mod:`retrieval.embedders.static`), whose
+    #: scale is lower: a related pair scores ~0.3 there, ~0.5 with the model
+    first_pass_floor: float = 0.25
     candidates: int = 50
     candidate_factor: int = 5
     speaker_boost: float = 0.3
@@ -144,7 +147,8 @@ class ScoredEntry:
     entry had its vector when the search ran (False: it could rank by BM25 and the filters
     only; set by the retriever, :mod:`retrieval.completeness`). ``cites``: the ids of the
     raw entries a derived hit (a copy, summary, episode, belief, team copy) stands on;
-    ``()`` for a raw entry (:mod:`retrieval.citations`).
+    ``()`` for a raw entry (:mod:`retrieval.citations`). ``has_first_pass``: it had no
+    vector but ranked by its first-pass one (rough meaning, :mod:`retrieval.embedders.static`).
     """
 
     entry: Entry
@@ -159,6 +163,7 @@ class ScoredEntry:
     also_in: tuple[EntryRef, ...] = ()
     has_vector: bool = False
     cites: tuple[str, ...] = ()
+    has_first_pass: bool = False
 
     def explain(self) -> str:
         """A one-line account of the hit: its text first, then where it is and the score."""

@@ -16,10 +16,12 @@ from .fastembed import DEFAULT_FASTEMBED_MODEL, FastEmbedEmbedder
 from .hashing import HashingEmbedder
 from .minilm import MINILM_NAME, MiniLMEmbedder, minilm_available
 from .openai import EmbeddingServiceError, OpenAIEmbedder
+from .static import STATIC_NAME, StaticEmbedder
 
 __all__ = [
     "DEFAULT_FASTEMBED_MODEL",
     "MINILM_NAME",
+    "STATIC_NAME",
     "Embedder",
     "EmbedderUnavailable",
     "EmbeddingServiceError",
@@ -27,6 +29,7 @@ __all__ = [
     "HashingEmbedder",
     "MiniLMEmbedder",
     "OpenAIEmbedder",
+    "StaticEmbedder",
     "default_embedder",
     "get_embedder",
     "known_embedders",

@@ -34,6 +34,7 @@ from typing import Any
 import numpy as np
 
 from .base import EmbedderUnavailable, Vectors, l2_normalise
+from .static import StaticEmbedder
 
 __all__ = ["MINILM_NAME", "MiniLMEmbedder", "minilm_available"]
 
@@ -121,6 +122,18 @@ def wordpiece_tokenizer(vocab_gz: Path) -> Any:
     return tok
 
 
+def _whole_texts(tok: Path) -> Any:
+    """The tokenizer of ``tok`` (a gzipped vocabulary or a ``tokenizer.json``) giving
+    whole texts: cut into the model's windows and padded per batch by the caller."""
+    from tokenizers import Tokenizer
+
+    tokenizer = wordpiece_tokenizer(tok) if tok.name.endswith(".gz") else Tokenizer.from_file(
+        str(tok))
+    tokenizer.no_truncation()
+    tokenizer.no_padding()
+    return tokenizer
+
+
 def minilm_available() -> str | None:
     """``None`` when MiniLM can run here, else what is missing (one line)."""
     missing = [m for m in ("onnxruntime", "tokenizers") if _package_dir(m) is None]
@@ -158,6 +171,7 @@ class MiniLMEmbedder:
         self._session: Any = None
         self._tokenizer: Any = None
         self._inputs: tuple[str, ...] = ()
+        self._first_pass: StaticEmbedder | None = None
 
     def _load(self) -> None:
         with self._lock:
@@ -165,7 +179,7 @@ class MiniLMEmbedder:
                 return
             try:
                 import onnxruntime as ort
-                from tokenizers import Tokenizer
+                import tokenizers  # noqa: F401
             except ImportError as exc:
                 raise EmbedderUnavailable(
                     f"MiniLM needs onnxruntime and tokenizers ({exc}); {_INSTALL}"
@@ -174,11 +188,7 @@ class MiniLMEmbedder:
             tok = self._tokenizer_path or _tokenizer_file()
             if model is None or tok is None:
                 raise EmbedderUnavailable(f"MiniLM: {minilm_available()}; {_INSTALL}")
-            tokenizer = (wordpiece_tokenizer(tok) if tok.name.endswith(".gz")
-                         else Tokenizer.from_file(str(tok)))
-            # whole texts: cut into the model's windows and padded per batch here
-            tokenizer.no_truncation()
-            tokenizer.no_padding()
+            tokenizer = _whole_texts(tok)
             opts = ort.SessionOptions()
             opts.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
             opts.log_severity_level = 3
@@ -197,6 +207,21 @@ class MiniLMEmbedder:
             self._inputs = tuple(i.name for i in session.get_inputs())
             self._tokenizer = tokenizer
             self._session = session
+
+    def first_pass(self) -> StaticEmbedder:
+        """The first-pass embedder of this model (:mod:`.static`: its input layer's token
+        vectors, pooled; no model run), one per instance."""
+        with self._lock:
+            if self._first_pass is None:
+                self._first_pass = StaticEmbedder(self._static_source)
+            return self._first_pass
+
+    def _static_source(self) -> tuple[Path, Any]:
+        model = self._model_path or _model_file()
+        tok = self._tokenizer_path or _tokenizer_file()
+        if model is None or tok is None:
+            raise EmbedderUnavailable(f"MiniLM: {minilm_available()}; {_INSTALL}")
+        return model, _whole_texts(tok)
 
     def _windows(self, texts: list[str]) -> tuple[list[list[int]], list[int]]:
         """Every text's token ids cut into model windows (``[CLS]`` ... ``[SEP]``, at most

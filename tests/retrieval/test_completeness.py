@@ -90,3 +90,34 @@ async def test_recall_reports_and_semantic_waits(bb: Blackboard) -> None:
                                           consistency="semantic"), [S])
         assert full.dense_pending == 0 and all(h.has_vector and h.dense is not None
                                                for h in full)
+
+
+class GatedWithFirstPass(GatedEmbedder):
+    """The gated model with MiniLM's first pass (its static token vectors: no model run)."""
+
+    def first_pass(self) -> object:
+        from retrieval.embedders import MiniLMEmbedder
+
+        return MiniLMEmbedder().first_pass()
+
+
+async def test_recall_right_after_a_bulk_write_ranks_by_first_pass(bb: Blackboard) -> None:
+    from retrieval.embedders import minilm_available
+
+    if minilm_available() is not None:
+        pytest.skip(f"MiniLM's files: {minilm_available()}")
+    emb = GatedWithFirstPass()
+    notes = ["Acme pays its invoices net-30", "the office plants need water on Mondays",
+             "Bob prefers tea to coffee", "the build server reboots at midnight"]
+    async with Retriever(bb, embedder=emb) as r:
+        r.engine.inline_embed = 0  # the model is behind: nothing embedded for the search
+        await bb.scope(S).write_many(notes * 5)
+        hits = await r.recall(MemoryQuery(query="when is the bill due", max_results=3), [S])
+        # no word in common: found by rough meaning alone, and each hit says how
+        assert hits.dense_pending == 20 and hits[0].entry.value == notes[0]
+        assert all(h.has_first_pass and not h.has_vector for h in hits)
+        emb.gate.set()
+        full = await r.recall(MemoryQuery(query="when is the bill due", max_results=3,
+                                          consistency="semantic"), [S])
+        assert full.dense_pending == 0
+        assert all(h.has_vector and not h.has_first_pass for h in full)

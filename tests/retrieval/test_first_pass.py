@@ -1,0 +1,98 @@
+"""First-pass vectors (issue 31 item 1): the static token vectors of MiniLM's input layer,
+pooled (:mod:`retrieval.embedders.static`), ranking what the model has not embedded yet,
+in their own index, replaced when the full vector arrives."""
+
+from __future__ import annotations
+
+import numpy as np
+import numpy.typing as npt
+import pytest
+from recall_support import CountingEmbedder
+
+from blackboard import Entry
+from retrieval import MemoryQuery, ScoringConfig, SearchEngine
+from retrieval.embedders import HashingEmbedder
+from retrieval.embedders.static import onnx_initializers, pooled, zipf_weights
+from retrieval.ranking import _fused
+
+
+def _varint(n: int) -> bytes:
+    out = bytearray()
+    while True:
+        b, n = n & 0x7F, n >> 7
+        out.append(b | (0x80 if n else 0))
+        if not n:
+            return bytes(out)
+
+
+def _field(num: int, payload: bytes) -> bytes:
+    return _varint(num << 3 | 2) + _varint(len(payload)) + payload
+
+
+def _tensor(name: str, arr: npt.NDArray[np.generic], dtype: int, packed: bool) -> bytes:
+    dims = (_field(1, b"".join(_varint(d) for d in arr.shape)) if packed
+            else b"".join(_varint(1 << 3) + _varint(d) for d in arr.shape))
+    return (dims + _varint(2 << 3) + _varint(dtype) + _field(8, name.encode())
+            + _varint(13 << 3 | 5) + b"\0\0\0\0"  # a fixed-width field, skipped
+            + _field(9, arr.tobytes()))
+
+
+def test_onnx_initializers_read_without_onnx() -> None:
+    q = np.arange(-6, 6, dtype=np.int8).reshape(4, 3)
+    s = np.asarray([[0.5], [1.0], [2.0], [4.0]], np.float32)
+    node = _field(4, b"Gather")
+    graph = (_field(1, node) + _field(5, _tensor("table", q, 3, packed=True))
+             + _field(5, _tensor("scale", s, 1, packed=False))
+             + _field(5, _tensor("other", s, 1, packed=True)))
+    model = _varint(1 << 3) + _varint(8) + _field(7, graph)  # ir_version, graph
+    got = onnx_initializers(model, {"table", "scale"})
+    assert set(got) == {"table", "scale"}
+    assert np.array_equal(got["table"], q) and np.array_equal(got["scale"], s)
+
+
+def test_zipf_weights() -> None:
+    w = zipf_weights(10, first_word=4)
+    assert np.all(w[:4] == 0)  # specials, characters, punctuation
+    assert w[4] == pytest.approx(np.log(2)) and np.all(np.diff(w[4:]) > 0)
+
+
+def test_pooled_is_the_weighted_mean_normalised() -> None:
+    table = np.asarray([[1, 0], [0, 1], [1, 1], [3, 4]], np.float32)
+    weights = np.asarray([0, 1, 2, 0], np.float32)
+    got = pooled([[1, 2], [0, 3], []], table, weights)
+    want = np.asarray([2, 3], np.float32)  # 1 * [0, 1] + 2 * [1, 1]
+    assert np.allclose(got[0], want / np.linalg.norm(want))
+    assert np.all(got[1:] == 0)  # weightless tokens, no tokens: no first-pass meaning
+
+
+def test_fusion_scales_each_space_over_its_own_rows() -> None:
+    dense = np.asarray([0.8, 0.4, np.nan, np.nan])
+    static = np.asarray([0.1, np.nan, 0.9, 0.7])  # row 0's first pass is ignored: it has a vector
+    bm25 = np.zeros(4)
+    fused = _fused(dense, bm25, MemoryQuery(query="x", alpha=1.0), ScoringConfig(), static)
+    assert fused.tolist() == [1.0, 0.0, 1.0, 0.0]
+    alone = _fused(dense, bm25, MemoryQuery(query="x", alpha=1.0), ScoringConfig())
+    assert alone.tolist() == [1.0, 0.0, 0.0, 0.0]
+
+
+class WithFirstPass(CountingEmbedder):
+    """A full embedder whose first pass is another (hashing) space."""
+
+    def first_pass(self) -> HashingEmbedder:
+        return HashingEmbedder(dim=64)
+
+
+def test_engine_ranks_waiting_entries_by_first_pass_until_their_vector() -> None:
+    eng = SearchEngine(WithFirstPass(), inline_embed=0)
+    eng.add([Entry(id=f"s:a-{i}", scope="s:a", value=f"note {i} about tulips in the garden")
+             for i in range(5)], embed_now=False)
+    hits = eng.mark_vectors(eng.search(MemoryQuery(query="tulips garden", max_results=3)), True)
+    assert hits and all(h.has_first_pass and not h.has_vector for h in hits)
+    cat = eng._scopes["s:a"]
+    assert cat.static is not None and len(cat.static) == 5
+    eng.flush_embeddings()  # the full vectors replace the first pass
+    assert len(cat.static) == 0 and not cat.has_static.a[:5].any()
+    hits = eng.mark_vectors(eng.search(MemoryQuery(query="tulips garden", max_results=3)), True)
+    assert all(h.has_vector and not h.has_first_pass for h in hits)
+    eng.remove(["s:a-0"])
+    assert len(eng._scopes["s:a"]) == 4
