@@ -39,9 +39,9 @@ QUICK = {
 #: The roles the default hierarchy of an agent without teams needs (team edges exist only
 #: with teams; the index role serves recall, no edge); ``summarize`` runs the identity and
 #: summarize edges, ``collective`` the edges into ``collective``, ``maintenance`` the TTL
-#: sweep.
+#: sweep, ``timeline`` the edges into the tables of contents (their buffers drain too).
 HIERARCHY_ROLES = ("summarize", "episodic", "semantic", "procedural", "collective",
-                   "maintenance")
+                   "timeline", "maintenance")
 
 
 class Procs:
