@@ -199,8 +199,13 @@ async def walk(run: RouteRun, bb: Blackboard, scopes: Sequence[str]) -> list[Ent
     if got is None:
         run.indexes.missed("explore", "explore stopped: out of time")
         return None
-    run.nodes = list(got.nodes)
     run.nodes_visited += int(got.nodes_visited)
+    if not got.nodes:
+        # No node matched the text nor lay in a period it names: the segments the walk
+        # reached are where it browsed, not what it found (a nonsense word fused them in).
+        run.indexes.missed("explore", "explore found nothing: no node matched", broken=False)
+        return []
+    run.nodes = list(got.nodes)
     run.indexes.ok("explore")
     return list(got.entries)
 

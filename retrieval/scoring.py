@@ -63,7 +63,9 @@ class ScoringConfig:
     recency_half_life_ms: int = 7 * DAY_MS
     dense_floor: float = 0.35
     #: the same floor for a first-pass cosine (:mod:`retrieval.embedders.static`), whose
-    #: scale is lower: a related pair scores ~0.3 there, ~0.5 with the model
+    #: scale is lower: a related pair scores ~0.3 there ("when is the bill due" / "Acme
+    #: pays its invoices": 0.30), ~0.5 with the model; a nonsense word meets none above
+    #: ~0.17 once numbers are left out of the pooling (``wordless_ids``)
     first_pass_floor: float = 0.25
     candidates: int = 50
     candidate_factor: int = 5

@@ -96,3 +96,12 @@ def test_engine_ranks_waiting_entries_by_first_pass_until_their_vector() -> None
     assert all(h.has_vector and not h.has_first_pass for h in hits)
     eng.remove(["s:a-0"])
     assert len(eng._scopes["s:a"]) == 4
+
+
+def test_tokens_with_a_digit_carry_no_first_pass_weight() -> None:
+    """Numbers mean nothing out of context and sit together in the static table: an id
+    such as "zebracorn69f8d1" met every number-heavy text above the floor."""
+    from retrieval.embedders.static import wordless_ids
+
+    vocab = {"[PAD]": 0, "cat": 1, "69": 2, "##8": 3, "##f": 4, "2023": 5, "out": 9}
+    assert wordless_ids(vocab, 8).tolist() == [2, 3, 5]  # "out" (9) is past the table
