@@ -7,17 +7,43 @@
   ``gateway.operator_token()`` -> operator token, ``gateway.client(token)`` -> httpx.Client.
 - ``start_gateway(**settings)``: another gateway process with its own settings (e.g.
   ``rate=2, burst=2``), stopped at the end of the test.
+- ``browser``: headless Chromium through playwright (module-scoped; the dashboard's
+  tests), skipped with the reason when playwright or Chromium is missing.
 """
 
 from __future__ import annotations
 
+import os
+import shutil
 from collections.abc import Callable, Iterator
-from typing import Any
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 import pytest
 
 from tests.gateway.gateway_support import GatewayProc, spawn_gateway
 from tests.support_secure import Secure, reset_secure
+
+if TYPE_CHECKING:
+    from playwright.sync_api import Browser
+
+#: The Chromium the browser tests drive (Debian's, unless BLACKBOARD_CHROMIUM names one).
+CHROMIUM = os.environ.get("BLACKBOARD_CHROMIUM") or shutil.which("chromium") or "/usr/bin/chromium"
+
+
+@pytest.fixture(scope="module")
+def browser() -> Iterator[Browser]:
+    try:
+        from playwright.sync_api import sync_playwright
+    except ImportError:  # pragma: no cover - the [dev] extra brings playwright
+        pytest.skip("playwright is not installed (pip install -e '.[dev]')")
+    if not Path(CHROMIUM).exists():
+        pytest.skip(f"no Chromium at {CHROMIUM} (apt install chromium, or set "
+                    "BLACKBOARD_CHROMIUM)")
+    with sync_playwright() as p:
+        b = p.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox"])
+        yield b
+        b.close()
 
 
 @pytest.fixture(scope="module")

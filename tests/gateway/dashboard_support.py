@@ -11,7 +11,8 @@ import contextlib
 import subprocess
 import time
 from collections.abc import Iterator
-from typing import Any
+from dataclasses import dataclass
+from typing import Any, ClassVar
 
 from blackboard import Blackboard
 from blackboard.entry import decode_event
@@ -21,6 +22,28 @@ from cli.demo import run_agent as demo_agent
 from cli.supervisor import worker_command, worker_env
 from tests.gateway.gateway_support import GatewayProc
 from workers.roles import CONSUMING_ROLES
+
+
+@dataclass
+class Tokens:
+    """A gateway process and the tokens a dashboard test drives it with: an operator's and
+    two agents' of one team; ``api`` calls it as one of them, a status >= 300 failing."""
+
+    gw: GatewayProc
+    op: str
+    a1: str
+    a2: str
+    #: seconds an API call may take (on a loaded machine a first recall builds an index)
+    api_timeout: ClassVar[float] = 30
+
+    def api(self, token: str, method: str, path: str, timeout: float | None = None,
+            **kw: Any) -> Any:
+        with self.gw.client(token) as c:
+            r = c.request(method, path, timeout=self.api_timeout if timeout is None
+                          else timeout, **kw)
+        assert r.status_code < 300, r.text
+        return r.json() if r.content else None
+
 
 AGENTS = ("agent1", "agent2")
 STEPS = 60

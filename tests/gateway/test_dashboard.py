@@ -7,21 +7,19 @@ is printed (measured, not asserted)."""
 from __future__ import annotations
 
 import json
-import os
-import shutil
 import time
 import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import quote
 
 import pytest
 
 from tests.gateway.dashboard_support import (
     AGENTS,
+    Tokens,
     dead_letter_one,
     install,
     run_agent,
@@ -32,45 +30,19 @@ from tests.gateway.gateway_support import ROOT, GatewayProc, run_async
 
 pytestmark = pytest.mark.timeout(900)
 
-CHROMIUM = os.environ.get("BLACKBOARD_CHROMIUM") or shutil.which("chromium") or "/usr/bin/chromium"
 SHOTS = ROOT / "docs" / "screenshots"
 #: ms from navigation start to the view's data shown (page load, login check, its fetches)
 PAINT: dict[str, float] = {}
 #: ms from the view's route starting (in the page) to its data shown: the view's own part
 ROUTE_PAINT: dict[str, float] = {}
 
-try:
-    from playwright.sync_api import Browser, Page, sync_playwright
-except ImportError:  # pragma: no cover - the [gateway] dev extra brings playwright
-    sync_playwright = None
+if TYPE_CHECKING:
+    from playwright.sync_api import Browser, Page
 
 
 @dataclass
-class Demo:
-    gw: GatewayProc
-    op: str
-    a1: str
-    a2: str
+class Demo(Tokens):
     requests: list[str] = field(default_factory=list)
-
-    def api(self, token: str, method: str, path: str, timeout: float = 30, **kw: Any) -> Any:
-        with self.gw.client(token) as c:
-            r = c.request(method, path, timeout=timeout, **kw)
-        assert r.status_code < 300, r.text
-        return r.json() if r.content else None
-
-
-@pytest.fixture(scope="module")
-def browser() -> Iterator[Browser]:
-    if sync_playwright is None:
-        pytest.skip("playwright is not installed (pip install -e '.[dev]')")
-    if not Path(CHROMIUM).exists():
-        pytest.skip(f"no Chromium at {CHROMIUM} (apt install chromium, or set "
-                    "BLACKBOARD_CHROMIUM)")
-    with sync_playwright() as p:
-        b = p.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox"])
-        yield b
-        b.close()
 
 
 @pytest.fixture(scope="module")

@@ -10,56 +10,31 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, ClassVar
 from urllib.parse import quote
 
 import pytest
 
-from tests.gateway.gateway_support import GatewayProc, spawn_gateway
+from tests.gateway.dashboard_support import Tokens
+from tests.gateway.gateway_support import spawn_gateway
 from tests.support_secure import Secure, reset_secure
 
 pytestmark = [pytest.mark.timeout(300), pytest.mark.process]
 
-CHROMIUM = os.environ.get("BLACKBOARD_CHROMIUM") or shutil.which("chromium") or "/usr/bin/chromium"
 SHOTS = os.environ.get("BLACKBOARD_DASHBOARD_SHOTS")
 PAINT: dict[str, float] = {}
 
-try:
-    from playwright.sync_api import Browser, Page, sync_playwright
-except ImportError:  # pragma: no cover - the [gateway] dev extra brings playwright
-    sync_playwright = None
+if TYPE_CHECKING:
+    from playwright.sync_api import Browser, Page
 
 
 @dataclass
-class Env:
-    gw: GatewayProc
-    op: str
-    a1: str
-    a2: str
-
-    def api(self, token: str, method: str, path: str, **kw: Any) -> Any:
-        with self.gw.client(token) as c:
-            r = c.request(method, path, timeout=120, **kw)
-        assert r.status_code < 300, r.text
-        return r.json() if r.content else None
-
-
-@pytest.fixture(scope="module")
-def browser() -> Iterator[Browser]:
-    if sync_playwright is None:
-        pytest.skip("playwright is not installed (pip install -e '.[dev]')")
-    if not Path(CHROMIUM).exists():
-        pytest.skip(f"no Chromium at {CHROMIUM} (apt install chromium, or set "
-                    "BLACKBOARD_CHROMIUM)")
-    with sync_playwright() as p:
-        b = p.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox"])
-        yield b
-        b.close()
+class Env(Tokens):
+    api_timeout: ClassVar[float] = 120
 
 
 @pytest.fixture(scope="module")

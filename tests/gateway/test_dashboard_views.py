@@ -7,59 +7,28 @@ demo-data run with its screenshots is ``tests/gateway/test_dashboard.py``."""
 from __future__ import annotations
 
 import json
-import os
-import shutil
 import uuid
-from collections.abc import Iterator
 from dataclasses import dataclass
-from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import quote
 
 import pytest
 
-from tests.gateway.dashboard_support import install
+from tests.gateway.dashboard_support import Tokens, install
 from tests.gateway.gateway_support import GatewayProc, run_async
 
 pytestmark = pytest.mark.timeout(300)
 
-CHROMIUM = os.environ.get("BLACKBOARD_CHROMIUM") or shutil.which("chromium") or "/usr/bin/chromium"
 
-try:
-    from playwright.sync_api import Browser, Page, sync_playwright
-except ImportError:  # pragma: no cover - the [gateway] dev extra brings playwright
-    sync_playwright = None
+if TYPE_CHECKING:
+    from playwright.sync_api import Browser, Page
 
 
 @dataclass
-class Board:
-    gw: GatewayProc
-    op: str
-    a1: str
-    a2: str
-
-    def api(self, token: str, method: str, path: str, **kw: Any) -> Any:
-        with self.gw.client(token) as c:
-            r = c.request(method, path, **kw)
-        assert r.status_code < 300, r.text
-        return r.json() if r.content else None
-
+class Board(Tokens):
     def store(self, token: str, value: Any, tags: list[str], level: str = "working") -> Any:
         return self.api(token, "POST", "/v1/memories",
                         json={"value": value, "level": level, "tags": tags})
-
-
-@pytest.fixture(scope="module")
-def browser() -> Iterator[Browser]:
-    if sync_playwright is None:
-        pytest.skip("playwright is not installed (pip install -e '.[dev]')")
-    if not Path(CHROMIUM).exists():
-        pytest.skip(f"no Chromium at {CHROMIUM} (apt install chromium, or set "
-                    "BLACKBOARD_CHROMIUM)")
-    with sync_playwright() as p:
-        b = p.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox"])
-        yield b
-        b.close()
 
 
 @pytest.fixture(scope="module")
