@@ -29,6 +29,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from blackboard import Blackboard, BlackboardError
+from blackboard.errors import LoginRefused
 from blackboard.feed_totals import feed_totals
 from workers.heartbeat import list_workers
 from workers.stats import collect_stats
@@ -124,7 +125,11 @@ class Sampler:
                 self.error = None
             except (BlackboardError, OSError) as exc:
                 if self.error is None:
-                    log.warning("chart sampling failed: %s", exc)
+                    # A refused login of the service connection is the gateway's own error,
+                    # said once (naming its URL's setting) where requests meet it: a
+                    # second line here for the same cause would not help.
+                    level = logging.DEBUG if isinstance(exc, LoginRefused) else logging.WARNING
+                    log.log(level, "chart sampling failed: %s", exc)
                 self.error = str(exc)
             await asyncio.sleep(max(0.05, self.interval - (time.monotonic() - t0)))
 

@@ -27,4 +27,6 @@ async def search(app: FastAPI, caller: Caller, text: str, limit: int) -> dict[st
     rows = [{"id": h.entry.id, "scope": h.scope, "text": h.entry.text[:SNIPPET],
              "tags": sorted(h.entry.tags)[:8], "created_at": h.entry.created_at,
              "score": round(h.score, 4)} for h in hits]
-    return {"query": text, "scopes": len(scopes), "hits": rows}
+    # how complete the ranking was: entries of these scopes still waiting for a vector
+    return {"query": text, "scopes": len(scopes), "hits": rows,
+            "dense_pending": getattr(hits, "dense_pending", 0)}

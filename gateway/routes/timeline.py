@@ -34,12 +34,21 @@ class SegmentOut(BaseModel):
     entries: list[EntryOut] = Field(description="Its raw entries, in time order.")
 
 
+# What the schema says of each parameter (the handler's own checks stay: a calendar's days,
+# 2023-02-30, and a level without a time are rules a pattern cannot state).
+_Y, _M, _D = r"[1-9][0-9]{3}", r"(0[1-9]|1[0-2])", r"(0[1-9]|[12][0-9]|3[01])"
+AT_PATTERN = (rf"^({_Y}(-{_M}(-{_D})?)?|root|y{_Y}|m{_Y}-{_M}|[wd]{_Y}-{_M}-{_D}"
+              rf"|s{_Y}-{_M}-{_D}\.[0-9]{{1,6}})$")
+LEVEL_PATTERN = r"^(root|year|month|week|day|segment)$"
+SEGMENT_PATTERN = rf"^([^#]+#)?s{_Y}-{_M}-{_D}\.[0-9]{{1,6}}$"
+
+
 @router.get("/timeline", responses=BODY_ERRORS)
 async def timeline(
     caller: CallerDep,
-    at: Annotated[str | None, Query(max_length=40, description=(
+    at: Annotated[str | None, Query(max_length=40, pattern=AT_PATTERN, description=(
         "2023, 2023-05, 2023-05-08 or a node id (default: the root).")) ] = None,
-    level: Annotated[str | None, Query(max_length=16, description=(
+    level: Annotated[str | None, Query(max_length=16, pattern=LEVEL_PATTERN, description=(
         "year, month, week or day holding `at`."))] = None,
     depth: Annotated[int, Query(ge=0, le=5, description="Levels of children.")] = 1,
     scope: Annotated[str | None, Query(max_length=200, description=(
@@ -58,7 +67,8 @@ async def timeline(
 @router.get("/timeline/expand", response_model=SegmentOut, responses=BODY_ERRORS)
 async def expand(
     caller: CallerDep,
-    segment: Annotated[str, Query(min_length=1, max_length=260, description=(
+    segment: Annotated[str, Query(min_length=1, max_length=260, pattern=SEGMENT_PATTERN,
+                                  description=(
         "A segment's ref as `timeline` returns it: <scope>#s2023-05-08.0."))],
 ) -> SegmentOut:
     """The raw entries under a segment, with their ids."""

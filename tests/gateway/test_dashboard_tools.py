@@ -104,8 +104,15 @@ def shots(page: Page, name: str) -> None:
 # -- 1. the search box --------------------------------------------------------------------
 
 def test_the_search_box_finds_across_scopes_and_leads_to_the_entry(page: Page, env: Env) -> None:
-    api = env.api(env.a1, "GET", "/v1/dashboard/search", params={"q": "deploy customer 3"})
-    assert api["hits"]
+    def searched() -> dict:
+        return env.api(env.a1, "GET", "/v1/dashboard/search", params={"q": "deploy customer 3"})
+
+    # The page must rank as the API does: wait until the search's retriever has embedded
+    # what it searches (before, its first pass ranks; the order changes as vectors arrive).
+    deadline = time.monotonic() + 60
+    while (api := searched())["dense_pending"] and time.monotonic() < deadline:
+        time.sleep(0.5)
+    assert api["hits"] and api["dense_pending"] == 0, api["dense_pending"]
     login(page, env.a1)
     open_view(page, env, "search", f"search?q={quote('invoice')}")
     assert page.locator("li.search-hit").count() > 0

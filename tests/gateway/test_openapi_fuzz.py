@@ -44,6 +44,9 @@ CROSS_FIELD = (
     "not valid Unicode", "lone surrogate",  # strings nested in value/metadata
     "is in the future",  # as_of: against the clock of the request
     "give query text", "choose one",  # an intent against query / consistency
+    "is not a date",  # timeline's at: a calendar's days (2023-02-30)
+    "a level needs a time",  # timeline's level against at
+    "names no scope",  # a bare segment id against the caller's scopes
 )
 
 
