@@ -25,6 +25,7 @@ defensively: a node that does not decode is skipped, never raised on.
 
 from __future__ import annotations
 
+import functools
 import json
 import re
 from collections.abc import Iterable, Mapping, Sequence
@@ -32,8 +33,6 @@ from dataclasses import dataclass, field
 from datetime import UTC, date, datetime, timedelta
 from enum import StrEnum
 from typing import Any
-
-from bm25s.stopwords import STOPWORDS_EN_PLUS
 
 from blackboard import InvalidArgument
 
@@ -182,16 +181,26 @@ def _level(level: str | None) -> Level | None:
 _WORD = re.compile(r"[a-z][a-z0-9'\u2019-]*[a-z0-9]")
 #: Words that say nothing about what a stretch of time held (chat filler on top of the
 #: English stopwords).
-_STOP = frozenset(STOPWORDS_EN_PLUS) | frozenset({
+_FILLER = frozenset({
     "yeah", "yes", "hey", "wow", "really", "just", "also", "like", "got", "get", "know",
     "think", "going", "thanks", "thank", "sure", "lot", "much", "well", "good", "great", "oh",
     "okay", "ok", "that's", "it's", "i'm", "i've", "you're", "don't", "can't"})
 
 
+@functools.cache
+def _stop() -> frozenset[str]:
+    # bm25s's list, imported on first use: bm25s loads numpy, and ``import memory`` (which
+    # reads tables of contents) must load no index library (tests/retrieval/test_import_cost)
+    from bm25s.stopwords import STOPWORDS_EN_PLUS
+
+    return frozenset(STOPWORDS_EN_PLUS) | _FILLER
+
+
 def keywords_of(text: str) -> list[str]:
     """The content words of ``text``, lowercased, in order (stopwords and 1-2 letter words
     dropped): a node's keywords are the most frequent of its entries'."""
-    return [w for w in _WORD.findall(text.lower()) if len(w) > 2 and w not in _STOP]
+    stop = _stop()
+    return [w for w in _WORD.findall(text.lower()) if len(w) > 2 and w not in stop]
 
 
 def top(counts: Mapping[str, int], n: int) -> dict[str, int]:
