@@ -28,6 +28,7 @@ from pathlib import Path
 
 from blackboard import Blackboard, Entry, Event, EventType
 from blackboard.backoff import Backoff
+from blackboard.tasks import cancel_and_wait
 
 from .embedding_queue import EmbeddingQueue
 from .engine import SearchEngine
@@ -147,7 +148,8 @@ class IndexFollower:
         for p in {self.bb.scope(s).partition for s in new}:
             if p not in self._readers:
                 self._readers[p] = self._loop.create_task(self._read(p))
-        self._embeddings.wake()
+        if self._embeddings.background:  # off: a one-shot recall loads no model for a backlog
+            self._embeddings.wake()
 
     async def sync(self, scopes: Sequence[str], wait_s: float = 2.0) -> bool:
         """Wait (at most ``wait_s`` seconds) until every write acknowledged in ``scopes`` before
@@ -219,10 +221,9 @@ class IndexFollower:
             return
         self._stopped = True
         self._embeddings.stop()
-        readers = list(self._readers.values())
-        for t in readers:
-            t.cancel()
-        await asyncio.gather(*readers, return_exceptions=True)
+        # A reader still connecting when cancelled can swallow the cancellation (Python
+        # 3.11's wait_for in redis-py's health check) and block a whole read: asked again.
+        await cancel_and_wait(self._readers.values(), every_s=0.05)
         await self._embeddings.aclose()
         if snapshot and self.snapshot_dir is not None:
             await self.save_snapshot()

@@ -192,3 +192,29 @@ def test_minilm_embeds_long_texts_whole() -> None:
     # a text within one window gets exactly the vector it had alone
     short = e.embed(["A man is eating food."])[0]
     np.testing.assert_allclose(e.embed(["A man is eating food.", filler])[0], short, atol=1e-4)
+
+
+def test_batch_bounds_cap_rows_and_padded_tokens() -> None:
+    # Issue 30: a run pads every row to its longest, so runs are cut by padded tokens.
+    from retrieval.embedders.minilm import batch_bounds
+
+    assert batch_bounds([], 32, 256) == []
+    assert batch_bounds([10] * 5, 32, 256) == [(0, 5)]
+    assert batch_bounds([10] * 5, 2, 256) == [(0, 2), (2, 4), (4, 5)]
+    # 3 rows of 64 fit 256 tokens, a 4th of 100 would pad all to 400; a row longer than
+    # the budget still goes, alone
+    assert batch_bounds([64, 64, 64, 100, 300], 32, 256) == [(0, 3), (3, 4), (4, 5)]
+    lens = sorted([17, 20, 20, 33, 90, 128, 200, 256, 256])
+    runs = batch_bounds(lens, 32, 256)
+    assert [i for a, b in runs for i in range(a, b)] == list(range(len(lens)))
+    assert all((b - a) * lens[b - 1] <= 256 or b - a == 1 for a, b in runs)
+
+
+@needs_minilm
+def test_minilm_vectors_do_not_depend_on_batching() -> None:
+    e = MiniLMEmbedder()
+    texts = ["short", "a somewhat longer sentence about invoices and terms",
+             " ".join(["a long text about the ledger"] * 60)]
+    whole = e.embed(texts)
+    alone = np.concatenate([e.embed([t]) for t in texts])
+    np.testing.assert_allclose(whole, alone, atol=1e-4)

@@ -239,3 +239,22 @@ async def test_background_embedding_leaves_the_loop_and_the_engine_free(bb: Blac
         assert len(hits) == 8 and all(h.dense is not None for h in hits)
         # the recall waited for the batch: each text was embedded once, in the background
         assert [emb.texts.count(f"fresh note {i} about tulips") for i in range(8)] == [1] * 8
+
+
+async def test_one_shot_recall_embeds_no_backlog_and_closes_at_once(bb: Blackboard) -> None:
+    # `blackboard recall` (issue 30): with background embedding off, following the scopes
+    # does not start the model on the backlog (more than a search embeds inline), and
+    # closing right after the recall does not wait out the readers' blocking reads, even
+    # those still connecting when cancelled (a swallowed cancellation is asked again).
+    emb = CountingEmbedder()
+    await bb.scope(S).write_many([f"backlog note {i}" for i in range(100)])
+    r = Retriever(bb, embedder=emb, background_embed=False, block_ms=5000)
+    try:
+        hits = await r.recall(MemoryQuery(query="backlog", max_results=3), [S])
+        assert len(hits) == 3
+        await asyncio.sleep(0.2)  # a background batch, had one started, would be out now
+        assert emb.texts == [], "a one-shot recall embedded the backlog"
+    finally:
+        t0 = time.monotonic()
+        await r.aclose()
+    assert time.monotonic() - t0 < 2.5, "closing waited for the readers' 5 s block"
