@@ -84,6 +84,14 @@ def test_dataflow_graph_draws_every_edge_with_pending_counts_live(browser: Brows
         '#flow-graph .flow-node')].map(n => [n.dataset.scope, +n.querySelector('rect')
         .getAttribute('x')]))""")
     assert all(xs[s] < xs[t] for s, t in pairs)
+    # the whole graph in view at desktop width, each table of contents drawn as the agent's
+    # timeline in its own column (it was placed past the right edge, in no lane of its own)
+    drawn_w, box_w = page.evaluate("""[+document.getElementById('flow-graph')
+        .getAttribute('width'), document.getElementById('flow-box').clientWidth]""")
+    assert drawn_w <= box_w, (drawn_w, box_w)
+    tocs = [s for s in nodes if s.endswith(":toc")]
+    assert tocs and all(page.text_content(
+        f"#flow-graph .flow-node[data-scope='{s}'] .node-name") == "timeline" for s in tocs)
     # the transformers are named on the drawing; the list says the same edges as text
     labels = " ".join(page.eval_on_selector_all("#flow-graph .edge-label",
                                                 "els => els.map(e => e.textContent)"))

@@ -27,6 +27,7 @@ function s(tag, attrs, ...children) {
 export function nodeLabel(n) {
   if (n.layer === 'team') return n.level ? `${n.owner} ${n.level}` : `team ${n.owner}`;
   if (n.layer === 'collective' || n.layer === 'other') return n.scope;
+  if (n.layer === 'contents') return 'timeline';  // what mem.timeline() reads
   return n.level || n.scope;
 }
 
@@ -162,6 +163,7 @@ export default function flowView(root, ctx) {
   const list = h('details#flow-details', {open: window.innerWidth < 760},
     h('summary', null, 'the same edges as a list'));
   let zoom = 1;
+  let fitted = false;
   let L = null;
   const setZoom = (z) => {
     zoom = Math.max(0.25, Math.min(2, z));
@@ -190,6 +192,11 @@ export default function flowView(root, ctx) {
           : ' (pending counts: not readable by this token)') +
         (L.hidden ? `; ${L.hidden} empty ${L.hidden === 1 ? 'scope' : 'scopes'} without edges not drawn` : ''));
       fill(box, drawGraph(L));
+      if (!fitted) {  // first draw: the whole width at once on a wide screen (a phone pans)
+        fitted = true;
+        const fit = (box.clientWidth - 4) / L.width;
+        if (window.innerWidth >= 760 && fit < 1) zoom = Math.max(0.6, fit);
+      }
       setZoom(zoom);
       fill(list, list.firstChild, edgeList(L));
       ctx.ready();

@@ -1,8 +1,10 @@
 // The dataflow graph's layout, pure (no DOM): scopes placed in columns by level (sensory ->
-// working -> stm -> ltm -> team -> collective) and in one lane per owner, edges between
+// working -> stm -> ltm -> contents -> team -> collective) and in one lane per owner, edges between
 // them grouped by (source, target) with their transformers and pending counts.
 
-export const LAYERS = ['sensory', 'working', 'stm', 'ltm', 'team', 'collective', 'other'];
+// 'contents': an agent's table of contents (the timeline edges' target, not a scope)
+export const LAYERS = ['sensory', 'working', 'stm', 'ltm', 'contents', 'team', 'collective',
+  'other'];
 const LTM = ['episodic', 'semantic', 'procedural'];
 
 export const NODE_W = 118;
@@ -21,6 +23,7 @@ export function layerOf(s) {
   if (s.kind === 'team') return 'team';
   const l = s.level || '';
   if (LTM.includes(l) || l.startsWith('ltm')) return 'ltm';
+  if (l === 'toc') return 'contents';
   return LAYERS.includes(l) ? l : 'other';
 }
 

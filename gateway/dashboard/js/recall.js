@@ -31,6 +31,8 @@ function formToQuery(form) {
   return q;
 }
 
+const EXPERT = ['key_pattern', 'min_strength', 'scopes', 'lens', 'fusion', 'alpha', 'mmr'];
+
 function field(label, input) {
   return h('label', null, h('span', null, label), input);
 }
@@ -47,15 +49,18 @@ function buildForm(q, onRun) {
     field('none of tags', inp('none_of', (tf.none_of || []).join(', '))),
     field('from (UTC)', inp('from', fromMs(q.time_range && q.time_range[0]), {type: 'datetime-local'})),
     field('to (UTC)', inp('to', fromMs(q.time_range && q.time_range[1]), {type: 'datetime-local'})),
-    field('key pattern', inp('key_pattern', q.key_pattern, {placeholder: 'fact:*'})),
-    field('min strength', inp('min_strength', q.min_strength, {type: 'number', step: '0.05', min: '0'})),
-    field('scopes', inp('scopes', (q.scopes || []).join(', '), {placeholder: 'all readable'})),
-    field('lens', inp('lens', q.lens, {placeholder: 'e.g. facts'})),
-    field('fusion', h('select', {name: 'fusion'}, ['convex', 'rrf'].map((f) =>
-      h('option', {value: f, selected: (q.fusion || 'convex') === f}, f)))),
-    field('alpha', inp('alpha', q.alpha, {type: 'number', step: '0.05', min: '0', max: '1'})),
-    field('mmr λ', inp('mmr', q.mmr, {type: 'number', step: '0.05', min: '0', max: '1'})),
     field('max results', inp('max_results', q.max_results || 10, {type: 'number', min: '1', max: '100'})),
+    // The ranking knobs are for someone tuning recall: folded away unless a link sets one.
+    h('details.expert', {open: EXPERT.some((k) => q[k] !== undefined && q[k] !== null)},
+      h('summary', null, 'ranking and key options'),
+      field('key pattern', inp('key_pattern', q.key_pattern, {placeholder: 'fact:*'})),
+      field('min strength', inp('min_strength', q.min_strength, {type: 'number', step: '0.05', min: '0'})),
+      field('scopes', inp('scopes', (q.scopes || []).join(', '), {placeholder: 'all readable'})),
+      field('lens', inp('lens', q.lens, {placeholder: 'e.g. facts'})),
+      field('fusion', h('select', {name: 'fusion'}, ['convex', 'rrf'].map((f) =>
+        h('option', {value: f, selected: (q.fusion || 'convex') === f}, f)))),
+      field('alpha', inp('alpha', q.alpha, {type: 'number', step: '0.05', min: '0', max: '1'})),
+      field('mmr λ', inp('mmr', q.mmr, {type: 'number', step: '0.05', min: '0', max: '1'}))),
     h('div.actions', null, h('button', {type: 'submit'}, 'Recall'),
       h('label.inline', null, h('input', {type: 'checkbox', name: 'live', checked: true}), 'live')));
   return form;
