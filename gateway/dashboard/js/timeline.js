@@ -115,6 +115,19 @@ function childRow(c, max, href) {
     facets(c, true));
 }
 
+/** An entry's value as one readable line: a message's text, a belief's statement, an
+ * episode's or procedure's task and steps, else its text (JSON at worst). */
+function line(v) {
+  if (!v || typeof v !== 'object' || Array.isArray(v)) return text(v);
+  if (typeof v.statement === 'string') return v.statement;
+  if (Array.isArray(v.steps)) {
+    const what = v.title || v.task || v.name || v.task_kind || 'steps';
+    const steps = v.steps.map((x) => (typeof x === 'string' ? x : JSON.stringify(x)));
+    return `${what}${v.outcome ? ` (${v.outcome})` : ''}: ${steps.join(' · ')}`;
+  }
+  return text(v);
+}
+
 function entryRow(e) {
   const v = e.value && typeof e.value === 'object' ? e.value : {};
   const when = v.kind === 'message' && typeof v.at === 'string' ? Date.parse(v.at) : e.created_at;
@@ -122,7 +135,7 @@ function entryRow(e) {
   return h('tr', {dataset: {id: e.id}},
     h('td.when', null, Number.isFinite(when) ? `${dmy(when)} ${utc(when).toISOString().slice(11, 19)}` : '—'),
     h('td.speaker', null, who),
-    h('td.text', null, entryLink(e.scope, e.id, clip(text(e.value), 400)),
+    h('td.text', null, entryLink(e.scope, e.id, clip(line(e.value), 400)),
       e.tags.length ? h('span.tags', null, ' ', e.tags.slice(0, 6).join(' ')) : null),
     h('td.id', null, h('code', null, e.id)));
 }
