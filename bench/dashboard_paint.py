@@ -47,7 +47,8 @@ def say(msg: str) -> None:
 
 
 def views(gw: Any, op: str) -> list[tuple[str, str]]:
-    """(view, route) for every view, the entry view on a belief of the first agent."""
+    """(view, route) for every view, the entry view on a belief of the first agent and the
+    timeline on agent1's table of contents (its root and years)."""
     import httpx
 
     with httpx.Client(base_url=gw.url, headers={"Authorization": f"Bearer {op}"},
@@ -56,7 +57,8 @@ def views(gw: Any, op: str) -> list[tuple[str, str]]:
     f = facts[0]
     entry = f"entry/{quote(f['scope'], safe='')}/{f['current']['id']}"
     return [("flow", "flow"), ("map", "map"), ("events", "events"), ("entry", entry),
-            ("beliefs", "beliefs"), ("workers", "workers")]
+            ("beliefs", "beliefs"), ("workers", "workers"),
+            ("timeline", "timeline?agent=agent1")]
 
 
 def measure(gw: Any, op: str, runs: int) -> dict[str, dict[str, list[float]]]:

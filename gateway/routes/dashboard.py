@@ -32,7 +32,7 @@ from ..dash import ops, paging
 from ..dash import recall as recall_mod
 from ..dash import scopes as scopes_mod
 from ..errors import GatewayError
-from . import dash_tools
+from . import dash_timeline, dash_tools
 from .deps import CallerDep
 from .responses import BODY_ERRORS
 
@@ -172,6 +172,7 @@ def mount(app: FastAPI) -> Any:
     app.state.dash_retrievers = OrderedDict()
     app.include_router(router)
     app.include_router(dash_tools.router)
+    app.include_router(dash_timeline.router)
     app.add_api_route("/", index, include_in_schema=False)
     app.mount("/ui", StaticFiles(directory=STATIC), name="dashboard")
 

@@ -1,7 +1,8 @@
 """The dashboard's tools (issue 30 item 5) in headless Chromium against a real gateway
 process: the header's search box leads to an entry, a scope's entries page by cursor and
 filter by text, the charts draw the gateway's samples (an agent sees only its own), and an
-operator revokes a token after confirming it in the page. Light data (no worker process):
+operator revokes a token after confirming it in the page; the timeline (issue 28) drills from
+a month down to a segment's entries as the REST API answers. Light data (no worker process):
 the views' logic, not consolidation, is under test; `bench/dashboard_paint_tools.py` measures
 first paint on the demo's data. Each view's first paint here is printed, not asserted.
 Screenshots at 1280 and 390 px go to ``$BLACKBOARD_DASHBOARD_SHOTS`` when it is set."""
@@ -220,4 +221,109 @@ def test_an_operator_revokes_a_token_after_confirming(page: Page, env: Env) -> N
     assert page2.locator("nav a[data-view='tokens']").count() == 0
     open_view(page2, env, "tokens")
     assert "Operator token required" in page2.inner_text("main")
+    page2.close()
+
+
+# -- 5. the timeline (issue 28): drill from a month down to a segment's entries -------------
+
+CHAT = [  # (when, speaker, text): three days, the first with two segments (a 5-hour gap)
+    ("2023-04-14T09:00", "Caroline", "I signed up for a pottery class at the community centre."),
+    ("2023-04-14T09:05", "Melanie", "Pottery is so calming, send me a photo of your first bowl."),
+    ("2023-05-08T10:02", "Caroline", "I went to the LGBTQ support group yesterday, so powerful."),
+    ("2023-05-08T10:06", "Melanie", "That sounds inspiring, what stories did people share?"),
+    ("2023-05-08T10:11", "Caroline", "A transgender woman talked about her journey and family."),
+    ("2023-05-08T15:30", "Melanie", "We are going camping at the lake with the kids this weekend."),
+    ("2023-05-08T15:34", "Caroline", "Take marshmallows, the kids will love a campfire."),
+    ("2023-05-20T19:00", "Melanie", "I painted a sunset over the lake after our camping trip."),
+]
+
+
+def _seed_timeline(env: Env) -> str:
+    """agent1's conversation and one note of agent2's, each in its ltm:episodic scope, their
+    tables of contents built as the timeline role keeps them; -> agent2's segment ref."""
+    from blackboard import WriteRequest
+    from consolidation.toc import rebuild
+    from tests.gateway.gateway_support import run_async
+
+    async def go() -> str:
+        async with env.gw.admin() as bb:
+            mine, theirs = "agent:agent1:ltm:episodic", "agent:agent2:ltm:episodic"
+            await bb.scope(mine).write_many([WriteRequest(
+                {"kind": "message", "speaker": who, "text": said, "at": f"{at}:00+00:00"},
+                tags=[f"session:{at[:10]}"]) for at, who, said in CHAT])
+            await bb.scope(theirs).write_many([WriteRequest(
+                {"kind": "message", "speaker": "Omar", "text": "agent2's private plan",
+                 "at": "2023-05-08T11:00:00+00:00"})])
+            await rebuild(bb, mine)
+            await rebuild(bb, theirs)
+        return f"{theirs}#s2023-05-08.0"
+
+    return str(run_async(go))
+
+
+def _shown(page: Page, node_id: str) -> None:
+    page.wait_for_selector(f"#tl-node[data-id='{node_id}']", timeout=20_000)
+
+
+def test_the_timeline_drills_from_a_month_to_a_segments_entries(page: Page, env: Env) -> None:
+    foreign = _seed_timeline(env)
+
+    def rest(**params: object) -> dict:
+        return env.api(env.a1, "GET", "/v1/timeline", params=params)
+
+    login(page, env.a1)
+    open_view(page, env, "timeline")
+    assert int(page.get_attribute("#tl-node", "data-count") or 0) == rest(depth=0)["count"] == 8
+    page.click("li.tl-child[data-id='y2023'] a.tl-open")
+    _shown(page, "y2023")
+    page.click("li.tl-child[data-id='m2023-05'] a.tl-open")
+    _shown(page, "m2023-05")
+    month = rest(at="2023-05")
+    kids = page.eval_on_selector_all("li.tl-child", "els => els.map(e => [e.dataset.id, "
+                                     "Number(e.dataset.count), e.querySelector('.tl-summary')"
+                                     "?.textContent])")
+    assert kids == [[c["id"], c["count"], c["summary"]] for c in month["nodes"]]
+    assert page.inner_text("#tl-node .tl-summary") == month["summary"]
+    assert "8 May 2023" in page.inner_text("#tl-node .tl-span")  # a date, not epoch ms
+    assert "Caroline" in page.inner_text("#tl-node [data-facet='actors']")
+    assert page.inner_text("#tl-crumbs") == "All time \u203a 2023 \u203a May 2023"
+    shots(page, "timeline-month")
+    page.click("li.tl-child[data-id='w2023-05-08'] a.tl-open")
+    _shown(page, "w2023-05-08")
+    page.click("li.tl-child[data-id='d2023-05-08'] a.tl-open")
+    _shown(page, "d2023-05-08")
+    day = rest(at="2023-05-08")
+    refs = page.eval_on_selector_all("li.tl-child", "els => els.map(e => e.dataset.ref)")
+    assert refs == [c["ref"] for c in day["nodes"]] and len(refs) == 2  # the gap cuts two
+    page.click(f"li.tl-child[data-ref='{refs[0]}'] a.tl-open")
+    _shown(page, refs[0].split("#")[1])
+    grips = env.api(env.a1, "GET", "/v1/timeline/expand", params={"segment": refs[0]})
+    rows = page.eval_on_selector_all("#tl-entries tbody tr", "els => els.map(e => e.dataset.id)")
+    assert rows == [e["id"] for e in grips["entries"]] and len(rows) == 3
+    first = grips["entries"][0]
+    assert page.get_attribute(f"#tl-entries tr[data-id='{first['id']}'] a.entry-link", "href") \
+        == f"#/entry/{quote(first['scope'], safe='')}/{first['id']}"
+    assert page.inner_text("#tl-crumbs").endswith(
+        "Mon 8 May 2023 \u203a 10:02\u201310:11 \u00b7 ltm:episodic")
+    shots(page, "timeline")
+
+    # an agent token: another agent's table and segment are refused, saying why
+    page.goto(f"{env.gw.url}/#/timeline?agent=agent2")
+    page.wait_for_function("document.querySelector('main p.error')?.textContent"
+                           ".includes(\"may not read agent 'agent2'\")", timeout=20_000)
+    page.goto(f"{env.gw.url}/#/timeline?segment={quote(foreign, safe='')}")
+    page.wait_for_function("document.querySelector('main p.error')?.textContent"
+                           ".includes(\"may not read scope 'agent:agent2:ltm:episodic'\")",
+                           timeout=20_000)
+    assert "private plan" not in page.inner_text("main")
+
+    # an operator token picks the agent
+    page2 = page.context.new_page()
+    login(page2, env.op)
+    open_view(page2, env, "timeline", "timeline?agent=agent1")
+    assert {"agent1", "agent2"} <= set(page2.eval_on_selector_all(
+        "#tl-agent option", "els => els.map(e => e.value)"))
+    page2.select_option("#tl-agent select", "agent2")
+    page2.wait_for_selector("#tl-node[data-count='1']", timeout=20_000)
+    assert "agent=agent2" in page2.evaluate("location.hash")
     page2.close()

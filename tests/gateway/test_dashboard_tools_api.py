@@ -273,11 +273,50 @@ def test_the_sampler_keeps_bounded_columns_and_counts_worker_restarts() -> None:
     assert s._count_worker_events([W("w1", 9, 1500), W("w2", 4, 3500)], 4000) == 43
 
 
+# -- timeline (issue 28) -----------------------------------------------------------------
+
+def test_the_timeline_view_reads_an_agents_own_table_and_an_operator_picks(
+        gateway: GatewayProc) -> None:
+    from tests.gateway.test_rest_timeline import _build, _segments
+
+    tina, op = gateway.token("tina", []), gateway.operator_token()
+    gateway.token("omar", [])
+    _build(gateway, "tina", ["The pump on line 3 failed.", "Replaced the pump seal."])
+    _build(gateway, "omar", ["omar's private note"])
+    rest = _get(gateway, tina, "/v1/timeline", depth=5).json()
+    mine = _get(gateway, tina, "/v1/dashboard/timeline", depth=5)
+    assert mine.status_code == 200, mine.text
+    assert mine.json() == {"agent": "tina", "agents": ["tina"], "tree": rest, "missing": None}
+    [ref] = _segments(rest)
+    assert _get(gateway, tina, "/v1/dashboard/timeline/expand", segment=ref).json() == \
+        _get(gateway, tina, "/v1/timeline/expand", segment=ref).json()
+    # another agent's table or segment: 403 saying why, for an agent token
+    other = _get(gateway, tina, "/v1/dashboard/timeline", agent="omar")
+    assert _field(other, 403) == "agent" and "sees only its own" in other.json()["detail"]
+    theirs = ref.replace("agent:tina:", "agent:omar:")
+    r = _get(gateway, tina, "/v1/dashboard/timeline/expand", segment=theirs)
+    assert r.status_code == 403 and "agent:omar:" in r.json()["detail"], r.text
+    # an operator picks any agent; that agent's access rules still hold
+    picked = _get(gateway, op, "/v1/dashboard/timeline", agent="omar", depth=0).json()
+    assert {"tina", "omar"} <= set(picked["agents"]) and picked["tree"]["count"] == 1
+    assert _get(gateway, op, "/v1/dashboard/timeline/expand", agent="omar",
+                segment=theirs).json()["entries"][0]["value"] == "omar's private note"
+    assert _get(gateway, op, "/v1/dashboard/timeline/expand", agent="omar",
+                segment=ref).status_code == 403
+    none = _get(gateway, tina, "/v1/dashboard/timeline", at="1999").json()
+    assert none["tree"] is None and "y1999" in none["missing"]
+    for params, field in (({"at": "2023-13"}, "at"), ({"depth": 9}, "depth"),
+                          ({"agent": "a:b"}, "agent"), ({"at": "2023-02-30"}, "at")):
+        assert _field(_get(gateway, op, "/v1/dashboard/timeline", **params)).endswith(field)
+    assert _field(_get(gateway, tina, "/v1/dashboard/timeline/expand",
+                       segment="x#d2023-01-01")).endswith("segment")
+
+
 def test_the_tools_pages_come_from_the_package(gateway: GatewayProc) -> None:
     import re
 
     with gateway.client() as c:
-        for m in ("search", "entries", "charts", "timeseries", "tokens"):
+        for m in ("search", "entries", "charts", "timeseries", "tokens", "timeline"):
             r = c.get(f"/ui/js/{m}.js")
             assert r.status_code == 200, m
             # nothing downloads at run time (the SVG namespace is a name, never fetched)

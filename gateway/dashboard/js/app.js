@@ -14,15 +14,16 @@ import chartsView from './charts.js';
 import tokensView from './tokens.js';
 import {setLevels} from './levels.js';
 import flowView from './flow.js';
+import timelineView from './timeline.js';
 import {themeToggle} from './theme.js';
 
 const VIEWS = {
   map: mapView, events: eventsView, entry: entryView, recall: recallView,
   beliefs: beliefsView, workers: workersView, flow: flowView,
-  search: searchView, charts: chartsView, tokens: tokensView,
+  search: searchView, charts: chartsView, tokens: tokensView, timeline: timelineView,
 };
 const NAV = [['map', 'Memory map'], ['flow', 'Dataflow'], ['events', 'Live events'],
-  ['entry', 'Entry'], ['recall', 'Recall'], ['beliefs', 'Beliefs & skills'],
+  ['entry', 'Entry'], ['timeline', 'Timeline'], ['recall', 'Recall'], ['beliefs', 'Beliefs & skills'],
   ['workers', 'Workers'], ['charts', 'Charts'], ['tokens', 'Tokens']];
 const OPERATOR_ONLY = new Set(['workers', 'tokens']);
 const TITLES = {search: 'Search'};  // views reached otherwise than by the nav
