@@ -92,6 +92,8 @@ def test_dataflow_graph_draws_every_edge_with_pending_counts_live(browser: Brows
     tocs = [s for s in nodes if s.endswith(":toc")]
     assert tocs and all(page.text_content(
         f"#flow-graph .flow-node[data-scope='{s}'] .node-name") == "timeline" for s in tocs)
+    assert all(page.get_attribute(f"#flow-graph .flow-node[data-scope='{s}']", "href")
+               == f"#/timeline?agent={s.split(':')[1]}" for s in tocs)
     # the transformers are named on the drawing; the list says the same edges as text
     labels = " ".join(page.eval_on_selector_all("#flow-graph .edge-label",
                                                 "els => els.map(e => e.textContent)"))

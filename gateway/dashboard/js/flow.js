@@ -128,7 +128,9 @@ export function drawGraph(L) {
       `${p.transformer} (${p.edge})${p.pending === null ? '' : `: ${p.pending} pending`}`).join('\n'))));
   });
   for (const n of L.nodes) {
-    const href = `#/entry/${encodeURIComponent(n.scope)}`;
+    // a table of contents is no scope: its node opens the agent's timeline view
+    const href = n.layer === 'contents' ? `#/timeline?agent=${encodeURIComponent(n.owner)}`
+      : `#/entry/${encodeURIComponent(n.scope)}`;
     svg.appendChild(s('a', {href, class: 'flow-node', 'data-scope': n.scope},
       s('title', null, `${n.scope}: ${n.count ?? '?'} entries (open its entries)`),
       s('rect', {x: n.x, y: n.y, width: NODE_W, height: NODE_H, rx: 5}),
