@@ -19,7 +19,9 @@ changes the ledger supersedes the held entry (``revision: changed`` when the cur
 claim changed): the same statement from several members is one entry with several
 attributions, and a newer contrary statement supersedes the older one, whichever member
 said either. The ledger holds at most one record per (claim, member): its size does not
-grow with how often a statement is repeated.
+grow with how often a statement is repeated. A member's entry edited in place to another
+claim states it after its old one (its version orders them); re-read at a later version
+still stating the same claim (a reinforcement), it adds nothing.
 """
 
 from __future__ import annotations
@@ -74,7 +76,7 @@ def _record(e: Entry, claim: str) -> Record:
     said = min(occurred_at(e), e.created_at)
     out: Record = {"agent": next(iter(actors_of(e)), None), "entry": e.id, "scope": e.scope,
                    "at": e.created_at, "said_at": said, "seq": origin_id(e),
-                   "claim": claim, "text": entry_text(e)}
+                   "claim": claim, "text": entry_text(e), "version": e.version}
     claimed = claimed_actors_of(e)
     if claimed:
         out["claimed_agent"] = claimed
@@ -82,8 +84,17 @@ def _record(e: Entry, claim: str) -> Record:
 
 
 def _order(r: Record) -> tuple[int, str, int]:
+    # An entry edited in place states its new claim after its old one, at the time it
+    # was written (not updated_at: a reinforcement must not make an old claim newer).
     return said_order(int(r.get("said_at") or 0), str(r.get("seq") or ""),
-                      str(r.get("entry") or ""), 0)
+                      str(r.get("entry") or ""), int(r.get("version") or 1))
+
+
+def _restated(ledger: dict[tuple[str, str], Record], held: Record, r: Record) -> bool:
+    """Whether ``r`` is ``held``'s own entry at a later version that still states what
+    it stated last (reinforced, or edited elsewhere): nothing new was said."""
+    return held.get("entry") == r["entry"] and not any(
+        o.get("entry") == r["entry"] and _order(o) > _order(held) for o in ledger.values())
 
 
 def _ledger(prior: Entry | None) -> dict[tuple[str, str], Record]:
@@ -111,7 +122,7 @@ def slot_draft(key: str, members: Sequence[tuple[Entry, str]], ctx: TransformCon
     for e, claim in members:
         r = _record(e, claim)
         held = ledger.get((claim, str(r["agent"])))
-        if held is None or _order(r) > _order(held):
+        if held is None or (_order(r) > _order(held) and not _restated(ledger, held, r)):
             ledger[(claim, str(r["agent"]))] = r
             fresh.append(e)
     if not fresh:

@@ -144,3 +144,30 @@ async def test_a_transformer_compares_stored_vectors_and_never_runs_the_model(
                 for p in range(bb.partitions)]) == 1  # the dedupe job embeds it
     [held] = await _live(bb)
     assert _agents(held) == ["a1", "a2"]
+
+
+async def test_a_replay_drafts_nothing_and_an_updated_statement_is_applied(
+        bb: Blackboard) -> None:
+    """The replay check compares versions, not ids: the held entry cites the statement at
+    the version it was drafted from, so the same batch again (a crash before its buffer
+    was trimmed) writes nothing, while the statement re-read after an edit in place is
+    new input that supersedes it; and that batch replayed writes nothing either."""
+    stm = bb.scope(agent_scope("a1", MemoryLevel.STM))
+    [said] = await _say(bb, "a1", "Acme Corp lives in Springfield.")
+    await _pool(bb, "a1", [said])
+    [held] = await _live(bb)
+    await _pool(bb, "a1", [await stm.get(said.id)])  # crash replay
+    assert len(await bb.scope(TEAM).entries(limit=None)) == 1
+    await stm.update(said.id, value="Acme Corp lives in Shelbyville.")
+    edited = await stm.get(said.id)
+    assert edited.version > said.version
+    await _pool(bb, "a1", [edited])
+    [now] = await _live(bb)
+    assert now.text == "Acme Corp lives in Shelbyville." and now.id != held.id
+    assert now.metadata["supersedes"] == held.id and _agents(now) == ["a1"]
+    assert [r["text"] for r in now.metadata["earlier"]] == ["Acme Corp lives in Springfield."]
+    assert now.metadata["provenance"]["versions"] == {said.id: edited.version}
+    for _ in range(2):  # the edited batch replayed, and re-read once more unchanged
+        await _pool(bb, "a1", [await stm.get(said.id)])
+    assert [e.id for e in await _live(bb)] == [now.id]
+    assert len(await bb.scope(TEAM).entries(limit=None)) == 2
