@@ -26,7 +26,7 @@ still stating the same claim (a reinforcement), it adds nothing.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from blackboard import Entry
@@ -110,6 +110,57 @@ def _ledger(prior: Entry | None) -> dict[tuple[str, str], Record]:
     return out
 
 
+def _take(ledger: dict[tuple[str, str], Record],
+          members: Sequence[tuple[Entry, str]]) -> list[Entry]:
+    """Record in ``ledger`` each member statement later than its member's record of the
+    same claim; the entries recorded (the batch's fresh statements)."""
+    fresh: list[Entry] = []
+    for e, claim in members:
+        r = _record(e, claim)
+        held = ledger.get((claim, str(r["agent"])))
+        if held is None or (_order(r) > _order(held) and not _restated(ledger, held, r)):
+            ledger[(claim, str(r["agent"]))] = r
+            fresh.append(e)
+    return fresh
+
+
+def _base(prior: Entry | None, mine: list[Entry], head: Entry | None
+          ) -> tuple[Any, Mapping[str, Any], frozenset[str], int, float]:
+    """Value, metadata, tags, reinforcements and importance of the next version: the
+    prior's with the fresh statements of its claim ``mine`` added when the claim stays
+    (``head`` None), else the statement said last ``head``'s with those of ``mine``."""
+    if head is None:
+        assert prior is not None
+        tags = union_tags([prior.tags - {"superseded"}, *(e.tags for e in mine)])
+        reinforcements = prior.reinforcements + len(mine) + sum(e.reinforcements for e in mine)
+        return (prior.value, prior.metadata, tags, reinforcements,
+                max(e.importance for e in [prior, *mine]))
+    return (head.value, head.metadata, union_tags([e.tags for e in mine]),
+            sum(e.reinforcements for e in mine), max(e.importance for e in mine))
+
+
+def _team_meta(base: Mapping[str, Any], key: str, records: list[Record],
+               changed: bool) -> dict[str, Any]:
+    """The next version's metadata from ``base``: the current claim (said last in
+    ``records``, in said order), who said it and the contrary statements before it."""
+    current = records[-1]["claim"]
+    attribution = [r for r in records if r["claim"] == current]
+    agents = sorted({str(r["agent"]) for r in attribution if r.get("agent")})
+    meta = {k: v for k, v in base.items() if k not in _NOT_CARRIED}
+    meta.pop("revision", None)
+    claimed = sorted({c for r in attribution for c in r.get("claimed_agent", [])}
+                     - set(agents))
+    if claimed:
+        meta["claimed_agents"] = claimed
+    if changed:
+        meta["revision"] = "changed"
+    meta.update(kind="team", slot=key[len(KEY_PREFIX):], claim=current, agents=agents,
+                attribution=attribution, earlier=[r for r in records if r["claim"] != current],
+                duplicates=len(attribution) - 1,
+                merge="exact" if len(attribution) > 1 else "none")
+    return meta
+
+
 def slot_draft(key: str, members: Sequence[tuple[Entry, str]], ctx: TransformContext,
                provenance: Any) -> Draft | None:
     """The team's next version of the statement on ``key`` after ``members`` (entries
@@ -118,57 +169,30 @@ def slot_draft(key: str, members: Sequence[tuple[Entry, str]], ctx: TransformCon
     ``provenance(ids)`` makes the draft's provenance."""
     prior = ctx.existing.get(key)
     ledger = _ledger(prior)
-    fresh: list[Entry] = []
-    for e, claim in members:
-        r = _record(e, claim)
-        held = ledger.get((claim, str(r["agent"])))
-        if held is None or (_order(r) > _order(held) and not _restated(ledger, held, r)):
-            ledger[(claim, str(r["agent"]))] = r
-            fresh.append(e)
+    fresh = _take(ledger, members)
     if not fresh:
         return None
     records = sorted(ledger.values(), key=_order)
     current = records[-1]["claim"]
-    attribution = [r for r in records if r["claim"] == current]
-    earlier = [r for r in records if r["claim"] != current]
     same = prior is not None and prior.metadata.get("claim") == current
-    by_id = {e.id: e for e, _ in members}
     claim_of = {e.id: c for e, c in members}
     mine = [e for e in fresh if claim_of[e.id] == current]  # fresh statements of it
-    if same:
-        assert prior is not None
-        base_value, base_meta = prior.value, prior.metadata
-        tags = union_tags([prior.tags - {"superseded"}, *(e.tags for e in mine)])
-        reinforcements = prior.reinforcements + len(mine) + sum(e.reinforcements for e in mine)
-        importance = max(e.importance for e in [prior, *mine])
-    else:
-        head = by_id[str(attribution[-1]["entry"])]  # stated last: it is in this batch
-        base_value, base_meta = head.value, head.metadata
-        tags = union_tags([e.tags for e in mine])
-        reinforcements = len(attribution) - 1 + sum(e.reinforcements for e in mine)
-        importance = max(e.importance for e in mine)
-    agents = sorted({str(r["agent"]) for r in attribution if r.get("agent")})
+    # Stated last: when the claim changed, it is in this batch.
+    head = None if same else {e.id: e for e, _ in members}[str(records[-1]["entry"])]
+    value, base, tags, reinforcements, importance = _base(prior, mine, head)
+    meta = _team_meta(base, key, records, prior is not None and not same)
+    attribution = meta["attribution"]
+    if head is not None:
+        reinforcements += len(attribution) - 1
     first = attribution[0].get("agent")
-    meta = {k: v for k, v in base_meta.items() if k not in _NOT_CARRIED}
-    claimed = sorted({c for r in attribution for c in r.get("claimed_agent", [])}
-                     - set(agents))
-    if claimed:
-        meta["claimed_agents"] = claimed
-    meta.update(kind="team", slot=key[len(KEY_PREFIX):], claim=current, agents=agents,
-                attribution=attribution, earlier=earlier, duplicates=len(attribution) - 1,
-                merge="exact" if len(attribution) > 1 else "none")
-    if prior is not None and not same:
-        meta["revision"] = "changed"
-    else:
-        meta.pop("revision", None)
     return Draft(
-        value=base_value,
+        value=value,
         provenance=provenance([e.id for e in fresh]),
         tags=tags,
         metadata=meta,
         importance=importance,
         key=key,
         reinforcements=reinforcements,
-        reinforced_by=tuple(a for a in agents if a != first),
+        reinforced_by=tuple(a for a in meta["agents"] if a != first),
         supersedes=prior.id if prior is not None else None,
     )
