@@ -139,6 +139,9 @@ class TeamTransformer:
     one_target_at_a_time = True
     #: Near duplicates are found by meaning when the worker has an embedder.
     compares_entries = True
+    #: A member's statement edited in place is new input to the slot's held entry (each
+    #: member's latest statement per claim counts once: applying it again adds nothing).
+    redrafts_updates = True
 
     async def __call__(self, batch: Sequence[Entry], ctx: TransformContext) -> list[Draft]:
         p = parse_params(TeamParams, ctx.params, self.name)

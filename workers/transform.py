@@ -15,6 +15,7 @@ from consolidation.transformer import (
     TransformContext,
     compares_entries,
     get_transformer,
+    redrafts_updates,
 )
 from memory.subscriptions import MemorySubscription
 from retrieval.belief_keys import BeliefKey
@@ -93,7 +94,10 @@ class TransformBridge:
             similarity=similarity,
             now_ms=now_ms,
         )
-        versions = {e.id: e.version for e in entries}
+        # Versions matter to a transformer that redrafts updated sources; to any other, a
+        # batch entry is one input whatever its version (consolidation.transformer).
+        versions = ({e.id: e.version for e in entries} if redrafts_updates(t.name)
+                    else {e.id: 1 for e in entries})
         drafts = await t(entries, ctx)
         keys = {d.key for d in drafts if d.key}
         existing: dict[str, Entry] = {}

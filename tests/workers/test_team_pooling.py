@@ -171,3 +171,29 @@ async def test_a_replay_drafts_nothing_and_an_updated_statement_is_applied(
         await _pool(bb, "a1", [await stm.get(said.id)])
     assert [e.id for e in await _live(bb)] == [now.id]
     assert len(await bb.scope(TEAM).entries(limit=None)) == 2
+
+
+async def test_a_belief_counts_an_updated_source_once(bb: Blackboard) -> None:
+    """Only a transformer that redrafts updated sources (the team's statements) reads a
+    newer version as new input: a belief re-reading its own source after an update that
+    keeps the statement (the survivor of a dedupe merge, say) adds no support."""
+    from consolidation.transformer import redrafts_updates
+
+    assert redrafts_updates("team") and not redrafts_updates("semantic")
+    target = agent_scope("a1", MemoryLevel.SEMANTIC)
+    edge = MemorySubscription(agent_scope("a1", MemoryLevel.STM), target, "semantic")
+    stm = bb.scope(agent_scope("a1", MemoryLevel.STM))
+    [said] = await _say(bb, "a1", "Acme Corp lives in Springfield.")
+
+    async def fire(batch: list[Entry]) -> None:
+        reqs = await TransformBridge(bb)(edge, target, batch, bb.now_ms())
+        await bb.scope(target).write_many(reqs)
+
+    await fire([said])
+    [held] = await _live(bb, target)
+    await stm.update(said.id, tags={"merged"})  # a new version, the same statement
+    again = await stm.get(said.id)
+    assert again.version > said.version
+    await fire([again])
+    [now] = await _live(bb, target)
+    assert now.id == held.id and now.version == held.version
