@@ -37,7 +37,7 @@ def default_edges(agent_id: str, teams: Iterable[str] = ()) -> list[MemorySubscr
     """The default dataflow: sensory -> working -> stm (steps kept, and summaries) ->
     {episodic, semantic, procedural} from the steps, every agent's beliefs and procedures
     -> ``collective``, the tables of contents of ltm:episodic and stm (``timeline``), the
-    agent's stm summaries -> each team's root scope, and the agent's
+    agent's stm summaries and stated facts -> each team's root scope, and the agent's
     beliefs -> each team's semantic scope. Triggers: counts with a time bound.
 
     Per-agent edges are patterns (``agent:*:working -> agent:{1}:stm``) shared by every
@@ -80,12 +80,14 @@ def default_edges(agent_id: str, teams: Iterable[str] = ()) -> list[MemorySubscr
     ]
     for t in sorted(set(teams)):
         # The team pools its members' summaries (consolidation.team keys each by its
-        # content). Facts reach the team as beliefs (below), not as statements here: a
-        # statement is never superseded, so an outdated one would compete with the
-        # current truth in a recall of the team's root scope.
+        # content) and the facts they stated, each keyed by the slot it states
+        # (consolidation.team_statements): the same statement from several members is
+        # one entry, and a newer contrary one supersedes it, so an outdated statement
+        # never competes with the current one in a recall of the team's root scope.
+        # Their beliefs reconcile in the team's semantic scope (below).
         edges.append(MemorySubscription(
             agent_scope(agent_id, MemoryLevel.STM), team_scope(t), team.name,
-            filter=TagMatch.of(all_of={"summary"}),
+            filter=TagMatch.of(any_of={"summary", "fact"}),
             trigger=Trigger.any_of(Trigger.count(20), Trigger.timer(600)),
         ))
         # Agents reconcile: every member's beliefs (their raw evidence) -> one team belief

@@ -18,7 +18,9 @@ class Provenance:
     """Where a draft comes from.
 
     ``sources`` are the ids of the batch entries it derives from, sorted and unique;
-    ``model`` is the LLM model name when an LLM produced it, else None.
+    ``model`` is the LLM model name when an LLM produced it, else None. ``versions`` are
+    the sources read at a later version than their first (1), with that version: an
+    updated source is new input, and its draft gets an id of its own.
     """
 
     sources: tuple[str, ...]
@@ -26,9 +28,12 @@ class Provenance:
     version: str
     edge: str
     model: str | None = None
+    versions: tuple[tuple[str, int], ...] = ()
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "sources", tuple(sorted(set(self.sources))))
+        object.__setattr__(self, "versions", tuple(sorted(
+            (s, v) for s, v in dict(self.versions).items() if v > 1 and s in self.sources)))
 
     @classmethod
     def of(
@@ -49,6 +54,7 @@ class Provenance:
             "version": self.version,
             "edge": self.edge,
             "model": self.model,
+            **({"versions": dict(self.versions)} if self.versions else {}),
         }
 
 
@@ -93,12 +99,16 @@ class Draft:
         """Deterministic id of this draft in ``target_scope``.
 
         ``deterministic_id(edge, target_scope, transformer, version, *sorted sources,
-        "#" + (key or discriminator))``: a replay of the same batch gives the same ids,
-        and two drafts of one batch differ by their sources or their key/discriminator.
+        "#" + (key or discriminator))``, with ``<source>@<version>`` after the sources for
+        each updated one: a replay of the same batch gives the same ids, two drafts of one
+        batch differ by their sources or their key/discriminator, and a draft from an
+        updated source differs from the one drafted from it before.
         """
         p = self.provenance
         tail = "#" + (self.key if self.key is not None else self.discriminator)
-        return deterministic_id(edge, target_scope, p.transformer, p.version, *p.sources, tail)
+        updated = [f"{s}@{v}" for s, v in p.versions]
+        return deterministic_id(edge, target_scope, p.transformer, p.version, *p.sources,
+                                *updated, tail)
 
     def full_metadata(self) -> dict[str, Any]:
         """``metadata`` plus ``provenance`` (and ``supersedes`` when set), ready to write."""

@@ -18,6 +18,11 @@ agents pooled, the first statement's value kept); members already attributed are
 counted again (a replayed batch drafts nothing). Near duplicates merge within a batch;
 across batches only the same normalised text finds the held entry (and the maintenance
 dedupe job merges what is left).
+
+A member's statement of one fact (``Acme Corp lives in Springfield``) is keyed by the slot
+it states instead, ``team:<slot>`` (:mod:`consolidation.team_statements`): the statement
+said last is the team's current one there, the same statement from several members one
+entry with every one's attribution, and a newer contrary statement supersedes it.
 """
 
 from __future__ import annotations
@@ -40,6 +45,7 @@ from .dedupe import (
 from .draft import Draft
 from .params import parse_params
 from .signals import actors_of, chronological, claimed_actors_of
+from .team_statements import slot_draft, statement_slot
 from .text import entry_text, union_tags
 from .transformer import Similarity, TransformContext, register_transformer
 
@@ -126,25 +132,43 @@ class TeamTransformer:
     """The LLM is not used: merging is a decision code must be able to explain."""
 
     name = "team"
-    version = "2"  # 2: keyed by content, merging across batches
+    version = "3"  # 2: keyed by content, merging across batches; 3: statements by slot
     #: Members' edges share the team's entries as priors (workers.target_turn): two
     #: firings at once would each supersede the held statement with only their own
     #: attribution added, and one member's would be lost.
     one_target_at_a_time = True
     #: Near duplicates are found by meaning when the worker has an embedder.
     compares_entries = True
+    #: A member's statement edited in place is new input to the slot's held entry (each
+    #: member's latest statement per claim counts once: applying it again adds nothing).
+    redrafts_updates = True
 
     async def __call__(self, batch: Sequence[Entry], ctx: TransformContext) -> list[Draft]:
         p = parse_params(TeamParams, ctx.params, self.name)
         es = chronological({e.id: e for e in batch}.values())
         if not es:
             return []
-        texts = [entry_text(e) for e in es]
+        # A statement about one slot joins the team's current truth on it
+        # (consolidation.team_statements); the rest is pooled by content.
+        slotted: dict[str, list[tuple[Entry, str]]] = {}
+        rest: list[Entry] = []
+        for e in es:
+            got = statement_slot(e)
+            if got is None:
+                rest.append(e)
+            else:
+                slotted.setdefault(got[0], []).append((e, got[1]))
+        texts = [entry_text(e) for e in rest]
         drafts = [
-            self._draft([es[i] for i in idx], merge, content_hash(texts[idx[0]]), ctx)
+            (rest[idx[0]], self._draft([rest[i] for i in idx], merge,
+                                       content_hash(texts[idx[0]]), ctx))
             for idx, merge in duplicate_groups(texts, ctx.similarity, p.threshold)
         ]
-        return [d for d in drafts if d is not None]
+        drafts += [(ms[0][0], slot_draft(k, ms, ctx, lambda ids: ctx.provenance(self, ids)))
+                   for k, ms in slotted.items()]
+        place = {e.id: i for i, e in enumerate(es)}
+        drafts.sort(key=lambda fd: place[fd[0].id])
+        return [d for _, d in drafts if d is not None]
 
     def _draft(
         self, members: list[Entry], merge: Merge, text_hash: str, ctx: TransformContext

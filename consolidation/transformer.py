@@ -27,6 +27,7 @@ __all__ = [
     "get_transformer",
     "identity",
     "reads_updates",
+    "redrafts_updates",
     "register_transformer",
     "transformer_names",
     "transformer_roles",
@@ -117,6 +118,18 @@ def reads_updates(name: str) -> bool:
     the survivor of a dedupe merge, is the same step, not a new one."""
     t = _REGISTRY.get(name)
     return bool(getattr(t, "reads_updates", True)) if t is not None else True
+
+
+def redrafts_updates(name: str) -> bool:
+    """Whether transformer ``name`` applies an updated source to the entry it already
+    drafted from that source (its ``redrafts_updates`` attribute, False by default): only
+    one whose drafts keep each source's latest statement (the team's statements by slot)
+    may, since applying the same source twice must add nothing. Any other transformer
+    takes a held entry that cites a batch entry for a crash replay of that batch, whatever
+    the source's version: a belief's support or a tally would otherwise count an updated
+    source (say, the survivor of a dedupe merge) a second time."""
+    t = _REGISTRY.get(name)
+    return bool(getattr(t, "redrafts_updates", False)) if t is not None else False
 
 
 def compares_entries(name: str) -> bool:

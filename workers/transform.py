@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, replace
 
 from blackboard import Blackboard, Entry, NotFound, Scope, WriteRequest
@@ -15,6 +15,7 @@ from consolidation.transformer import (
     TransformContext,
     compares_entries,
     get_transformer,
+    redrafts_updates,
 )
 from memory.subscriptions import MemorySubscription
 from retrieval.belief_keys import BeliefKey
@@ -93,13 +94,18 @@ class TransformBridge:
             similarity=similarity,
             now_ms=now_ms,
         )
+        # Versions matter to a transformer that redrafts updated sources; to any other, a
+        # batch entry is one input whatever its version (consolidation.transformer).
+        versions = ({e.id: e.version for e in entries} if redrafts_updates(t.name)
+                    else {e.id: 1 for e in entries})
         drafts = await t(entries, ctx)
         keys = {d.key for d in drafts if d.key}
         existing: dict[str, Entry] = {}
         if keys:
-            existing = await self._existing(target, keys, {e.id for e in entries})
+            existing = await self._existing(target, keys, versions)
             if existing:
                 drafts = await t(entries, replace(ctx, existing=existing))
+        drafts = [_read_at(d, versions) for d in drafts]
         # A key may get several versions in one batch (a change the batch itself made):
         # each retires the one before it, as it will be stored.
         holders, out = dict(existing), []
@@ -110,22 +116,25 @@ class TransformBridge:
         return out
 
     async def _existing(
-        self, target: str, keys: Iterable[str], batch: set[str]
+        self, target: str, keys: Iterable[str], batch: Mapping[str, int]
     ) -> dict[str, Entry]:
-        """The live holder of each key, as it stood before this batch.
+        """The live holder of each key, as it stood before this batch (``batch``: each
+        entry's id and the version read).
 
         A holder derived from this very batch was written by an earlier run of it that
         crashed before its buffer was trimmed: the replay must see what that run saw (the
         entry the holder superseded, or nothing), so it makes the same drafts, whose
         deterministic ids make the rewrite a no-op. Without this, an accumulating
         transformer (an open episode, a procedure's tally) would count the batch twice.
+        A holder that cites a batch entry at an older version than the one read now was
+        drafted before that entry was updated: the update is new input, applied to it.
         """
         scope = self.bb.scope(target)
         out: dict[str, Entry] = {}
         for k in sorted(keys):
             try:
                 e = await self._holder(scope, k)
-                if batch.intersection(e.source):
+                if replays(e, batch):
                     prev = e.metadata.get("supersedes")
                     if not isinstance(prev, str):
                         continue
@@ -148,3 +157,32 @@ class TransformBridge:
             if name == key or e.superseded_by is None:
                 return e
         raise NotFound(f"no entry holds key {key!r}")
+
+
+def replays(held: Entry, batch: Mapping[str, int]) -> bool:
+    """Whether ``held`` was drafted from ``batch`` (entry ids and the versions read) as it
+    reads now, i.e. an earlier run of this batch wrote it: it cites a batch entry, and
+    none at an older version than the batch's (``provenance.versions``: a source cited
+    without one was read at version 1)."""
+    shared = [s for s in held.source if s in batch]
+    if not shared:
+        return False
+    prov = held.metadata.get("provenance")
+    got = prov.get("versions") if isinstance(prov, dict) else None
+    drafted = got if isinstance(got, dict) else {}
+    return all(batch[s] <= _int(drafted.get(s), 1) for s in shared)
+
+
+def _int(v: object, default: int) -> int:
+    return v if isinstance(v, int) and not isinstance(v, bool) else default
+
+
+def _read_at(d: Draft, versions: Mapping[str, int]) -> Draft:
+    """``d`` with the version each of its updated sources was read at (its provenance):
+    a replay of this batch recognises its output by them, and a draft from an updated
+    source gets an id of its own (:meth:`Draft.entry_id`). Drafts without a key are left
+    as they were: they supersede nothing, and their ids stay those of their sources."""
+    if d.key is None:
+        return d
+    read = tuple((s, versions[s]) for s in d.sources if versions.get(s, 1) > 1)
+    return replace(d, provenance=replace(d.provenance, versions=read)) if read else d

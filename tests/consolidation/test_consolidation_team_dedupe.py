@@ -164,3 +164,16 @@ def test_texts_whose_numbers_differ_never_merge_however_alike() -> None:
     assert near_duplicate_clusters(same, 0.95) == [[0, 1, 2]]
     # the order is part of the statement (MiniLM: cosine >= 0.95 for these two)
     assert numbers_of("round 0 step 1") != numbers_of("round 1 step 0")
+
+
+async def test_a_statement_cannot_hold_its_slot_by_naming_a_time_to_come() -> None:
+    """A member's own stm entry naming a future ``occurred_at`` counts as said when it was
+    written: the later contrary statement of another member still becomes the team's."""
+    t = get_transformer("team")
+    forged = make_entry("f1", "Acme Corp lives in Springfield.", at=0, scope="agent:a1:stm",
+                        occurred_at=T0 + 10**12)
+    honest = make_entry("h1", "Acme Corp lives in Shelbyville.", at=5, scope="agent:a2:stm")
+    [d] = await t([forged, honest], TransformContext("e", "team:t1", now_ms=T0))
+    assert d.key == "team:fact:acme-corp:lives_in"
+    assert d.value == "Acme Corp lives in Shelbyville." and d.metadata["agents"] == ["a2"]
+    assert [r["entry"] for r in d.metadata["earlier"]] == ["f1"]

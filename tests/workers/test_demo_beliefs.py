@@ -2,7 +2,8 @@
 and an hour's worth of maintenance no evidence link dangles (issue 25 item 4), and the
 team holds one Acme Corp belief, Shelbyville, with every agent's evidence, first in each
 agent's recall among the beliefs on that key (item 6); collective memory holds what all
-three agents came to hold, and their learned procedures pooled (issue 27).
+three agents came to hold, and their learned procedures pooled (issue 27); each fact
+stated is one team entry with every stating agent's attribution (issue 26 item 4).
 
 The hour is simulated by running each maintenance job directly on every partition, twice
 (sweep, prune, capacity, dedupe, reindex, trim, reschedule): Redis stamps entries with its
@@ -83,6 +84,29 @@ async def _summaries_distil(bb: Blackboard) -> None:
     assert total and kept / total <= 0.35, (kept, total)
 
 
+async def _team_pools_statements(bb: Blackboard) -> None:
+    """Issue 26 item 4: each fact the agents stated is one live entry of the team's root
+    scope, attributed to every agent that stated it (the landed team scope held copies of
+    each agent's summaries, and merged nothing); the one they stated before the move is
+    no live entry but the current statement's history, with every agent that said it."""
+    said: dict[str, set[str]] = {}
+    for a in AGENTS:
+        for e in await bb.scope(f"agent:{a}:working").entries(limit=None, all_of=["fact"]):
+            said.setdefault(normalise_text(e.text), set()).add(a)
+    held: dict[str, list[set[str]]] = {}
+    earlier: dict[str, set[str]] = {}
+    for e in await bb.scope(f"team:{TEAM}").entries(limit=None, all_of=["fact"]):
+        if e.superseded_by is None and "summary" not in e.tags:
+            agents = {x["agent"] for x in e.metadata["attribution"]}
+            held.setdefault(normalise_text(e.text), []).append(agents)
+            for r in e.metadata["earlier"]:
+                earlier.setdefault(normalise_text(r["text"]), set()).add(r["agent"])
+    moved = normalise_text("Acme Corp lives in Springfield.")
+    assert said and any(len(by) > 1 for by in said.values()), said
+    assert held == {text: [by] for text, by in said.items() if text != moved}, (held, said)
+    assert earlier == {moved: said[moved]}, (earlier, said)
+
+
 def _plain(text: str) -> str:
     """A sentence as a belief states it: no full stop, no articles, lower case."""
     words = text.strip().rstrip(".").lower().split()
@@ -140,6 +164,7 @@ async def test_demo_evidence_survives_maintenance_and_the_team_reconciles(
             await w.stop()
 
     await _summaries_distil(bb)
+    await _team_pools_statements(bb)
     await _collective_holds_what_every_agent_came_to_hold(bb)
     done = await _an_hour_of_maintenance(bb)
     assert done["dedupe"] > 0  # it deleted entries beliefs cite (18 of 40 links before)
