@@ -86,7 +86,10 @@ async def build_report(bb: Blackboard, agent: str) -> tuple[dict[str, Any], Memo
         # the live ones: an episode a batch left open is superseded when the next continues it
         epi = await bb.scope(mem.scope_for("episodic")).entries(none_of=["superseded"],
                                                                 limit=3)
-        team = await bb.scope(mem.scope_for(None, team=TEAM)).entries(limit=3)
+        # the live ones, the members' statements (one per fact, keyed by its slot) first
+        team = await bb.scope(mem.scope_for(None, team=TEAM)).entries(
+            none_of=["superseded"], limit=None)
+        team = sorted(team, key=lambda e: "slot" not in (e.metadata or {}))[:5]
         # what the agents agree on (issue 27): the live versions, below the quorum included
         collective = await bb.scope(COLLECTIVE).entries(none_of=["superseded"], limit=None)
         recalls: dict[str, list[Any]] = {}
