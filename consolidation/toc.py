@@ -19,6 +19,7 @@ and computed again. Deleted entries are not taken out (the bus carries no deleti
 
 from __future__ import annotations
 
+import functools
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
@@ -31,7 +32,7 @@ from retrieval.toc import ROOT_ID, Level, TocNode, keywords_of, node_ids_for, sp
 from .draft import Draft
 from .signals import occurred_at
 from .summarize import SummarizeParams, select_sentences
-from .text import entry_text, split_sentences, tfidf_matrix, truncate_tokens
+from .text import count_tokens, entry_text, split_sentences, tfidf_matrix, truncate_tokens
 from .transformer import TransformContext, register_transformer
 
 __all__ = ["GAP_MS", "MAX_SEGMENT", "TocChange", "apply_entries", "plan", "rebuild", "timeline"]
@@ -94,8 +95,19 @@ def _summary(prev: str, new: Sequence[str], budget: int) -> str:
         return ""
     if len(cands) == 1:
         return truncate_tokens(cands[0], budget)
+    total = sum(count_tokens(c) for c in cands)
+    # When every candidate fits, the budget never binds: the choice is the same at every
+    # level, and a chain of single children (a day's week, month, year, root) asks for
+    # the same candidates again and again.
+    return _chosen(tuple(cands), budget if total > budget else 0)
+
+
+@functools.lru_cache(maxsize=256)
+def _chosen(cands: tuple[str, ...], budget: int) -> str:
+    """LexRank's choice among ``cands`` within ``budget`` tokens (0: they all fit)."""
     v = tfidf_matrix(cands)
-    chosen = select_sentences(cands, v @ v.T, SummarizeParams(budget=budget))
+    params = SummarizeParams(budget=budget or sum(count_tokens(c) for c in cands))
+    chosen = select_sentences(cands, v @ v.T, params)
     if not chosen:
         return truncate_tokens(cands[0], budget)
     return " ".join(cands[i] for i in chosen)
