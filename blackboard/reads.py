@@ -221,9 +221,9 @@ class Reads:
         ``retained``: the dataflow's view — also entries that expired or were evicted
         (retired) and are kept until every edge has consolidated them.
 
-        ``fields``: read only these of :data:`ENTRY_FIELDS` (``id`` among them); the others
-        read as absent (their defaults), for a reader that uses no more (the timeline role
-        reads 7 of 24: half the read's CPU).
+        ``fields``: read only these of :data:`ENTRY_FIELDS` (and ``id``, and
+        ``expires_at`` unless ``retained``); the others read as absent (their defaults),
+        for a reader that uses no more (the timeline role reads 7 of 24).
 
         Every ref must name a valid scope of ``partition`` and a valid entry id (their keys
         share the partition's slot, which a single script call needs on a cluster);
@@ -234,7 +234,9 @@ class Reads:
         valid = [k for k in keys if k is not None]
         if not valid:
             return [None] * len(keys)
-        names = ENTRY_FIELDS if fields is None else _subset(fields)
+        # the expiry is read whenever it decides what is returned
+        names = ENTRY_FIELDS if fields is None else _subset(
+            fields if retained else (*fields, "expires_at"))
         at = None if fields is None else [ENTRY_FIELDS.index(f) for f in names]
         rows = iter(await run_script(self.bb.client, "get_entries", valid,
                                      [*names, "retired"]))

@@ -100,3 +100,13 @@ async def test_chosen_fields_only_and_a_bad_field_named(board: Blackboard) -> No
     assert got.importance == 0.5 and full.importance == 0.9  # not read: the default
     with pytest.raises(InvalidArgument, match=r"^fields: 'nope' is not an entry field"):
         await board.reads.fetch(p, [EntryRef(a, e.id)], fields=("value", "nope"))
+
+
+async def test_chosen_fields_still_hide_an_expired_entry(bb: Blackboard) -> None:
+    s = "agent:f0:working"
+    e = await bb.scope(s).write("brief", ttl=0.05)
+    await asyncio.sleep(0.1)
+    p = bb.scope(s).partition
+    assert await bb.reads.fetch(p, [EntryRef(s, e.id)], fields=("value",)) == [None]
+    [kept] = await bb.reads.fetch(p, [EntryRef(s, e.id)], fields=("value",), retained=True)
+    assert kept is not None and kept.value == "brief"
