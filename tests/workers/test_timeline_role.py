@@ -7,7 +7,8 @@ import asyncio
 import time
 from datetime import datetime
 
-from blackboard import Blackboard
+from blackboard import Blackboard, WriteRequest
+from blackboard.keys import PartitionKeys
 from blackboard.toc import TocStore
 from memory import AgentMemory, Message
 from retrieval.toc import TocNode
@@ -54,3 +55,30 @@ async def test_the_role_places_each_message_once(bb: Blackboard) -> None:
             assert w.plugin.counters()["dead_lettered"] == 0
         finally:
             await w.stop()
+
+
+async def test_a_scope_that_cannot_be_placed_holds_no_other_back(bb: Blackboard) -> None:
+    # An agent may write its own keys: one that garbles its table's version makes every
+    # placement of its scope fail. The other agents' entries of the same read are placed
+    # and acked; only its own events stay pending (to the DLQ after max_deliveries).
+    async with AgentMemory(bb, "a1", default_retriever=False) as mem:
+        await mem.install_default_hierarchy()
+    p = bb.scope(SCOPE).partition
+    bad = next(s for k in range(2, 500) if bb.scope(s := f"agent:a{k}:ltm:episodic").partition == p)
+    await bb.client.hset(TocStore(bb, bad).keys.toc, "_v", "garbled")
+    good = await bb.scope(SCOPE).write_many([WriteRequest(f"note {i} on the pump")
+                                             for i in range(5)])
+    await bb.scope(bad).write_many([WriteRequest(f"bad {i}") for i in range(5)])
+    await bb.relays.relay_all()  # one read holds both
+    w = Worker(bb, "timeline", FAST)
+    await w.start()
+    try:
+        assert await _count(bb, 5) == 5
+        await asyncio.sleep(0.3)
+        assert len(await TocStore(bb, SCOPE).placed([e.id for e in good])) == 5
+        assert w.plugin.counters()["errors"] >= 1
+        left = await bb.client.xpending(PartitionKeys(p).bus, "timeline")
+        dlq = await bb.client.xlen(PartitionKeys(p).dlq)
+        assert left["pending"] + dlq == 5  # the bad scope's events only
+    finally:
+        await w.stop()

@@ -140,21 +140,18 @@ class TimelineRole:
             # moved the version by then (one round trip per read).
             await self.edge_set.check()
             wanted = self._wanted(batch)
-            placed = 0
-            if wanted:
-                refs = [EntryRef(s, i) for s, ids in wanted.items() for i in ids]
-                # retained: an entry evicted or expired since it was written is placed too
-                found = await self.host.bb.reads.fetch(batch.partition, refs,
-                                                       skip_invalid=True, retained=True,
-                                                       fields=PLACE_FIELDS)
-                by_scope: dict[str, list[Entry]] = {}
-                for e in found:
-                    if e is not None:
-                        by_scope.setdefault(e.scope, []).append(e)
-                for scope, es in sorted(by_scope.items()):
-                    placed += await apply_entries(self.host.bb, scope, es)
+            placed, failed = await self._place_all(batch, wanted) if wanted else (0, set())
             if self.host.settings.crash_window_ms:  # a test's kill -9 lands here
                 await asyncio.sleep(self.host.settings.crash_window_ms / 1000)
+            if failed:
+                # Only the failing scopes' events stay pending (re-delivered, to the DLQ
+                # after max_deliveries): one agent's bad entry holds no other's back.
+                ok = [ev for ev in batch.events if ev.scope not in failed]
+                if ok:
+                    await batch.ack(ok)
+                self.stats.errors += 1
+                self.stats.placed += placed
+                return
             await batch.ack()
         except OutOfMemory:
             self._oom.say("the events wait, pending, until memory is freed")
@@ -169,6 +166,30 @@ class TimelineRole:
         self.stats.batches += 1
         self.host.batches += 1
         self.streak.succeeded()
+
+    async def _place_all(self, batch: Batch,
+                         wanted: dict[str, list[str]]) -> tuple[int, set[str]]:
+        """Place the entries ``wanted`` names, scope by scope; -> (placed, the scopes whose
+        placing failed, logged)."""
+        refs = [EntryRef(s, i) for s, ids in wanted.items() for i in ids]
+        # retained: an entry evicted or expired since it was written is placed too
+        found = await self.host.bb.reads.fetch(batch.partition, refs, skip_invalid=True,
+                                               retained=True, fields=PLACE_FIELDS)
+        by_scope: dict[str, list[Entry]] = {}
+        for e in found:
+            if e is not None:
+                by_scope.setdefault(e.scope, []).append(e)
+        placed, failed = 0, set()
+        for scope, es in sorted(by_scope.items()):
+            try:
+                placed += await apply_entries(self.host.bb, scope, es)
+            except OutOfMemory:
+                raise
+            except Exception:
+                log.exception("placing %d entries of %s failed; they stay pending",
+                              len(es), scope)
+                failed.add(scope)
+        return placed, failed
 
 
 def _factory() -> Callable[[RoleHost], TimelineRole]:
