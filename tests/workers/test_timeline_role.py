@@ -11,7 +11,9 @@ from blackboard import Blackboard, WriteRequest
 from blackboard.keys import PartitionKeys
 from blackboard.toc import TocStore
 from memory import AgentMemory, Message
+from memory.registry import Registry
 from retrieval.toc import TocNode
+from workers.dataflow import BufferItem
 from workers.settings import WorkerSettings
 from workers.worker import Worker
 
@@ -80,5 +82,36 @@ async def test_a_scope_that_cannot_be_placed_holds_no_other_back(bb: Blackboard)
         left = await bb.client.xpending(PartitionKeys(p).bus, "timeline")
         dlq = await bb.client.xlen(PartitionKeys(p).dlq)
         assert left["pending"] + dlq == 5  # the bad scope's events only
+    finally:
+        await w.stop()
+
+
+async def test_items_an_edge_runner_buffered_are_placed(bb: Blackboard) -> None:
+    # Before this role read the buses itself, it was an edge runner: its buffers may hold
+    # items already acked off the bus (an upgrade, or an older worker beside). They are
+    # placed and the buffers emptied.
+    async with AgentMemory(bb, "a1", default_retriever=False) as mem:
+        await mem.install_default_hierarchy()
+    edge = next(e for e in await Registry(bb).list_edges()
+                if e.transformer == "timeline" and e.source == "agent:*:ltm:episodic")
+    es = await bb.scope(SCOPE).write_many([WriteRequest(f"old {i}") for i in range(4)])
+    await bb.relays.relay_all()
+    p = bb.scope(SCOPE).partition
+    pk = PartitionKeys(p)
+    await bb.ensure_groups(["timeline"])
+    await bb.client.xgroup_setid(pk.bus, "timeline", "$")  # the edge runner had acked them
+    key = pk.pending(edge.id, "agent:a1:toc")
+    await bb.client.rpush(key, *[BufferItem(e.created_at, SCOPE, e.id).encode() for e in es])
+    await bb.client.sadd(pk.pendings, key)
+    w = Worker(bb, "timeline", FAST)
+    await w.start()
+    try:
+        assert await _count(bb, 4) == 4
+        for _ in range(100):
+            if not await bb.client.exists(key):
+                break
+            await asyncio.sleep(0.05)
+        assert not await bb.client.exists(key) and not await bb.client.sismember(pk.pendings,
+                                                                                 key)
     finally:
         await w.stop()

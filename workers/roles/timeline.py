@@ -28,6 +28,7 @@ from blackboard import Batch, ConsumeOptions, Entry, EntryRef, EventType
 from blackboard.errors import OutOfMemory
 from consolidation.toc import apply_entries, timeline
 
+from ..dataflow import DLQ_MAXLEN, BufferItem
 from ..edgeset import EdgeSet
 from ..oom import OomNotice
 from ..streams import FailureStreak
@@ -64,12 +65,14 @@ class TimelineRole:
         self.edge_set = EdgeSet(host.registry, frozenset({timeline.name}))
         self.stats = TimelineCounters()
         self._readers_changed = asyncio.Event()
+        self._owned_changed = asyncio.Event()
         self._tasks: list[asyncio.Task[None]] = []
         self._oom = OomNotice(f"{host.role} placing", host.settings.oom_say_every_s)
 
     async def start(self) -> None:
         await self.edge_set.reload()
-        self._tasks = [asyncio.create_task(self._consume_loop(), name=f"{self.host.id}-consume")]
+        self._tasks = [asyncio.create_task(self._consume_loop(), name=f"{self.host.id}-consume"),
+                       asyncio.create_task(self._adopt_loop(), name=f"{self.host.id}-adopt")]
 
     async def stop(self) -> None:
         for t in self._tasks:
@@ -88,6 +91,49 @@ class TimelineRole:
 
     def partitions_changed(self) -> None:
         self._readers_changed.set()
+        self._owned_changed.set()
+
+    async def _adopt_loop(self) -> None:
+        """Place what edge buffers hold for the timeline edges: items an edge runner
+        buffered (and acked off the bus) before this role read the buses itself, after an
+        upgrade or beside an older worker. Once for each partition as it is taken."""
+        adopted: set[int] = set()
+        while not self.host.stopping.is_set():
+            owned = set(self.host.leases.owned)
+            adopted &= owned
+            for p in sorted(owned - adopted):
+                try:
+                    await self._adopt(p)
+                    adopted.add(p)
+                except Exception:
+                    log.exception("could not place the buffered items of partition %d; "
+                                  "tried again shortly", p)
+            self._owned_changed.clear()
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self._owned_changed.wait(),
+                                       self.host.settings.trigger_check_ms / 1000)
+
+    async def _adopt(self, partition: int) -> int:
+        part = self.host.bb.pending(partition)
+        n = 0
+        for key in await part.keys():
+            edge_id, target = part.parse(key)
+            if self.edge_set.get(edge_id) is None:
+                continue  # another role's buffer
+            while raw := await part.head(key, READ_COUNT):
+                items = [BufferItem.decode(r) for r in raw]
+                wanted: dict[str, list[str]] = {}
+                for it in items:
+                    wanted.setdefault(it.scope, []).append(it.entry_id)
+                _, failed = await self._place_all(partition, wanted)
+                if failed:
+                    raise RuntimeError(f"placing failed for {', '.join(sorted(failed))}")
+                await part.take(key, raw, "trim", "", edge_id, target, DLQ_MAXLEN)
+                n += len(raw)
+        if n:
+            log.info("placed %d items an edge runner had buffered in partition %d", n,
+                     partition)
+        return n
 
     async def _consume_loop(self) -> None:
         """Consume until stopped; a failed stream is logged and reopened after a backoff
@@ -140,7 +186,8 @@ class TimelineRole:
             # moved the version by then (one round trip per read).
             await self.edge_set.check()
             wanted = self._wanted(batch)
-            placed, failed = await self._place_all(batch, wanted) if wanted else (0, set())
+            placed, failed = (await self._place_all(batch.partition, wanted) if wanted
+                              else (0, set()))
             if self.host.settings.crash_window_ms:  # a test's kill -9 lands here
                 await asyncio.sleep(self.host.settings.crash_window_ms / 1000)
             if failed:
@@ -167,13 +214,13 @@ class TimelineRole:
         self.host.batches += 1
         self.streak.succeeded()
 
-    async def _place_all(self, batch: Batch,
+    async def _place_all(self, partition: int,
                          wanted: dict[str, list[str]]) -> tuple[int, set[str]]:
         """Place the entries ``wanted`` names, scope by scope; -> (placed, the scopes whose
         placing failed, logged)."""
         refs = [EntryRef(s, i) for s, ids in wanted.items() for i in ids]
         # retained: an entry evicted or expired since it was written is placed too
-        found = await self.host.bb.reads.fetch(batch.partition, refs, skip_invalid=True,
+        found = await self.host.bb.reads.fetch(partition, refs, skip_invalid=True,
                                                retained=True, fields=PLACE_FIELDS)
         by_scope: dict[str, list[Entry]] = {}
         for e in found:
