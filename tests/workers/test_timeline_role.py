@@ -115,3 +115,30 @@ async def test_items_an_edge_runner_buffered_are_placed(bb: Blackboard) -> None:
                                                                                  key)
     finally:
         await w.stop()
+
+
+async def test_buffered_items_that_cannot_be_placed_go_to_the_dlq(bb: Blackboard) -> None:
+    async with AgentMemory(bb, "a1", default_retriever=False) as mem:
+        await mem.install_default_hierarchy()
+    edge = next(e for e in await Registry(bb).list_edges()
+                if e.transformer == "timeline" and e.source == "agent:*:ltm:episodic")
+    await bb.client.hset(TocStore(bb, SCOPE).keys.toc, "_v", "garbled")
+    es = await bb.scope(SCOPE).write_many([WriteRequest(f"old {i}") for i in range(3)])
+    pk = PartitionKeys(bb.scope(SCOPE).partition)
+    await bb.relays.relay_all()
+    await bb.ensure_groups(["timeline"])
+    await bb.client.xgroup_setid(pk.bus, "timeline", "$")
+    key = pk.pending(edge.id, "agent:a1:toc")
+    await bb.client.rpush(key, *[BufferItem(e.created_at, SCOPE, e.id).encode() for e in es])
+    await bb.client.sadd(pk.pendings, key)
+    w = Worker(bb, "timeline", FAST)
+    await w.start()
+    try:
+        for _ in range(200):
+            if await bb.client.xlen(pk.dlq):
+                break
+            await asyncio.sleep(0.05)
+        assert await bb.client.xlen(pk.dlq) == 1  # the batch, after max_failures tries
+        assert not await bb.client.exists(key)
+    finally:
+        await w.stop()

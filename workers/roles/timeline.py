@@ -66,6 +66,7 @@ class TimelineRole:
         self.stats = TimelineCounters()
         self._readers_changed = asyncio.Event()
         self._owned_changed = asyncio.Event()
+        self._adopt_failures: dict[str, int] = {}
         self._tasks: list[asyncio.Task[None]] = []
         self._oom = OomNotice(f"{host.role} placing", host.settings.oom_say_every_s)
 
@@ -126,9 +127,16 @@ class TimelineRole:
                 for it in items:
                     wanted.setdefault(it.scope, []).append(it.entry_id)
                 _, failed = await self._place_all(partition, wanted)
+                mode, reason = "trim", ""
                 if failed:
-                    raise RuntimeError(f"placing failed for {', '.join(sorted(failed))}")
-                await part.take(key, raw, "trim", "", edge_id, target, DLQ_MAXLEN)
+                    self._adopt_failures[key] = self._adopt_failures.get(key, 0) + 1
+                    reason = f"placing failed for {', '.join(sorted(failed))}"[:2000]
+                    if self._adopt_failures[key] < self.host.settings.max_failures:
+                        raise RuntimeError(reason)
+                    mode = "dlq"  # as an edge runner's batch that keeps failing
+                    log.error("buffered items of %s to the DLQ: %s", key, reason)
+                self._adopt_failures.pop(key, None)
+                await part.take(key, raw, mode, reason, edge_id, target, DLQ_MAXLEN)
                 n += len(raw)
         if n:
             log.info("placed %d items an edge runner had buffered in partition %d", n,
