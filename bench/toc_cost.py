@@ -6,7 +6,8 @@ The backlog is ``bench/consolidation.py``'s (N working-memory events over 64 age
 partitions, relayed to the buses before the workers start). Two edges read it: summarize
 (working -> stm, batches of 100) and timeline (working -> the working scope's own table).
 Each worker's CPU (user + system, from /proc) is taken from when both hold their leases
-until both groups are drained; Redis's CPU is shared by both and printed beside.
+until its own role is done (its group drained and its own edge's buffers empty); Redis's
+CPU is shared by both and printed beside.
 
     .venv/bin/python bench/toc_cost.py [--events N] [--repeat K] [--json]
 
@@ -34,6 +35,7 @@ from bench.consolidation import NAMES, PARTITIONS, WORKER_ENV, _reset, _write_al
 from bench.cpu_budget import process_cpu
 from bench.drain import remaining
 from blackboard import Blackboard
+from blackboard.keys import PartitionKeys
 from memory.registry import Registry
 from memory.subscriptions import MemorySubscription, Trigger
 from workers.embedded import redis_or_embedded
@@ -41,14 +43,28 @@ from workers.embedded import redis_or_embedded
 ROLES = ("summarize", "timeline")
 
 
-async def _edges(bb: Blackboard) -> None:
+async def _edges(bb: Blackboard) -> dict[str, str]:
+    """The two edges; -> role -> its edge's id."""
     reg = Registry(bb)
     trig = Trigger.any_of(Trigger.count(100), Trigger.age(0.3))
-    await reg.save_edge(MemorySubscription("agent:*:working", "agent:{1}:stm", "summarize",
-                                           params={"max_batch": 100}, trigger=trig))
-    await reg.save_edge(MemorySubscription("agent:*:working", "agent:{1}:toc", "timeline",
-                                           params={"max_batch": 100}, trigger=trig))
+    edges = {r: MemorySubscription("agent:*:working", f"agent:{{1}}:{t}", r,
+                                   params={"max_batch": 100}, trigger=trig)
+             for r, t in (("summarize", "stm"), ("timeline", "toc"))}
+    for e in edges.values():
+        await reg.save_edge(e)
     await reg.aclose()
+    return {r: e.id for r, e in edges.items()}
+
+
+async def _left(bb: Blackboard, role: str, edge_id: str) -> int:
+    """Events ``role`` has not finished: its group's unconsumed ones plus the items in its
+    own edge's buffers (:func:`bench.drain.remaining` counts every edge's buffers, so a
+    role done first would be timed, idle, until the other is done too)."""
+    unconsumed, _ = await remaining(bb, role)
+    keys = [k for p in range(PARTITIONS)
+            for k in await bb.client.smembers(PartitionKeys(p).pendings)
+            if k.decode().startswith(PartitionKeys(p).pending(edge_id, ""))]
+    return unconsumed + sum([int(await bb.client.llen(k)) for k in keys])
 
 
 async def _placed(bb: Blackboard) -> int:
@@ -67,7 +83,7 @@ async def _placed(bb: Blackboard) -> int:
 async def run_once(url: str, n: int) -> dict[str, Any]:
     _reset(url)
     async with Blackboard.connect(url, partitions=PARTITIONS) as bb:
-        await _edges(bb)
+        edge_ids = await _edges(bb)
         await bb.ensure_groups(list(ROLES))
         await _write_all(bb, n)
         await bb.relays.relay_all()
@@ -95,7 +111,7 @@ async def run_once(url: str, n: int) -> dict[str, Any]:
                 if time.perf_counter() - t0 > 900:
                     raise RuntimeError(f"not drained in 900 s; logs {logs}")
                 for r in ROLES:
-                    if r not in cpu1 and await remaining(bb, r) == (0, 0):
+                    if r not in cpu1 and await _left(bb, r, edge_ids[r]) == 0:
                         cpu1[r] = process_cpu(ps[r].pid) or 0.0
                         walls[r] = time.perf_counter() - t0
                 await asyncio.sleep(0.05)

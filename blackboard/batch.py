@@ -114,6 +114,8 @@ class Batch:
     #: a failure nor a delivery, so waiting for memory never dead-letters anything
     deferred: bool = False
     reader: object = field(default=None, repr=False, compare=False)
+    #: ids acked by a partial :meth:`ack` (the rest left pending): not counted as failed
+    acked_ids: set[str] = field(default_factory=set, repr=False, compare=False)
 
     def __len__(self) -> int:
         return len(self.events)
@@ -122,6 +124,7 @@ class Batch:
         """Acknowledge the given events (default: all); the reader then moves on."""
         ids = [e.id for e in (self.events if events is None else events)]
         n = await self._bb.bus(self.partition).ack(self.role, ids)
+        self.acked_ids.update(ids)
         if events is None:
             self.acked = True
             self._done.set()

@@ -135,7 +135,7 @@ class _Reader:
             wait = min(wait * 2, 2.0)
         self.progress.moved(self.bb.now_ms(), len(events) if batch.acked else 0)
         for ev in events:
-            if batch.acked:
+            if batch.acked or ev.id in batch.acked_ids:
                 self._failures.pop(ev.id, None)
             else:
                 self._failures[ev.id] = self._failures.get(ev.id, 0) + 1

@@ -102,6 +102,16 @@ def heads_reply(names: Sequence[str], reply: Sequence[bytes | str]) -> dict[str,
     return {n: as_str(i) for n, i in zip(names, reply, strict=True)}
 
 
+def _subset(fields: Sequence[str]) -> tuple[str, ...]:
+    """``fields`` as :meth:`Reads.fetch` reads them: ``id`` first (a missing entry reads
+    no id), each an :data:`ENTRY_FIELDS` name."""
+    bad = [f for f in fields if f not in ENTRY_FIELDS]
+    if bad:
+        raise InvalidArgument(f"fields: {bad[0]!r:.40} is not an entry field; send names of "
+                              "blackboard.entry.ENTRY_FIELDS")
+    return ("id", *dict.fromkeys(f for f in fields if f != "id"))
+
+
 def _entry_id_error(entry_id: object) -> InvalidArgument:
     return InvalidArgument(f"entry id must match [0-9A-Za-z_-]{{1,64}}: {entry_id!r:.80}")
 
@@ -198,6 +208,7 @@ class Reads:
         *,
         skip_invalid: bool = False,
         retained: bool = False,
+        fields: Sequence[str] | None = None,
     ) -> list[Entry | None]:
         """The live entries ``refs`` name, in order; None for a missing or expired one.
 
@@ -210,6 +221,10 @@ class Reads:
         ``retained``: the dataflow's view — also entries that expired or were evicted
         (retired) and are kept until every edge has consolidated them.
 
+        ``fields``: read only these of :data:`ENTRY_FIELDS` (and ``id``, and
+        ``expires_at`` unless ``retained``); the others read as absent (their defaults),
+        for a reader that uses no more (the timeline role reads 7 of 24).
+
         Every ref must name a valid scope of ``partition`` and a valid entry id (their keys
         share the partition's slot, which a single script call needs on a cluster);
         anything else raises :class:`InvalidArgument` before Redis is touched, or with
@@ -219,8 +234,12 @@ class Reads:
         valid = [k for k in keys if k is not None]
         if not valid:
             return [None] * len(keys)
+        # the expiry is read whenever it decides what is returned
+        names = ENTRY_FIELDS if fields is None else _subset(
+            fields if retained else (*fields, "expires_at"))
+        at = None if fields is None else [ENTRY_FIELDS.index(f) for f in names]
         rows = iter(await run_script(self.bb.client, "get_entries", valid,
-                                     [*ENTRY_FIELDS, "retired"]))
+                                     [*names, "retired"]))
         now = self.bb.now_ms()
         out: list[Entry | None] = []
         for ref, key in zip(refs, keys, strict=True):
@@ -228,7 +247,12 @@ class Reads:
             if not row or row[0] is None:  # invalid ref, or no id: the entry does not exist
                 out.append(None)
                 continue
-            e = decode_entry_values(ref.scope, row[:-1])
+            values = row[:-1]
+            if at is not None:
+                values = [None] * len(ENTRY_FIELDS)
+                for i, v in zip(at, row, strict=False):
+                    values[i] = v
+            e = decode_entry_values(ref.scope, values)
             out.append(e if retained or (row[-1] is None and not e.expired(now)) else None)
         return out
 

@@ -18,10 +18,12 @@ from .scripts import raise_for_script_error, run_script
 if TYPE_CHECKING:
     from .board import Blackboard
 
-__all__ = ["TocSnapshot", "TocStore"]
+__all__ = ["PLACED", "STALE", "TocSnapshot", "TocStore"]
 
 #: The hash field holding the version (node ids never start with ``_``).
 VERSION = "_v"
+#: :meth:`TocStore.apply`: the table changed since it was read / an entry is placed.
+STALE, PLACED = -1, -2
 
 
 def _text(v: bytes | str | None) -> str | None:
@@ -66,9 +68,12 @@ class TocStore:
         return {e: s for e, v in zip(entry_ids, got, strict=True) if (s := _text(v))}
 
     async def apply(self, version: str, nodes: Mapping[str, str],
-                    placed: Mapping[str, str]) -> bool:
+                    placed: Mapping[str, str]) -> int:
         """Write ``nodes`` (id -> JSON) and ``placed`` (entry id -> segment id) if the table
-        is still at ``version``; False (nothing written) when it changed meanwhile."""
+        is still at ``version`` and none of those entries is placed yet; -> the new version,
+        or (nothing written) :data:`STALE` when the table changed meanwhile,
+        :data:`PLACED` when an entry is placed already. A first delivery, the common
+        case, so needs no read of the placements beforehand."""
         args: list[str] = ["apply", version, str(len(nodes))]
         for k, v in nodes.items():
             args += [k, v]
@@ -80,7 +85,7 @@ class TocStore:
         except Exception as exc:
             raise_for_script_error(exc, scope=self.scope_id)
             raise
-        return int(got) >= 0
+        return int(got)
 
     async def reset(self) -> None:
         """Delete the table (a rebuild starts from nothing)."""

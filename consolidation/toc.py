@@ -19,19 +19,20 @@ and computed again. Deleted entries are not taken out (the bus carries no deleti
 
 from __future__ import annotations
 
+import functools
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 
 from blackboard import Blackboard, Entry
-from blackboard.toc import TocStore
+from blackboard.toc import PLACED, TocStore
 from retrieval.text import event_time_ms, is_said
 from retrieval.toc import ROOT_ID, Level, TocNode, keywords_of, node_ids_for, span_of, top
 
 from .draft import Draft
 from .signals import occurred_at
 from .summarize import SummarizeParams, select_sentences
-from .text import entry_text, split_sentences, tfidf_matrix, truncate_tokens
+from .text import count_tokens, entry_text, split_sentences, tfidf_matrix, truncate_tokens
 from .transformer import TransformContext, register_transformer
 
 __all__ = ["GAP_MS", "MAX_SEGMENT", "TocChange", "apply_entries", "plan", "rebuild", "timeline"]
@@ -94,8 +95,19 @@ def _summary(prev: str, new: Sequence[str], budget: int) -> str:
         return ""
     if len(cands) == 1:
         return truncate_tokens(cands[0], budget)
+    total = sum(count_tokens(c) for c in cands)
+    # When every candidate fits, the budget never binds: the choice is the same at every
+    # level, and a chain of single children (a day's week, month, year, root) asks for
+    # the same candidates again and again.
+    return _chosen(tuple(cands), budget if total > budget else 0)
+
+
+@functools.lru_cache(maxsize=256)
+def _chosen(cands: tuple[str, ...], budget: int) -> str:
+    """LexRank's choice among ``cands`` within ``budget`` tokens (0: they all fit)."""
     v = tfidf_matrix(cands)
-    chosen = select_sentences(cands, v @ v.T, SummarizeParams(budget=budget))
+    params = SummarizeParams(budget=budget or sum(count_tokens(c) for c in cands))
+    chosen = select_sentences(cands, v @ v.T, params)
     if not chosen:
         return truncate_tokens(cands[0], budget)
     return " ".join(cands[i] for i in chosen)
@@ -273,8 +285,11 @@ async def apply_entries(bb: Blackboard, scope: str, entries: Sequence[Entry]) ->
     -> how many were placed. Safe to repeat and to run beside another writer."""
     store = TocStore(bb, scope)
     uniq = list({e.id: e for e in entries if e.scope == scope}.values())
+    # Placements are read only after toc.lua said one is there (a replay): a first
+    # delivery costs no read of them (toc.lua refuses a change placing an entry twice).
+    check = False
     for _ in range(ATTEMPTS):
-        placed = await store.placed([e.id for e in uniq])
+        placed = await store.placed([e.id for e in uniq]) if check else {}
         new = [e for e in uniq if e.id not in placed]
         if not new:
             return 0
@@ -289,8 +304,10 @@ async def apply_entries(bb: Blackboard, scope: str, entries: Sequence[Entry]) ->
             stored.update({i: TocNode.from_json(scope, i, more.nodes[i]) for i in segs})
         change = plan(scope, new, stored)
         nodes = {i: n.to_json() for i, n in change.nodes.items()}
-        if await store.apply(snap.version, nodes, change.placed):
+        got = await store.apply(snap.version, nodes, change.placed)
+        if got >= 0:
             return len(new)
+        check = check or got == PLACED
     raise RuntimeError(f"the table of contents of {scope!r} changed {ATTEMPTS} times while "
                        "one batch was placed")
 

@@ -9,7 +9,9 @@
 --   is read), [2] the version the change was computed from ('0': the toc was empty),
 --   [3] n: how many nodes follow, then n pairs (node id, JSON node), then pairs (entry id,
 --   segment id) of the entries the change places.
--- Returns: the new version; -1 when the stored version is not ARGV[2] (nothing written).
+-- Returns: the new version; -1 when the stored version is not ARGV[2], -2 when an entry
+--   the change places is placed already (a replay: the caller reads the placements and
+--   computes the change again without it); nothing is written then.
 
 if ARGV[1] == 'reset' then
   redis.call('DEL', KEYS[1], KEYS[2])
@@ -21,6 +23,9 @@ local n = tonumber(ARGV[3])
 local nodes, placed = {}, {}
 for i = 4, 3 + 2 * n do nodes[#nodes + 1] = ARGV[i] end
 for i = 4 + 2 * n, #ARGV do placed[#placed + 1] = ARGV[i] end
+for i = 1, #placed, 2 do
+  if redis.call('HEXISTS', KEYS[2], placed[i]) == 1 then return -2 end
+end
 local v = tonumber(cur) + 1
 if #nodes > 0 then redis.call('HSET', KEYS[1], unpack(nodes)) end
 redis.call('HSET', KEYS[1], '_v', v)

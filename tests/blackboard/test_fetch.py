@@ -85,3 +85,28 @@ async def test_skip_invalid_reads_bad_refs_as_none(bb: Blackboard) -> None:
     got = await bb.reads.fetch(p, refs, skip_invalid=True)
     assert [g.id if g else None for g in got] == [None, e.id, None, None]
     assert await bb.reads.fetch(p, refs[:1], skip_invalid=True) == [None]
+
+
+async def test_chosen_fields_only_and_a_bad_field_named(board: Blackboard) -> None:
+    a, b = _scopes_in_one_partition(board, 2)
+    [e] = await board.scope(a).write_many(
+        [WriteRequest({"text": "one"}, tags={"x"}, metadata={"m": 1}, importance=0.9)])
+    p = board.scope(a).partition
+    full, none = await board.reads.fetch(p, [EntryRef(a, e.id), EntryRef(b, e.id)])
+    [got] = await board.reads.fetch(p, [EntryRef(a, e.id)], fields=("value", "tags", "metadata"))
+    assert none is None and full is not None and got is not None
+    assert (got.id, got.value, got.tags, got.metadata) == (full.id, full.value, full.tags,
+                                                           full.metadata)
+    assert got.importance == 0.5 and full.importance == 0.9  # not read: the default
+    with pytest.raises(InvalidArgument, match=r"^fields: 'nope' is not an entry field"):
+        await board.reads.fetch(p, [EntryRef(a, e.id)], fields=("value", "nope"))
+
+
+async def test_chosen_fields_still_hide_an_expired_entry(bb: Blackboard) -> None:
+    s = "agent:f0:working"
+    e = await bb.scope(s).write("brief", ttl=0.05)
+    await asyncio.sleep(0.1)
+    p = bb.scope(s).partition
+    assert await bb.reads.fetch(p, [EntryRef(s, e.id)], fields=("value",)) == [None]
+    [kept] = await bb.reads.fetch(p, [EntryRef(s, e.id)], fields=("value",), retained=True)
+    assert kept is not None and kept.value == "brief"

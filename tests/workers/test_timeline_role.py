@@ -7,10 +7,13 @@ import asyncio
 import time
 from datetime import datetime
 
-from blackboard import Blackboard
+from blackboard import Blackboard, WriteRequest
+from blackboard.keys import PartitionKeys
 from blackboard.toc import TocStore
 from memory import AgentMemory, Message
+from memory.registry import Registry
 from retrieval.toc import TocNode
+from workers.dataflow import BufferItem
 from workers.settings import WorkerSettings
 from workers.worker import Worker
 
@@ -54,3 +57,88 @@ async def test_the_role_places_each_message_once(bb: Blackboard) -> None:
             assert w.plugin.counters()["dead_lettered"] == 0
         finally:
             await w.stop()
+
+
+async def test_a_scope_that_cannot_be_placed_holds_no_other_back(bb: Blackboard) -> None:
+    # An agent may write its own keys: one that garbles its table's version makes every
+    # placement of its scope fail. The other agents' entries of the same read are placed
+    # and acked; only its own events stay pending (to the DLQ after max_deliveries).
+    async with AgentMemory(bb, "a1", default_retriever=False) as mem:
+        await mem.install_default_hierarchy()
+    p = bb.scope(SCOPE).partition
+    bad = next(s for k in range(2, 500) if bb.scope(s := f"agent:a{k}:ltm:episodic").partition == p)
+    await bb.client.hset(TocStore(bb, bad).keys.toc, "_v", "garbled")
+    good = await bb.scope(SCOPE).write_many([WriteRequest(f"note {i} on the pump")
+                                             for i in range(5)])
+    await bb.scope(bad).write_many([WriteRequest(f"bad {i}") for i in range(5)])
+    await bb.relays.relay_all()  # one read holds both
+    w = Worker(bb, "timeline", FAST)
+    await w.start()
+    try:
+        assert await _count(bb, 5) == 5
+        await asyncio.sleep(0.3)
+        assert len(await TocStore(bb, SCOPE).placed([e.id for e in good])) == 5
+        assert w.plugin.counters()["errors"] >= 1
+        left = await bb.client.xpending(PartitionKeys(p).bus, "timeline")
+        dlq = await bb.client.xlen(PartitionKeys(p).dlq)
+        assert left["pending"] + dlq == 5  # the bad scope's events only
+    finally:
+        await w.stop()
+
+
+async def test_items_an_edge_runner_buffered_are_placed(bb: Blackboard) -> None:
+    # Before this role read the buses itself, it was an edge runner: its buffers may hold
+    # items already acked off the bus (an upgrade, or an older worker beside). They are
+    # placed and the buffers emptied.
+    async with AgentMemory(bb, "a1", default_retriever=False) as mem:
+        await mem.install_default_hierarchy()
+    edge = next(e for e in await Registry(bb).list_edges()
+                if e.transformer == "timeline" and e.source == "agent:*:ltm:episodic")
+    es = await bb.scope(SCOPE).write_many([WriteRequest(f"old {i}") for i in range(4)])
+    await bb.relays.relay_all()
+    p = bb.scope(SCOPE).partition
+    pk = PartitionKeys(p)
+    await bb.ensure_groups(["timeline"])
+    await bb.client.xgroup_setid(pk.bus, "timeline", "$")  # the edge runner had acked them
+    key = pk.pending(edge.id, "agent:a1:toc")
+    await bb.client.rpush(key, *[BufferItem(e.created_at, SCOPE, e.id).encode() for e in es])
+    await bb.client.sadd(pk.pendings, key)
+    w = Worker(bb, "timeline", FAST)
+    await w.start()
+    try:
+        assert await _count(bb, 4) == 4
+        for _ in range(100):
+            if not await bb.client.exists(key):
+                break
+            await asyncio.sleep(0.05)
+        assert not await bb.client.exists(key) and not await bb.client.sismember(pk.pendings,
+                                                                                 key)
+    finally:
+        await w.stop()
+
+
+async def test_buffered_items_that_cannot_be_placed_go_to_the_dlq(bb: Blackboard) -> None:
+    async with AgentMemory(bb, "a1", default_retriever=False) as mem:
+        await mem.install_default_hierarchy()
+    edge = next(e for e in await Registry(bb).list_edges()
+                if e.transformer == "timeline" and e.source == "agent:*:ltm:episodic")
+    await bb.client.hset(TocStore(bb, SCOPE).keys.toc, "_v", "garbled")
+    es = await bb.scope(SCOPE).write_many([WriteRequest(f"old {i}") for i in range(3)])
+    pk = PartitionKeys(bb.scope(SCOPE).partition)
+    await bb.relays.relay_all()
+    await bb.ensure_groups(["timeline"])
+    await bb.client.xgroup_setid(pk.bus, "timeline", "$")
+    key = pk.pending(edge.id, "agent:a1:toc")
+    await bb.client.rpush(key, *[BufferItem(e.created_at, SCOPE, e.id).encode() for e in es])
+    await bb.client.sadd(pk.pendings, key)
+    w = Worker(bb, "timeline", FAST)
+    await w.start()
+    try:
+        for _ in range(200):
+            if await bb.client.xlen(pk.dlq):
+                break
+            await asyncio.sleep(0.05)
+        assert await bb.client.xlen(pk.dlq) == 1  # the batch, after max_failures tries
+        assert not await bb.client.exists(key)
+    finally:
+        await w.stop()

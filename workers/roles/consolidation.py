@@ -189,7 +189,7 @@ def _factory(transformers: frozenset[str]) -> Callable[[RoleHost], EdgeRunnerRol
     return lambda host: EdgeRunnerRole(host, transformers)
 
 
-#: Roles whose edges run through a bridge of their own (registered by their modules).
+#: Roles with edges that are not edge runners (registered by their own modules).
 OWN_BRIDGE = frozenset({"timeline"})
 
 #: One edge runner per transformer role of the consolidation registry.
