@@ -26,7 +26,7 @@ from dataclasses import dataclass, field, replace
 
 from blackboard import Blackboard, Entry
 from blackboard.toc import PLACED, TocStore
-from retrieval.text import event_time_ms, is_said
+from retrieval.text import MAIN_TEXT_KEYS, event_time_ms, is_said
 from retrieval.toc import ROOT_ID, Level, TocNode, keywords_of, node_ids_for, span_of, top
 
 from .draft import Draft
@@ -76,11 +76,39 @@ def _facts(e: Entry) -> tuple[int, str, list[str]]:
             return t, f"{who}: {body}", [who[:64]]
         return t, body, [e.author] if e.author else []
     t = entry_time(e)
-    text = entry_text(e)
+    text = _readable(e)
     who = (e.metadata or {}).get("speaker") if is_said(e) else None
     if isinstance(who, str) and who:
         return t, f"{who}: {text}", [who[:64]]
     return t, text, [e.author] if e.author else []
+
+
+def _readable(e: Entry) -> str:
+    """The entry's main text; a structured value without one (an episode, a procedure)
+    reads as its string fields, one a line (each a sentence to the summarizer), not as its
+    JSON: braces, field names and epoch ms made the demo's summaries unreadable and its
+    keywords ``actors end null open``."""
+    v = e.value
+    if isinstance(v, Mapping) and not any(
+            isinstance(v.get(k), str) and v[k].strip() for k in MAIN_TEXT_KEYS):
+        lines = list(_string_leaves(v))
+        if lines:
+            return "\n".join(lines)
+    return entry_text(e)
+
+
+def _string_leaves(v: object, depth: int = 0) -> Iterable[str]:
+    if depth > 6:
+        return
+    if isinstance(v, str):
+        if v.strip():
+            yield v.strip()
+    elif isinstance(v, Mapping):
+        for x in v.values():
+            yield from _string_leaves(x, depth + 1)
+    elif isinstance(v, list | tuple):
+        for x in v:
+            yield from _string_leaves(x, depth + 1)
 
 
 def _summary(prev: str, new: Sequence[str], budget: int) -> str:

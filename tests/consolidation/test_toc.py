@@ -14,6 +14,7 @@ from blackboard.acl import AclAdmin
 from blackboard.toc import TocStore
 from consolidation.toc import apply_entries, rebuild
 from memory import AgentMemory
+from retrieval.toc import TocNode
 from retrieval.toc_walk import walk_toc
 
 SCOPE = "agent:c1:ltm:episodic"
@@ -101,3 +102,24 @@ async def test_bad_input_and_foreign_segments(mem: AgentMemory, bb: Blackboard,
             assert (await TocStore(abb, SCOPE).read(["root"])).version == "0"  # its own: fine
     finally:
         await admin.revoke("c1")
+
+
+async def test_a_structured_entry_reads_as_its_text_not_its_json(
+        mem: AgentMemory, bb: Blackboard) -> None:
+    # The demo's episodes have no text field: their nodes summarised the value's JSON.
+    scope = "agent:c1:working"
+    steps = ["agent1 plans invoice task agent1-invoice-21.",
+             "agent1 ran fetch_email for agent1-invoice-21: done.",
+             "agent1 ran post_ledger for agent1-invoice-21: failed."]
+    await bb.scope(scope).write({"task": "agent1-invoice-21", "title": None,
+                                 "actors": ["agent1"], "start_ms": 1795758724556,
+                                 "steps": steps, "outcome": "failure", "open": False})
+    assert await rebuild(bb, scope) == 1
+    snap = await TocStore(bb, scope).read_all()
+    nodes = [n for i, raw in snap.nodes.items()
+             if (n := TocNode.from_json(scope, i, raw)) is not None and n.count]
+    assert nodes
+    for n in nodes:
+        assert "{" not in n.summary and "_ms" not in n.summary, n.summary
+        assert not {"actors", "null", "open"} & set(n.keywords), n.keywords
+    assert any("post_ledger" in n.summary for n in nodes)
