@@ -153,9 +153,9 @@ def main(argv: list[str] | None = None) -> int:
     per, busy = out["ratio_per_round"], out["model_busy_share"]
     print(f"{out['texts']} LoCoMo turns over {out['scopes']} scopes: the index role at "
           f"{out['ratio_median']:.2f}x the embedder's own rate\n  median of {len(per)} "
-          f"rounds ({min(per):.2f} - {max(per):.2f}; best of each {out['ratio_best']:.2f}x); "
-          f"per CPU second (this process + Redis) {out['cpu_ratio_median']:.2f}x;\n  the "
-          f"model embedding {min(busy):.1%} - {max(busy):.1%} of the role's time")
+          f"rounds ({min(per):.2f} - {max(per):.2f}; best of each {out['ratio_best']:.2f}x)"
+          f"\n  per CPU second (this process + Redis) {out['cpu_ratio_median']:.2f}x; the "
+          f"model embedding {min(busy):.1%} - {max(busy):.1%}\n  of the role's time")
     return 0
 
 
