@@ -50,6 +50,10 @@ _PER_VISIT = 64
 #: faster per text than several small ones (it sorts a call's texts by length, so a batch
 #: pads little); measured 1.3 - 1.5x between calls of 300 and of 37 LoCoMo turns.
 _MODEL_BATCH = 128
+#: While the model is busy, entries read meanwhile gather up to this many for its next call
+#: (one call as large as the backlog pads less and runs fewer times: 600 LoCoMo turns in
+#: calls of 128 padded 22,554 tokens in 100 runs, in calls of 128 then 472, 22,086 in 96).
+_MAX_MODEL_BATCH = 512
 
 
 def has_current_vector(e: Entry, embedder: Embedder) -> bool:
@@ -328,7 +332,8 @@ class IndexRole:
             todo = todo[:_PER_VISIT]
             self._gathered += [(vq, e) for e in todo]
             self._in_hand.update((e.scope, e.id) for e in todo)
-            if len(self._gathered) >= _MODEL_BATCH:
+            busy = self._flight is not None and not self._flight.task.done()
+            if len(self._gathered) >= (_MAX_MODEL_BATCH if busy else _MODEL_BATCH):
                 await self._launch(self.embedder)
         return len(todo)
 

@@ -218,3 +218,30 @@ def test_minilm_vectors_do_not_depend_on_batching() -> None:
     whole = e.embed(texts)
     alone = np.concatenate([e.embed([t]) for t in texts])
     np.testing.assert_allclose(whole, alone, atol=1e-4)
+
+
+@needs_minilm
+def test_minilm_trims_the_heap_once_a_burst_of_calls_ends(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # Issue 31: a trim after every call made back-to-back calls fault their pages in again
+    # (the index role's calls of 128); a burst trims once, when no call came for a while.
+    from retrieval.embedders import minilm
+
+    trimmed = threading.Event()
+    calls: list[int] = []
+
+    def trim() -> None:
+        calls.append(1)
+        trimmed.set()
+
+    e = MiniLMEmbedder()
+    e.embed(["load the model"])
+    minilm._trimmer.cancel()  # an earlier call's trim must not count here
+    monkeypatch.setattr(minilm, "release_heap", trim)
+    monkeypatch.setattr(minilm, "TRIM_AFTER_S", 1.0)  # generous: a loaded machine
+    for t in ("one", "two", "three"):
+        e.embed([t])
+    assert calls == []  # not after each call
+    assert trimmed.wait(10)  # but once they stop
+    assert calls == [1]

@@ -12,7 +12,7 @@ import numpy.typing as npt
 from recall_support import CountingEmbedder
 
 from blackboard import Blackboard, ScopePolicy
-from blackboard.keys import PartitionKeys
+from blackboard.keys import PartitionKeys, partition_of
 from workers.indexer import IndexRole
 
 S = "agent:a1:working"
@@ -170,3 +170,43 @@ async def test_backlog_of_the_old_index_group_is_carried_over(bb: Blackboard) ->
 
 async def _bus_len(bb: Blackboard, bus: str, n: int) -> bool:
     return int(await bb.client.xlen(bus)) >= n
+
+
+class SizedEmbedder(GatedEmbedder):
+    """A gated model that records the size of each call."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.sizes: list[int] = []
+
+    def embed(self, texts: list[str]) -> npt.NDArray[np.float32]:
+        self.sizes.append(len(texts))
+        return super().embed(texts)
+
+
+async def test_what_is_read_while_the_model_runs_goes_in_its_next_call(bb: Blackboard) -> None:
+    # Issue 31: one call as large as the backlog read meanwhile (up to 512) pads less and
+    # runs the model fewer times than calls of 128; the first call does not wait for more.
+    emb = SizedEmbedder()
+    role = IndexRole(bb, "idx", embedder=emb, block_ms=50)
+    scopes, seen = [], set()  # 8 scopes in 8 partitions: a visit reads one scope whole
+    for i in range(200):
+        s = f"agent:g{i}:working"
+        if len(scopes) < 8 and (p := partition_of(s, bb.partitions)) not in seen:
+            seen.add(p)
+            scopes.append(s)
+    for s in scopes:
+        await bb.scope(s).write_many([f"{s} note {j}" for j in range(60)])
+    await role.start()
+    try:  # the model holds its first call while the role reads the rest
+        await _until(lambda: _in_hand(role, 480))
+        emb.gate.set()
+        await _until(lambda: _all_embedded(bb, scopes, emb.name))
+    finally:
+        emb.gate.set()
+        await role.stop()
+    assert emb.sizes == [180, 300], emb.sizes  # 3 scopes, then the other 5 in one call
+
+
+async def _in_hand(role: IndexRole, n: int) -> bool:
+    return len(role._in_hand) >= n
