@@ -28,6 +28,7 @@ import functools
 import importlib.util
 import os
 import threading
+import time
 from pathlib import Path
 from typing import Any
 
@@ -76,30 +77,37 @@ TRIM_AFTER_S = 0.5
 
 
 class _Trimmer:
-    """Runs :func:`release_heap` once no :meth:`soon` came for ``TRIM_AFTER_S``."""
+    """Runs :func:`release_heap` once no :meth:`soon` came for ``TRIM_AFTER_S``: one
+    daemon thread per process, started on first use (a thread per call would cost every
+    query's embedding a thread start)."""
 
     def __init__(self) -> None:
-        self._lock = threading.Lock()
-        self._timer: threading.Timer | None = None
+        self._cv = threading.Condition()
+        self._due: float | None = None
+        self._thread: threading.Thread | None = None
 
     def soon(self) -> None:
-        with self._lock:
-            if self._timer is not None:
-                self._timer.cancel()
-            self._timer = threading.Timer(TRIM_AFTER_S, self._fire)
-            self._timer.daemon = True  # a pending trim never holds the interpreter's exit
-            self._timer.start()
+        with self._cv:
+            self._due = time.monotonic() + TRIM_AFTER_S
+            if self._thread is None:
+                # daemon: a pending trim never holds the interpreter's exit
+                self._thread = threading.Thread(target=self._run, name="minilm-trim",
+                                                daemon=True)
+                self._thread.start()
+            self._cv.notify()
 
     def cancel(self) -> None:
         """Drop the pending trim, if any (tests)."""
-        with self._lock:
-            if self._timer is not None:
-                self._timer.cancel()
-                self._timer = None
+        with self._cv:
+            self._due = None
 
-    @staticmethod
-    def _fire() -> None:
-        release_heap()
+    def _run(self) -> None:
+        while True:
+            with self._cv:
+                while self._due is None or (left := self._due - time.monotonic()) > 0:
+                    self._cv.wait(None if self._due is None else left)
+                self._due = None
+            release_heap()  # outside the lock: a call meanwhile only sets the next due
 
 
 _trimmer = _Trimmer()
