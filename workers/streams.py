@@ -5,12 +5,14 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import logging
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable, Callable
 
 from blackboard import Batch
+from blackboard.errors import OutOfMemory
 
-__all__ = ["FailureStreak", "until_stopped"]
+__all__ = ["FailureStreak", "reopen_until_stopped", "until_stopped"]
 
 
 class FailureStreak:
@@ -75,3 +77,35 @@ async def until_stopped(
     finally:
         stop.cancel()
         await stream.aclose()  # type: ignore[attr-defined]
+
+
+async def reopen_until_stopped(
+    once: Callable[[], Awaitable[None]],
+    streak: FailureStreak,
+    stopping: asyncio.Event,
+    sleep: Callable[[int], Awaitable[bool]],
+    log: logging.Logger,
+    on_oom: Callable[[], None] | None = None,
+) -> None:
+    """Run ``once`` (a consume stream, until it ends) again and again until ``stopping``;
+    a failed run (Redis unreachable, a reader's error) is logged and reopened after a
+    backoff doubling from 0.1 s to 5 s, restarted with each new failure streak, so a
+    stream is never left dead while its leases are renewed. With ``on_oom``, Redis out of
+    memory is no failure (the partitions are kept): ``on_oom`` says so and the run
+    reopens after the same backoff. ``sleep(ms)``: False once stopping."""
+    backoff = 0.1
+    while not stopping.is_set():
+        streak.running()
+        try:
+            await once()
+            backoff = 0.1
+        except Exception as exc:
+            if on_oom is not None and isinstance(exc, OutOfMemory):
+                on_oom()
+            else:
+                if streak.failed():
+                    backoff = 0.1
+                log.exception("consume loop failed; reopening in %.1fs", backoff)
+            if not await sleep(int(backoff * 1000)):
+                return
+            backoff = min(backoff * 2, 5.0)

@@ -20,7 +20,7 @@ from ..edgeset import EdgeSet
 from ..firing import FireLoops
 from ..llm import transformer_llm
 from ..oom import OomNotice
-from ..streams import FailureStreak
+from ..streams import FailureStreak, reopen_until_stopped
 from ..transform import TransformBridge
 from .registry import RoleHost, RoleSpec
 
@@ -116,27 +116,11 @@ class EdgeRunnerRole:
                 log.exception("could not check the edges version; keeping the loaded edges")
 
     async def _consume_loop(self) -> None:
-        """Consume until stopped; a failed stream (Redis unreachable, a reader's error) is
-        logged and reopened after a backoff, never left dead while the leases are renewed."""
-        backoff = 0.1
-        while not self.host.stopping.is_set():
-            self.streak.running()
-            try:
-                await self._consume_once()
-                backoff = 0.1
-            except OutOfMemory:
-                # Not a failing role (its partitions are kept): reopened once memory is freed.
-                self._oom.say("reading waits until memory is freed")
-                if not await self.host.sleep(int(backoff * 1000)):
-                    return
-                backoff = min(backoff * 2, 5.0)
-            except Exception:
-                if self.streak.failed():
-                    backoff = 0.1
-                log.exception("consume loop failed; reopening in %.1fs", backoff)
-                if not await self.host.sleep(int(backoff * 1000)):
-                    return
-                backoff = min(backoff * 2, 5.0)
+        """Consume until stopped (:func:`~workers.streams.reopen_until_stopped`); Redis out
+        of memory waits, the partitions kept."""
+        await reopen_until_stopped(
+            self._consume_once, self.streak, self.host.stopping, self.host.sleep, log,
+            on_oom=lambda: self._oom.say("reading waits until memory is freed"))
 
     async def _consume_once(self) -> None:
         h, s = self.host, self.host.settings

@@ -31,7 +31,7 @@ from consolidation.toc import apply_entries, timeline
 from ..dataflow import DLQ_MAXLEN, BufferItem
 from ..edgeset import EdgeSet
 from ..oom import OomNotice
-from ..streams import FailureStreak
+from ..streams import FailureStreak, reopen_until_stopped
 from .registry import RoleHost, RoleSpec
 
 __all__ = ["SPECS", "TimelineRole"]
@@ -144,21 +144,11 @@ class TimelineRole:
         return n
 
     async def _consume_loop(self) -> None:
-        """Consume until stopped; a failed stream is logged and reopened after a backoff
-        (as the edge runner's)."""
-        backoff = 0.1
-        while not self.host.stopping.is_set():
-            self.streak.running()
-            try:
-                await self._consume_once()
-                backoff = 0.1
-            except Exception:
-                if self.streak.failed():
-                    backoff = 0.1
-                log.exception("consume loop failed; reopening in %.1fs", backoff)
-                if not await self.host.sleep(int(backoff * 1000)):
-                    return
-                backoff = min(backoff * 2, 5.0)
+        """Consume until stopped, as the edge runner does
+        (:func:`~workers.streams.reopen_until_stopped`)."""
+        await reopen_until_stopped(
+            self._consume_once, self.streak, self.host.stopping, self.host.sleep, log,
+            on_oom=lambda: self._oom.say("the events wait, pending, until memory is freed"))
 
     async def _consume_once(self) -> None:
         h, s = self.host, self.host.settings
