@@ -86,23 +86,33 @@ async def test_a_scope_that_cannot_be_placed_holds_no_other_back(bb: Blackboard)
         await w.stop()
 
 
-async def test_items_an_edge_runner_buffered_are_placed(bb: Blackboard) -> None:
-    # Before this role read the buses itself, it was an edge runner: its buffers may hold
-    # items already acked off the bus (an upgrade, or an older worker beside). They are
-    # placed and the buffers emptied.
+async def _buffered_by_an_edge_runner(bb: Blackboard, n: int,
+                                      garble: bool = False) -> tuple[PartitionKeys, str]:
+    """``n`` entries of SCOPE in the timeline edge's buffer, acked off the bus as the edge
+    runner left them (``garble``: the scope's table first made unusable); -> the
+    partition's keys and the buffer's key."""
     async with AgentMemory(bb, "a1", default_retriever=False) as mem:
         await mem.install_default_hierarchy()
     edge = next(e for e in await Registry(bb).list_edges()
                 if e.transformer == "timeline" and e.source == "agent:*:ltm:episodic")
-    es = await bb.scope(SCOPE).write_many([WriteRequest(f"old {i}") for i in range(4)])
+    if garble:
+        await bb.client.hset(TocStore(bb, SCOPE).keys.toc, "_v", "garbled")
+    es = await bb.scope(SCOPE).write_many([WriteRequest(f"old {i}") for i in range(n)])
     await bb.relays.relay_all()
-    p = bb.scope(SCOPE).partition
-    pk = PartitionKeys(p)
+    pk = PartitionKeys(bb.scope(SCOPE).partition)
     await bb.ensure_groups(["timeline"])
     await bb.client.xgroup_setid(pk.bus, "timeline", "$")  # the edge runner had acked them
     key = pk.pending(edge.id, "agent:a1:toc")
     await bb.client.rpush(key, *[BufferItem(e.created_at, SCOPE, e.id).encode() for e in es])
     await bb.client.sadd(pk.pendings, key)
+    return pk, key
+
+
+async def test_items_an_edge_runner_buffered_are_placed(bb: Blackboard) -> None:
+    # Before this role read the buses itself, it was an edge runner: its buffers may hold
+    # items already acked off the bus (an upgrade, or an older worker beside). They are
+    # placed and the buffers emptied.
+    pk, key = await _buffered_by_an_edge_runner(bb, 4)
     w = Worker(bb, "timeline", FAST)
     await w.start()
     try:
@@ -118,19 +128,7 @@ async def test_items_an_edge_runner_buffered_are_placed(bb: Blackboard) -> None:
 
 
 async def test_buffered_items_that_cannot_be_placed_go_to_the_dlq(bb: Blackboard) -> None:
-    async with AgentMemory(bb, "a1", default_retriever=False) as mem:
-        await mem.install_default_hierarchy()
-    edge = next(e for e in await Registry(bb).list_edges()
-                if e.transformer == "timeline" and e.source == "agent:*:ltm:episodic")
-    await bb.client.hset(TocStore(bb, SCOPE).keys.toc, "_v", "garbled")
-    es = await bb.scope(SCOPE).write_many([WriteRequest(f"old {i}") for i in range(3)])
-    pk = PartitionKeys(bb.scope(SCOPE).partition)
-    await bb.relays.relay_all()
-    await bb.ensure_groups(["timeline"])
-    await bb.client.xgroup_setid(pk.bus, "timeline", "$")
-    key = pk.pending(edge.id, "agent:a1:toc")
-    await bb.client.rpush(key, *[BufferItem(e.created_at, SCOPE, e.id).encode() for e in es])
-    await bb.client.sadd(pk.pendings, key)
+    pk, key = await _buffered_by_an_edge_runner(bb, 3, garble=True)
     w = Worker(bb, "timeline", FAST)
     await w.start()
     try:
