@@ -10,7 +10,7 @@ from collections.abc import Callable, Coroutine
 from dataclasses import asdict
 from typing import Any
 
-from blackboard import Batch, ConsumeOptions
+from blackboard import Batch
 from blackboard.errors import OutOfMemory
 from consolidation.transformer import compares_entries, reads_updates, transformer_roles
 from retrieval.embedders import Embedder, default_embedder
@@ -20,7 +20,7 @@ from ..edgeset import EdgeSet
 from ..firing import FireLoops
 from ..llm import transformer_llm
 from ..oom import OomNotice
-from ..streams import FailureStreak, reopen_until_stopped
+from ..streams import FailureStreak, bus_options, reopen_until_stopped
 from ..transform import TransformBridge
 from .registry import RoleHost, RoleSpec
 
@@ -123,20 +123,11 @@ class EdgeRunnerRole:
             on_oom=lambda: self._oom.say("reading waits until memory is freed"))
 
     async def _consume_once(self) -> None:
-        h, s = self.host, self.host.settings
+        h = self.host
         # Claiming from another consumer is safe here even while it is alive: buffer.lua
         # appends only events still pending for the caller, so the slower one appends
-        # nothing. That lets a new partition owner take over events a retiring reader
-        # received during the handover within a second, instead of waiting minutes.
-        opts = ConsumeOptions(
-            count=s.batch_count,
-            block_ms=s.block_ms,
-            claim_idle_ms=s.claim_idle_ms,
-            claim_every_ms=min(s.claim_idle_ms, 1_000),
-            claim_window_ms=h.claim_window_ms(),
-            takeover_idle_ms=0,
-            max_deliveries=s.max_deliveries,
-        )
+        # nothing (bus_options: a new owner takes over at once).
+        opts = bus_options(h, h.settings.batch_count)
         # Each partition's reader buffers its own batches: one round trip per batch, and
         # the partitions' round trips overlap instead of queueing behind one another.
         await h.bb.handle_batches(

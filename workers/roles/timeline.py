@@ -24,14 +24,14 @@ import logging
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from blackboard import Batch, ConsumeOptions, Entry, EntryRef, EventType
+from blackboard import Batch, Entry, EntryRef, EventType
 from blackboard.errors import OutOfMemory
 from consolidation.toc import apply_entries, timeline
 
 from ..dataflow import DLQ_MAXLEN, BufferItem
 from ..edgeset import EdgeSet
 from ..oom import OomNotice
-from ..streams import FailureStreak, reopen_until_stopped
+from ..streams import FailureStreak, bus_options, reopen_until_stopped
 from .registry import RoleHost, RoleSpec
 
 __all__ = ["SPECS", "TimelineRole"]
@@ -151,18 +151,10 @@ class TimelineRole:
             on_oom=lambda: self._oom.say("the events wait, pending, until memory is freed"))
 
     async def _consume_once(self) -> None:
-        h, s = self.host, self.host.settings
-        opts = ConsumeOptions(
-            count=max(s.batch_count, READ_COUNT),
-            block_ms=s.block_ms,
-            claim_idle_ms=s.claim_idle_ms,
-            claim_every_ms=min(s.claim_idle_ms, 1_000),
-            claim_window_ms=h.claim_window_ms(),
-            # Placing is idempotent, so a new owner may take over what a retiring reader
-            # holds at once: whichever places first wins, the other finds it placed.
-            takeover_idle_ms=0,
-            max_deliveries=s.max_deliveries,
-        )
+        h = self.host
+        # Placing is idempotent, so a new owner may take over what a retiring reader holds
+        # at once (bus_options): whichever places first wins, the other finds it placed.
+        opts = bus_options(h, max(h.settings.batch_count, READ_COUNT))
         await h.bb.handle_batches(h.role, h.id, self._place, h.stopping, h.leases.current,
                                   opts, changed=self._readers_changed,
                                   counters=h.consume_counters)
