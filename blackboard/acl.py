@@ -26,6 +26,7 @@ from . import keys as K
 from .codec import as_str
 from .errors import AccessDenied, InvalidArgument, NotFound
 from .scripts import SCRIPTS
+from .validation import RESERVED_SEGMENTS
 
 __all__ = [
     "AGENT_COMMANDS",
@@ -94,6 +95,11 @@ def agent_username(agent_id: str) -> str:
 def _check_name(name: object, what: str) -> str:
     if not isinstance(name, str) or not _NAME.fullmatch(name):
         raise InvalidArgument(f"{what} must match [A-Za-z0-9_.-]{{1,64}}: {name!r:.80}")
+    # An agent id or team name is a segment of its scopes' ids: a reserved one passed here
+    # and failed only at provisioning, after the user and its record were written.
+    if name in RESERVED_SEGMENTS:
+        raise InvalidArgument(f"{what} {name!r} is reserved in scope ids "
+                              f"({', '.join(sorted(RESERVED_SEGMENTS))}): choose another")
     return name
 
 

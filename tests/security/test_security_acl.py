@@ -18,7 +18,7 @@ from redis import exceptions as rexc
 from blackboard import AccessDenied, Blackboard, EntryTooLarge, ScopeFull
 from blackboard.acl import AclAdmin, agent_rules, partition_tags
 from blackboard.entry import ScopePolicy
-from blackboard.errors import ServerError
+from blackboard.errors import InvalidArgument, ServerError
 from blackboard.keys import CONFIG, SCOPE_RECORDS, PartitionKeys, scope_record
 from blackboard.scripts import SCRIPTS
 
@@ -80,6 +80,14 @@ def test_partition_globs_and_rules_are_exact() -> None:
     assert "(%W~bb:{p[0-9]}:inbox +rpush)" in rules
     assert not any(":bus" in r for r in rules)  # no right at all on the buses
     assert not any("*}" in r or "{p*" in r for r in rules)  # never a '*' inside the tag
+
+
+def test_a_reserved_segment_is_no_agent_id_or_team() -> None:
+    # `acl grant e` wrote the user and its record, then failed provisioning `agent:e:*`
+    # (found by test_security_inputs.test_cli_arguments): refused before anything is written.
+    for bad in (("e", []), ("tag", []), ("a", ["e"]), ("a", ["tag"])):
+        with pytest.raises(InvalidArgument, match="reserved in scope ids"):
+            agent_rules(bad[0], bad[1], 8)
 
 
 async def test_agent_cannot_touch_other_agents_buses_or_server(
