@@ -16,7 +16,6 @@ match across ``}`` and ``:`` into another scope's key.
 from __future__ import annotations
 
 import json
-import re
 import secrets
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
@@ -26,7 +25,7 @@ from . import keys as K
 from .codec import as_str
 from .errors import AccessDenied, InvalidArgument, NotFound
 from .scripts import SCRIPTS
-from .validation import RESERVED_SEGMENTS
+from .validation import validate_name
 
 __all__ = [
     "AGENT_COMMANDS",
@@ -43,7 +42,6 @@ __all__ = [
 
 AGENT_USER_PREFIX = "bb-agent-"
 SERVICE_USER = "bb-service"
-_NAME = re.compile(r"[A-Za-z0-9_.-]{1,64}")
 
 # Commands a confined agent may run on the keys its root patterns allow. Reads used by the
 # library (entries, indexes, feeds, registry records), the writes the mutation scripts
@@ -89,18 +87,7 @@ SERVICE_RULES: tuple[str, ...] = (
 
 def agent_username(agent_id: str) -> str:
     """The Redis user of an agent: ``bb-agent-<agent id>``."""
-    return AGENT_USER_PREFIX + _check_name(agent_id, "agent id")
-
-
-def _check_name(name: object, what: str) -> str:
-    if not isinstance(name, str) or not _NAME.fullmatch(name):
-        raise InvalidArgument(f"{what} must match [A-Za-z0-9_.-]{{1,64}}: {name!r:.80}")
-    # An agent id or team name is a segment of its scopes' ids: a reserved one passed here
-    # and failed only at provisioning, after the user and its record were written.
-    if name in RESERVED_SEGMENTS:
-        raise InvalidArgument(f"{what} {name!r} is reserved in scope ids "
-                              f"({', '.join(sorted(RESERVED_SEGMENTS))}): choose another")
-    return name
+    return AGENT_USER_PREFIX + validate_name(agent_id, "agent id")
 
 
 def partition_tags(partitions: int) -> list[str]:
@@ -119,8 +106,8 @@ def agent_rules(agent_id: str, teams: Iterable[str], partitions: int) -> list[st
     :data:`AGENT_COMMANDS`. Selectors grant the partition-wide keys the scripts append to,
     each write-only and for the one command needed.
     """
-    a = _check_name(agent_id, "agent id")
-    ts = sorted({_check_name(t, "team") for t in teams})
+    a = validate_name(agent_id, "agent id")
+    ts = sorted({validate_name(t, "team") for t in teams})
     owned = [f"agent:{a}"] + [f"team:{t}" for t in ts]
     tags = partition_tags(partitions)
     rules = ["on", "resetkeys", "resetchannels", "clearselectors", "-@all"]
@@ -259,7 +246,7 @@ class AclAdmin:
         keeps the existing password (returned as None) unless ``password`` is given.
         """
         user = agent_username(agent_id)
-        ts = tuple(sorted({_check_name(t, "team") for t in teams}))
+        ts = tuple(sorted({validate_name(t, "team") for t in teams}))
         rules = agent_rules(agent_id, ts, self.bb.partitions)
         exists = await self._user_exists(user)
         if password is None and (rotate or not exists):
@@ -270,7 +257,7 @@ class AclAdmin:
         return Grant(user, password, agent_id, ts)
 
     async def teams_of(self, agent_id: str) -> tuple[str, ...]:
-        raw = await self.bb.client.hget(K.ACL_AGENTS, _check_name(agent_id, "agent id"))
+        raw = await self.bb.client.hget(K.ACL_AGENTS, validate_name(agent_id, "agent id"))
         if raw is None:
             raise NotFound(f"agent {agent_id!r} has no ACL user (run `blackboard acl grant`)")
         return tuple(json.loads(raw))

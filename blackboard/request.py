@@ -4,7 +4,6 @@ the write script's reply describes."""
 from __future__ import annotations
 
 import json
-import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -13,12 +12,14 @@ from .entry import Entry, decode_entry, scope_owner
 from .errors import InvalidArgument
 from .ids import is_entry_id, new_ulid
 from .validation import (
+    NAME_RULE,
     check_embedding,
     check_importance,
     check_size,
     check_ttl,
     encode_json,
     encode_metadata,
+    is_name,
     validate_key,
     validate_tags,
 )
@@ -31,10 +32,6 @@ __all__ = [
     "entry_from_write_reply",
     "reply_fields",
 ]
-
-
-#: An agent id, as the ACL module names them (``blackboard.acl``).
-_AUTHOR = re.compile(r"[A-Za-z0-9_.-]{1,64}")
 
 
 @dataclass(frozen=True, slots=True)
@@ -183,9 +180,8 @@ def _retire_args(req: WriteRequest, max_entry_bytes: int) -> tuple[str, ...]:
 def _check_author(author: object) -> str:
     if author is None:
         return ""
-    if not isinstance(author, str) or not _AUTHOR.fullmatch(author):
-        raise InvalidArgument(
-            f"author must be an agent id ([A-Za-z0-9_.-]{{1,64}}): {author!r:.80}")
+    if not is_name(author):
+        raise InvalidArgument(f"author must be an agent id ({NAME_RULE}): {author!r:.80}")
     return author
 
 

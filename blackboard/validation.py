@@ -12,7 +12,7 @@ import json
 import math
 import re
 from collections.abc import Iterable, Mapping
-from typing import Any
+from typing import Any, TypeGuard
 
 from .errors import (
     EntryTooLarge,
@@ -29,16 +29,22 @@ __all__ = [
     "DEFAULT_MAX_ENTRY_BYTES",
     "MAX_DEPTH",
     "MAX_KEY_LEN",
+    "MAX_NAME_LEN",
     "MAX_SCOPE_LEN",
     "MAX_TAGS",
     "MAX_TAG_LEN",
+    "NAME_PATTERN",
+    "NAME_RULE",
     "RESERVED_SEGMENTS",
+    "SEGMENT_CHARS",
     "TAG_PATTERN",
     "check_embedding",
     "check_importance",
     "check_ttl",
     "encode_json",
+    "is_name",
     "validate_key",
+    "validate_name",
     "validate_scope",
     "validate_tag",
     "validate_tags",
@@ -51,7 +57,18 @@ MAX_KEY_LEN = 512
 MAX_DEPTH = 32
 DEFAULT_MAX_ENTRY_BYTES = 1 << 20
 
-_SCOPE_RE = re.compile(r"[A-Za-z0-9_.-]+(?::[A-Za-z0-9_.-]+)*")
+MAX_NAME_LEN = 64
+#: The characters of one segment of a scope id.
+SEGMENT_CHARS = "[A-Za-z0-9_.-]"
+_SCOPE_RE = re.compile(f"{SEGMENT_CHARS}+(?::{SEGMENT_CHARS}+)*")
+#: A name: an agent id, a team, an edge, a transformer. Its characters are a scope
+#: segment's, since agent ids and teams become segments of scope ids, Redis user names and
+#: ACL key patterns. The rule as callers' messages quote it, and as a JSON Schema / FastAPI
+#: ``pattern`` (no look-around: pydantic's regex engine has none, so the reserved segments
+#: are refused by :func:`validate_name`, not by the pattern).
+NAME_RULE = f"{SEGMENT_CHARS}{{1,{MAX_NAME_LEN}}}"
+NAME_PATTERN = f"^{NAME_RULE}$"
+_NAME_RE = re.compile(NAME_RULE)
 # A scope's keys are ``<prefix of scope>:<suffix>``; the only suffixes holding a ':' are
 # ``e:<entry id>`` and ``tag:<tag>`` (keys.ENTRY, keys.TAG). So the keys of a scope ``S:R``
 # can equal a key of scope ``S`` only when R starts with the segment ``e`` or ``tag``
@@ -76,7 +93,7 @@ def validate_scope(scope_id: object) -> str:
         raise InvalidScope(f"scope id must be 1 to {MAX_SCOPE_LEN} characters: {scope_id!r:.80}")
     if not _SCOPE_RE.fullmatch(scope_id):
         raise InvalidScope(
-            f"scope id {scope_id!r:.80} must be segments of [A-Za-z0-9_.-] separated by ':'"
+            f"scope id {scope_id!r:.80} must be segments of {SEGMENT_CHARS} separated by ':'"
         )
     reserved = RESERVED_SEGMENTS.intersection(scope_id.split(":"))
     if reserved:
@@ -85,6 +102,25 @@ def validate_scope(scope_id: object) -> str:
             "keys of entries and tags (a scope with it would share keys with another)"
         )
     return scope_id
+
+
+def is_name(name: object) -> TypeGuard[str]:
+    """Whether ``name`` follows :data:`NAME_RULE` (an edge or transformer name may be a
+    reserved segment: it never becomes part of a scope id)."""
+    return isinstance(name, str) and _NAME_RE.fullmatch(name) is not None
+
+
+def validate_name(name: object, what: str) -> str:
+    """Return ``name`` if it may name an agent or a team, else raise
+    :class:`InvalidArgument` naming ``what``: :data:`NAME_RULE`, and not one of the
+    :data:`RESERVED_SEGMENTS`, since it becomes a segment of its scopes' ids (a reserved
+    one used to pass ``acl grant`` and fail at provisioning, half-written)."""
+    if not is_name(name):
+        raise InvalidArgument(f"{what} must match {NAME_RULE}: {name!r:.80}")
+    if name in RESERVED_SEGMENTS:
+        raise InvalidArgument(f"{what} {name!r} is reserved in scope ids "
+                              f"({', '.join(sorted(RESERVED_SEGMENTS))}): choose another")
+    return name
 
 
 def validate_tag(tag: object) -> str:

@@ -10,11 +10,12 @@ first. :func:`set_catalog` installs one explicitly (an embedding application, a 
 
 from __future__ import annotations
 
-import re
 import threading
 from collections.abc import Collection, Iterable
 from importlib.metadata import entry_points
 from typing import TYPE_CHECKING, Protocol, runtime_checkable
+
+from blackboard.validation import NAME_RULE, is_name
 
 from .errors import InvalidEdge
 
@@ -34,7 +35,6 @@ __all__ = [
 #: The entry point group a transformer package declares its catalog under.
 ENTRY_POINT_GROUP = "blackboard.transformer_catalog"
 
-_NAME = re.compile(r"[A-Za-z0-9_.-]{1,64}")
 
 
 @runtime_checkable
@@ -93,8 +93,8 @@ def known_transformers() -> frozenset[str]:
 
 def register_transformer_name(name: str) -> None:
     """Make ``name`` a valid transformer for edges though the catalog does not list it."""
-    if not isinstance(name, str) or not _NAME.fullmatch(name):
-        raise InvalidEdge(f"transformer name must be 1-64 of [A-Za-z0-9_.-]: {name!r:.80}")
+    if not is_name(name):
+        raise InvalidEdge(f"transformer name must match {NAME_RULE}: {name!r:.80}")
     _extra.add(name)
 
 

@@ -15,7 +15,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from blackboard.validation import validate_scope, validate_tags
+from blackboard.validation import NAME_RULE, SEGMENT_CHARS, is_name, validate_scope, validate_tags
 
 from .catalog import known_transformers, register_transformer_name
 from .errors import EdgeCycle, InvalidEdge
@@ -29,10 +29,8 @@ __all__ = [
     "register_transformer_name",
 ]
 
-_SEG = r"[A-Za-z0-9_.-]"
 _PATTERN_RE = re.compile(r"[A-Za-z0-9_.*-]+(?::[A-Za-z0-9_.*-]+)*")
 _PLACEHOLDER = re.compile(r"\{(\d+)\}")
-_EDGE_ID = re.compile(r"[A-Za-z0-9_.-]{1,64}")
 
 
 @dataclass(frozen=True, slots=True)
@@ -122,7 +120,7 @@ class Trigger:
 @functools.lru_cache(maxsize=1024)
 def _pattern_regex(pattern: str) -> re.Pattern[str]:
     parts = (re.escape(p) for p in pattern.split("*"))
-    return re.compile(f"({_SEG}+)".join(parts))
+    return re.compile(f"({SEGMENT_CHARS}+)".join(parts))
 
 
 def pattern_matches(pattern: str, scope_id: str) -> bool:
@@ -186,8 +184,8 @@ class MemorySubscription:
                 f"{self.source}\x1f{self.target}\x1f{self.transformer}".encode()
             ).hexdigest()[:12]
             object.__setattr__(self, "id", f"{self.transformer}-{digest}")
-        if not _EDGE_ID.fullmatch(self.id):
-            raise InvalidEdge(f"edge id must be 1-64 of [A-Za-z0-9_.-]: {self.id!r:.80}")
+        if not is_name(self.id):
+            raise InvalidEdge(f"edge id must match {NAME_RULE}: {self.id!r:.80}")
 
     def match(self, scope_id: str) -> str | None:
         """The target scope for an event of ``scope_id``, or None if the edge ignores it."""

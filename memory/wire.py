@@ -15,7 +15,14 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
-from blackboard.validation import MAX_TAGS, TAG_PATTERN
+from blackboard.validation import (
+    MAX_NAME_LEN,
+    MAX_SCOPE_LEN,
+    MAX_TAGS,
+    RESERVED_SEGMENTS,
+    SEGMENT_CHARS,
+    TAG_PATTERN,
+)
 from retrieval.query import MemoryQuery, TagFilter, json_number
 
 from .aliases import rename_aliases
@@ -70,9 +77,10 @@ _LEVELS = ", ".join(m.value for m in MemoryLevel)
 #: Level names and segments the routes accept (``episodic`` or ``ltm:episodic``).
 LEVEL_NAMES = tuple(sorted(_NAMES | {m.segment for m in MemoryLevel}))
 #: One segment of a scope id: an agent, team or session name.
-_SEGMENT = r"(?!(e|tag)(:|$))[A-Za-z0-9_.-]+"  # RESERVED_SEGMENTS refused
-NAME_SCHEMA: dict[str, Any] = {"pattern": f"^{_SEGMENT}$", "maxLength": 64}
-SCOPE_SCHEMA: dict[str, Any] = {"pattern": f"^{_SEGMENT}(:{_SEGMENT})*$", "maxLength": 200}
+_SEGMENT = f"(?!({'|'.join(sorted(RESERVED_SEGMENTS))})(:|$)){SEGMENT_CHARS}+"
+NAME_SCHEMA: dict[str, Any] = {"pattern": f"^{_SEGMENT}$", "maxLength": MAX_NAME_LEN}
+SCOPE_SCHEMA: dict[str, Any] = {"pattern": f"^{_SEGMENT}(:{_SEGMENT})*$",
+                                "maxLength": MAX_SCOPE_LEN}
 ENTRY_ID_SCHEMA: dict[str, Any] = {"pattern": r"^[0-9A-Za-z_-]{1,64}$"}
 TAG_SCHEMA: dict[str, Any] = {"type": "string", "pattern": TAG_PATTERN}
 TAGS_SCHEMA: dict[str, Any] = {"items": TAG_SCHEMA}

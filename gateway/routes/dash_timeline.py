@@ -15,6 +15,7 @@ from memory.wire import EntryOut
 
 from ..dash import timeline as timeline_mod
 from .deps import CallerDep
+from .params import AgentQuery
 from .responses import BODY_ERRORS
 from .timeline import AT_PATTERN, LEVEL_PATTERN, SEGMENT_PATTERN, SegmentOut, _named
 
@@ -22,16 +23,10 @@ __all__ = ["router"]
 
 router = APIRouter(prefix="/v1/dashboard", tags=["dashboard"], responses=BODY_ERRORS)
 
-Agent = Annotated[str | None, Query(min_length=1, max_length=64, pattern=r"^[A-Za-z0-9_.-]+$",
-                                    description=(
-    "Whose table (default: the token's agent). An agent token may name only itself; an "
-    "operator token any agent."))]
-
-
 @router.get("/timeline")
 async def timeline(
     caller: CallerDep,
-    agent: Agent = None,
+    agent: AgentQuery = None,
     at: Annotated[str | None, Query(max_length=40, pattern=AT_PATTERN, description=(
         "2023, 2023-05, 2023-05-08 or a node id (default: the root)."))] = None,
     level: Annotated[str | None, Query(max_length=16, pattern=LEVEL_PATTERN, description=(
@@ -52,7 +47,7 @@ async def expand(
     caller: CallerDep,
     segment: Annotated[str, Query(min_length=1, max_length=260, pattern=SEGMENT_PATTERN,
                                   description="A segment's ref: <scope>#s2023-05-08.0.")],
-    agent: Agent = None,
+    agent: AgentQuery = None,
 ) -> SegmentOut:
     """``GET /v1/timeline/expand``'s answer for ``agent``'s segment: its raw entries."""
     try:

@@ -14,7 +14,6 @@ from memory import MemoryLevel
 from memory.wire import (
     ENTRY_ID_SCHEMA,
     LEVEL_SCHEMA,
-    NAME_SCHEMA,
     SCOPE_SCHEMA,
     TAG_SCHEMA,
     BatchOut,
@@ -36,6 +35,7 @@ from ..maps import caller_map
 from ..operator import operator_stats
 from ..refusals import InvalidParameter
 from .deps import CallerDep
+from .params import NameQuery
 from .responses import BODY_ERRORS, READ_ERRORS
 
 router = APIRouter(prefix="/v1", tags=["memory"])
@@ -49,7 +49,6 @@ _READ = READ_ERRORS
 EntryIdPath = Annotated[str, Path(json_schema_extra=ENTRY_ID_SCHEMA)]
 ScopeQuery = Annotated[str | None, Query(json_schema_extra=SCOPE_SCHEMA)]
 LevelQuery = Annotated[str | None, Query(json_schema_extra=LEVEL_SCHEMA)]
-TeamQuery = Annotated[str | None, Query(json_schema_extra=NAME_SCHEMA)]
 SessionPath = Annotated[str, Path(json_schema_extra={
     "pattern": TAG_SCHEMA["pattern"].replace("{1,128}", "{1,120}")})]
 
@@ -141,7 +140,7 @@ async def recall(body: RecallRequest, caller: CallerDep) -> Response:
 
 @router.get("/tags", response_model=TagsOut, responses=_READ)
 async def tags(caller: CallerDep, level: LevelQuery = None,
-               team: TeamQuery = None) -> TagsOut:
+               team: NameQuery = None) -> TagsOut:
     return TagsOut(tags=await caller.memory.list_tags(_level(level), team=team))
 
 

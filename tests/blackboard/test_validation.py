@@ -434,6 +434,31 @@ def test_every_named_scope_is_still_valid() -> None:
         agent_scopes("tag")
 
 
+def test_one_name_rule_for_agents_teams_edges_and_the_schema() -> None:
+    """Agent ids and teams become scope segments, so a reserved one is refused (by the
+    library, and by the gateway's parameter, whose schema documents the same rule); an edge
+    or transformer name only follows the characters."""
+    import re
+
+    from blackboard import InvalidArgument
+    from blackboard.validation import NAME_PATTERN, is_name, validate_name
+    from memory.wire import NAME_SCHEMA
+
+    documented = re.compile(NAME_SCHEMA["pattern"])
+    for ok in ["ana", "a.b-c_9", "E", "tags", "n" * 64]:
+        assert validate_name(ok, "agent id") == ok and documented.match(ok)
+    for bad in ["e", "tag"]:
+        assert is_name(bad) and re.match(NAME_PATTERN, bad) and not documented.match(bad)
+        with pytest.raises(InvalidArgument, match="agent id 'e?t?a?g?' is reserved"):
+            validate_name(bad, "agent id")
+    for bad in ["", "a b", "a:b", "n" * 65, None, 3]:
+        assert not is_name(bad)
+        with pytest.raises(InvalidArgument, match="team must match"):
+            validate_name(bad, "team")
+        if isinstance(bad, str):
+            assert not documented.match(bad) or len(bad) > NAME_SCHEMA["maxLength"]
+
+
 def test_a_huge_ttl_is_refused_not_overflowed() -> None:
     # found by the OpenAPI fuzz run: 1e308 s * 1000 is infinity, which ceil refused (a 500)
     from blackboard import InvalidArgument

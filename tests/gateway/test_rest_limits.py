@@ -76,6 +76,13 @@ def test_validation_names_the_field(gateway):
         assert r.status_code == 422
         r = c.get("/v1/facts", params={"limit": 0})
         assert r.status_code == 422 and r.json()["field"] == "limit"
+        # a name parameter follows the library's name rule, reserved segments included
+        for bad in ("e", "tag", "a b", "n" * 65):
+            r = c.get("/v1/tags", params={"team": bad})
+            assert r.status_code == 422 and r.json()["field"] == "team", (bad, r.text)
+            r = c.get("/v1/dashboard/timeline", params={"agent": bad})
+            assert r.status_code == 422 and r.json()["field"] == "agent", (bad, r.text)
+        assert "reserved" in c.get("/v1/tags", params={"team": "e"}).json()["detail"]
         # a batch with one bad item writes nothing
         r = c.post("/v1/memories/batch", json={"items": [
             {"value": "ok"}, {"value": "x", "tags": ["bad tag{"]}]})
