@@ -33,6 +33,12 @@ export function drawRates(canvas, rates, now = Date.now()) {
   g.fillText(`-${RATE_SECONDS / 60} min`, pad, hgt - 2);
   g.fillText('now', w - 24, hgt - 2);
   const plotH = hgt - 16;
+  if (!levels.length) {
+    g.textAlign = 'center';
+    g.fillText(`no events in the last ${RATE_SECONDS / 60} minutes`, w / 2, plotH / 2);
+    g.textAlign = 'start';
+    return levels;
+  }
   for (let i = 0; i < RATE_SECONDS; i++) {
     const m = rates.get(end - RATE_SECONDS + 1 + i);
     if (!m) continue;

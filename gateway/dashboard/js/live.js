@@ -40,17 +40,23 @@ export class LiveHub {
     this.total += 1;
     this.history.push(ev);
     if (this.history.length > HISTORY_CAP) this.history.splice(0, this.history.length - HISTORY_CAP);
-    const sec = Math.floor(ev.received / 1000);
+    this.count(Math.floor(ev.received / 1000), ev.level);
+    for (const f of this.listeners) {
+      try { f(ev); } catch (e) { console.error(e); }
+    }
+  }
+
+  /** One event of `level` in the events/s chart's second `sec` (epoch s). */
+  count(sec, level) {
+    const newest = Math.max(sec, ...this.rates.keys());
+    if (sec <= newest - RATE_SECONDS) return;
     let m = this.rates.get(sec);
     if (!m) {
       m = new Map();
       this.rates.set(sec, m);
-      for (const k of this.rates.keys()) if (k <= sec - RATE_SECONDS) this.rates.delete(k);
+      for (const k of this.rates.keys()) if (k <= newest - RATE_SECONDS) this.rates.delete(k);
     }
-    m.set(ev.level, (m.get(ev.level) || 0) + 1);
-    for (const f of this.listeners) {
-      try { f(ev); } catch (e) { console.error(e); }
-    }
+    m.set(level, (m.get(level) || 0) + 1);
   }
 
   /**
@@ -68,6 +74,10 @@ export class LiveHub {
       .sort((a, b) => a.at - b.at || (a.id < b.id ? -1 : a.id > b.id ? 1 : 0));
     if (this.history.length > HISTORY_CAP) this.history.splice(0, this.history.length - HISTORY_CAP);
     this.seeded += add.length;
+    // The chart shows the last minutes as they were, not only what arrived since the page
+    // opened: an older event counts at its own time.
+    const since = Date.now() - RATE_SECONDS * 1000;
+    for (const e of add) if (e.at >= since) this.count(Math.floor(e.at / 1000), e.level);
     return add.length;
   }
 
