@@ -108,10 +108,11 @@ run_tests() {
     heavy="process or browser or cluster or slow"
     if [ $first = 0 ]; then
       # The second server: what talks to Redis. Pure tests never do, and the framework
-      # adapters' and the dashboard's browser tests test our code, not the server's: once
-      # is enough (the run stays within CI's time budget).
-      light="$light and not (pure or integration)"
-      heavy="($heavy) and not (integration or browser)"
+      # adapters', the dashboard's browser tests and those that check what our code
+      # presents (`once`, tests/tiers.py) test our code, not the server's: once is enough
+      # (the run stays within CI's time budget).
+      light="$light and not (pure or integration or once)"
+      heavy="($heavy) and not (integration or browser or once)"
     fi
     local version; version=$("$bin" --version | cut -d' ' -f1-3)
     echo "== pytest on $version ($bin): tests that start no process, 2 at a time"

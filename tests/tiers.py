@@ -10,6 +10,9 @@ slow)``, i.e. the pure and single-Redis tiers):
 - ``browser``: Chromium through playwright;
 - ``pure``: none of these: only this interpreter (threads and local sockets are fine).
 
+And one marker by what a test checks, not what it needs: ``once``, the files in
+:data:`ONCE`, which CI runs on its first Redis only (``dev.sh``).
+
 A test gets a marker when its fixture closure holds one of the fixtures in :data:`ROOTS`
 (the closure brings the rest: ``bb`` needs ``redis_server``). A test that starts a process
 in its body, without such a fixture, carries the marker by hand (``pytestmark`` or
@@ -46,6 +49,32 @@ ROOTS: dict[str, frozenset[str]] = {
 }
 TIERS = frozenset(ROOTS)
 
+#: Test files (or folders) that check what our code presents over the library: the CLI's
+#: lines, the README's snippets, the dashboard's and MCP's answers, the Python client, the
+#: benches, the drafts of a real LLM, the OpenAPI schema under fuzzing. They reach Redis
+#: only through paths that the substrate, worker, gateway and security tests cover on every
+#: server, so a second Redis would repeat them without testing the server (about half of
+#: its process tests' time): they are marked ``once``. The CLI's quota and server
+#: commands are not here (memory accounting and the embedded server are the server's).
+ONCE: tuple[str, ...] = (
+    "tests/bench/",
+    "tests/cli/test_belief_commands.py", "tests/cli/test_cli_80col.py",
+    "tests/cli/test_demo.py", "tests/cli/test_mistakes.py", "tests/cli/test_old_flags.py",
+    "tests/cli/test_oom_line.py", "tests/cli/test_options.py", "tests/cli/test_output.py",
+    "tests/cli/test_pool_command.py", "tests/cli/test_timeline_command.py",
+    "tests/cli/test_transfer_command.py", "tests/cli/test_version_and_map_teams.py",
+    "tests/consolidation/test_consolidation_llm_real.py",
+    "tests/gateway/test_cli_recall_gateway.py", "tests/gateway/test_dashboard_api.py",
+    "tests/gateway/test_dashboard_tools_api.py", "tests/gateway/test_mcp.py",
+    "tests/gateway/test_mcp_compact.py", "tests/gateway/test_mcp_settings.py",
+    "tests/gateway/test_mcp_stdio.py", "tests/gateway/test_openapi_fuzz.py",
+    "tests/gateway/test_remote.py", "tests/gateway/test_rest_fuzz.py",
+    "tests/test_readme_snippets.py",
+    "tests/workers/test_demo_beliefs.py", "tests/workers/test_demo_consolidation.py",
+    "tests/workers/test_workers_llm.py", "tests/workers/test_workers_llm_real.py",
+)
+_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
 _NEEDS = pytest.StashKey[frozenset[str]]()
 _VIOLATIONS = pytest.StashKey[list[str]]()
 _active: pytest.Item | None = None  # the test being set up or run (threads see it too)
@@ -68,6 +97,8 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
         if not needs:
             item.add_marker("pure")
         item.stash[_NEEDS] = frozenset(needs)
+        if os.path.relpath(str(item.path), _ROOT).startswith(ONCE):
+            item.add_marker("once")
 
 
 def _message(item: pytest.Item, what: str) -> str:
