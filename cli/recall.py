@@ -7,11 +7,13 @@ Mounted by :mod:`cli.app` (``register(app)``); the index is built for this one q
 ``--json`` shape (stable; extend, never rename): a list, best first, of
 ``{"rank", "id", "scope", "value", "text", "tags", "key", "created_at", "score", "fused",
 "dense", "bm25", "strength", "recency", "importance", "also_in", "has_vector",
-"has_first_pass", "cites", "route"}`` (``text``: the value as a person reads it;
+"has_first_pass", "cites", "newer_than", "route"}`` (``text``: the value as a person reads it;
 ``dense``/``bm25`` null when that signal did not apply; ``also_in``: the other forms of the
 same fact folded into the hit, ``[{"id", "scope"}]``; ``has_vector`` false when the entry
 could rank by keywords only, ``has_first_pass`` true when it then ranked by its first-pass
 vector, rough meaning, too; ``cites``: the ids of the raw entries a derived hit stands on;
+``newer_than``: the id of an earlier statement on the same thing whose place the hit took,
+null when its score placed it;
 ``route``: how the recall was answered, the same object on every hit, ``{"intent",
 "route", "indexes", "notes", "partial", "nodes_visited"}``). The route is also one line on
 stderr (with ``--json`` too, so an empty list is explained).
@@ -49,6 +51,7 @@ def hit_record(rank: int, h: Any, route: Any = None) -> dict[str, Any]:
         "has_vector": h.has_vector,
         "has_first_pass": h.has_first_pass,
         "cites": list(h.cites),
+        "newer_than": h.newer_than,
         "route": None if route is None else {
             "intent": route.intent, "route": route.route, "indexes": list(route.indexes),
             "notes": list(route.notes), "partial": route.partial,

@@ -69,6 +69,8 @@ class Found(BaseModel):
 
     has_first_pass: bool = Field(False, description="Without its vector, whether it was "
                                  "matched by rough meaning (a first-pass vector) too.")
+    newer_than: str | None = Field(None, description="Id of an earlier statement on the same "
+                                   "thing whose place this one took (the newest ranks first).")
 
 
 class Route(BaseModel):
@@ -116,7 +118,7 @@ def found(h: Hit, explain: bool) -> Found:
                  created=_iso(e.created_at), score=round(h.score, SCORE_DIGITS),
                  components=comps, author=e.author, claimed_agents=e.claimed_agents or None,
                  also_in=h.also_in or None, has_vector=h.has_vector, cites=h.cites or None,
-                 has_first_pass=h.has_first_pass)
+                 has_first_pass=h.has_first_pass, newer_than=h.newer_than)
 
 
 class MapSummary(BaseModel):

@@ -301,6 +301,9 @@ class Hit(BaseModel):
     cites: list[str] = Field(default_factory=list)
     #: Without its vector, whether it ranked by its first-pass one (rough meaning).
     has_first_pass: bool = False
+    #: The id of an earlier statement on the same thing whose place this hit took (the
+    #: newest statement ranks first): why its score may be below a later hit's.
+    newer_than: str | None = None
 
     @classmethod
     def of(cls, s: ScoredEntry) -> Hit:
@@ -310,7 +313,7 @@ class Hit(BaseModel):
                                          importance=s.importance),
                    also_in=[EntryRefOut(id=r.entry_id, scope=r.scope) for r in s.also_in],
                    has_vector=s.has_vector, cites=list(s.cites),
-                   has_first_pass=s.has_first_pass)
+                   has_first_pass=s.has_first_pass, newer_than=s.newer_than)
 
     def to_scored(self) -> ScoredEntry:
         from blackboard import EntryRef
@@ -320,7 +323,8 @@ class Hit(BaseModel):
         return ScoredEntry(self.entry.to_entry(), self.scope, c.dense, c.bm25, c.fused,
                            c.strength, c.recency, c.importance, self.score,
                            tuple(EntryRef(r.scope, r.id) for r in self.also_in),
-                           self.has_vector, tuple(self.cites), self.has_first_pass)
+                           self.has_vector, tuple(self.cites), self.has_first_pass,
+                           self.newer_than)
 
 
 class RouteOut(BaseModel):

@@ -151,6 +151,9 @@ class ScoredEntry:
     raw entries a derived hit (a copy, summary, episode, belief, team copy) stands on;
     ``()`` for a raw entry (:mod:`retrieval.citations`). ``has_first_pass``: it had no
     vector but ranked by its first-pass one (rough meaning, :mod:`retrieval.embedders.static`).
+    ``newer_than``: the id of an earlier statement on the same thing whose place this hit
+    took (:mod:`retrieval.updates`: the newest statement ranks first), which is why its score
+    can be lower than a hit's below it; None when it is where its score put it.
     """
 
     entry: Entry
@@ -166,6 +169,7 @@ class ScoredEntry:
     has_vector: bool = False
     cites: tuple[str, ...] = ()
     has_first_pass: bool = False
+    newer_than: str | None = None
 
     def explain(self) -> str:
         """A one-line account of the hit: its text first, then where it is and the score."""
@@ -178,6 +182,8 @@ class ScoredEntry:
             f"recency={self.recency:.3f}, importance={self.importance:.2f}"
             + (f"; also in {_places(self.also_in)}" if self.also_in else "")
             + (f"; cites {_ids(self.cites)}" if self.cites else "")
+            + (f"; ranked in the place of {self.newer_than}, an earlier statement on the "
+               "same thing" if self.newer_than else "")
         )
 
     def __repr__(self) -> str:

@@ -134,7 +134,7 @@ def pull_updates(
     """``hits`` with, before each raw statement, the newest statement on its slot in its
     scope (``newest(scope, slot)``) when that one is newer and not among the hits: a later
     update ranks first even when the question's words found only the earlier statement.
-    The pulled entry takes the hit's score components."""
+    The pulled entry takes the hit's score components, and names the hit (``newer_than``)."""
     have = {h.entry.id for h in hits}
     out: list[ScoredEntry] = []
     for h in hits:
@@ -143,13 +143,14 @@ def pull_updates(
             n = newest(h.scope, slot)
             if n is not None and n.id not in have and _when(n) > _when(h.entry):
                 have.add(n.id)
-                out.append(dataclasses.replace(h, entry=n))
+                out.append(dataclasses.replace(h, entry=n, newer_than=h.entry.id))
         out.append(h)
     return out
 
 
 def latest_first(hits: Sequence[ScoredEntry]) -> list[ScoredEntry]:
-    """``hits`` in order, except that within each slot the newer statement comes first."""
+    """``hits`` in order, except that within each slot the newer statement comes first; a
+    hit moved up says whose place it took (``newer_than``)."""
     groups: dict[str, list[int]] = {}
     for i, h in enumerate(hits):
         s = slot_of(h.entry)
@@ -158,9 +159,12 @@ def latest_first(hits: Sequence[ScoredEntry]) -> list[ScoredEntry]:
     out = list(hits)
     for idx in groups.values():
         if len(idx) > 1:
-            newest = sorted((hits[i] for i in idx), key=lambda h: -_when(h.entry))
-            for i, h in zip(idx, newest, strict=True):
-                out[i] = h
+            newest = sorted(idx, key=lambda i: -_when(hits[i].entry))
+            for place, i in zip(idx, newest, strict=True):
+                h = hits[i]
+                if place < i:  # moved up, over the earlier statement found there
+                    h = dataclasses.replace(h, newer_than=hits[place].entry.id)
+                out[place] = h
     return out
 
 

@@ -449,7 +449,7 @@ def test_one_name_rule_for_agents_teams_edges_and_the_schema() -> None:
         assert validate_name(ok, "agent id") == ok and documented.match(ok)
     for bad in ["e", "tag"]:
         assert is_name(bad) and re.match(NAME_PATTERN, bad) and not documented.match(bad)
-        with pytest.raises(InvalidArgument, match="agent id 'e?t?a?g?' is reserved"):
+        with pytest.raises(InvalidArgument, match=f"agent id '{bad}' is reserved"):
             validate_name(bad, "agent id")
     for bad in ["", "a b", "a:b", "n" * 65, None, 3]:
         assert not is_name(bad)

@@ -123,7 +123,11 @@ def test_a_later_statement_about_the_same_thing_ranks_first() -> None:
     other = message("m3", "Bo", "I live in Rome.", T0 + 20)
     assert slot_of(old) == slot_of(new) == "fact:ana:lives_in" != slot_of(other)
     hits = [hit(old, 0.9), hit(other, 0.8), hit(new, 0.7)]
-    assert [h.entry.id for h in latest_first(hits)] == ["m2", "m3", "m1"]
+    ranked = latest_first(hits)
+    assert [h.entry.id for h in ranked] == ["m2", "m3", "m1"]
+    # the moved hit says whose place it took (its score is below the next hit's)
+    assert [h.newer_than for h in ranked] == ["m1", None, None]
+    assert "ranked in the place of m1" in ranked[0].explain()
     # counts update; plain "is" only for attributes; long summaries state nothing
     assert slot_of(message("c", "Ana", "I have 3 dogs.", T0)) == "fact:ana:has:dog"
     assert slot_of(message("d", "Ana", "My favourite colour is blue.", T0)) == (
@@ -145,6 +149,8 @@ def test_a_newer_statement_the_words_missed_is_pulled_in_first() -> None:
     eng.add([old, new, noise])
     assert eng.newest_on_slot("agent:a:working", "fact:ana:works_at") == new
     hits = [hit(noise, 0.9), hit(old, 0.8)]
-    assert [h.entry.id for h in pull_updates(hits, eng.newest_on_slot)] == ["m3", "m2", "m1"]
+    pulled = pull_updates(hits, eng.newest_on_slot)
+    assert [h.entry.id for h in pulled] == ["m3", "m2", "m1"]
+    assert [h.newer_than for h in pulled] == [None, "m1", None]
     eng.remove(["m2"])
     assert eng.newest_on_slot("agent:a:working", "fact:ana:works_at") == old

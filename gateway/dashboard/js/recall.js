@@ -81,6 +81,10 @@ function renderHits(el, r) {
       h('div.hit-head', null, entryLink(x.scope, x.entry.id, clip(text(x.entry.value), 140)),
         h('span.score', null, `score ${fmtNum(x.score)}`)),
       h('div.hit-scope', null, x.scope, ' · ', x.entry.tags.slice(0, 6).join(' ')),
+      // Why a lower score can rank above a higher one: the newest statement on a thing
+      // takes the best place among its statements (retrieval/updates.py).
+      x.newer_than ? h('div.hit-moved', null, '↑ ranked in the place of ',
+        entryLink(x.scope, x.newer_than, 'an earlier statement'), ' on the same thing: the newest ranks first') : null,
       h('div.bars', null,
         bar('fused', x.components.fused), bar('dense', x.components.dense),
         bar('bm25', x.components.bm25, maxBm25), bar('strength', x.components.strength),
