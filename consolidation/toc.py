@@ -156,16 +156,29 @@ class _Acc:
     entries: list[str] = field(default_factory=list)
     #: a segment's new texts, a parent's changed children's summaries
     texts: list[str] = field(default_factory=list)
+    #: what :meth:`add` took (tags, keywords, actors), counted once by :meth:`count`: a
+    #: ``Counter.update`` per entry and field costs its type checks every time
+    pending: tuple[list[str], list[str], list[str]] = field(
+        default_factory=lambda: ([], [], []))
 
     def add(self, t: int, tags: Iterable[str], kws: Iterable[str], actors: Iterable[str]) -> None:
         self.added += 1
         self.start, self.end = min(self.start, t), max(self.end, t)
-        self.tags.update(tags)
-        self.keywords.update(kws)
-        self.actors.update(actors)
+        self.pending[0].extend(tags)
+        self.pending[1].extend(kws)
+        self.pending[2].extend(actors)
+
+    def count(self) -> None:
+        """Count what :meth:`add` took into the counters (then nothing is left pending)."""
+        for counter, taken in zip((self.tags, self.keywords, self.actors), self.pending,
+                                  strict=True):
+            if taken:
+                counter.update(taken)
+                taken.clear()
 
     def absorb(self, child: _Acc) -> None:
         """What ``child`` (a segment, or a changed node below) adds, counted here too."""
+        child.count()
         self.added += child.added
         self.start, self.end = min(self.start, child.start), max(self.end, child.end)
         self.tags.update(child.tags)
@@ -173,6 +186,7 @@ class _Acc:
         self.actors.update(child.actors)
 
     def done(self) -> TocNode:
+        self.count()
         n = self.node
 
         def merged(old: dict[str, int], new: Counter[str], k: str) -> dict[str, int]:

@@ -199,10 +199,13 @@ class MemorySubscription:
         """``match`` plus the tag filter and, given the event's Redis ms ``at``, the edge's
         ``since``: the target scope, or None. An event before the edge existed is not its
         business, whenever a worker happens to read it."""
-        if at is not None and at < self.since:
-            return None
-        target = self.match(scope_id)
-        return target if target is not None and self.filter.matches(tags) else None
+        return self.match(scope_id) if self.admits(tags, at) else None
+
+    def admits(self, tags: Iterable[str], at: int | None = None) -> bool:
+        """The per-event half of :meth:`accepts` (``match`` is the per-scope half, which a
+        reader of many events of a few scopes does once a scope): the tags pass the
+        filter and the event (at ``at``, when given) is not older than the edge."""
+        return (at is None or at >= self.since) and self.filter.matches(tags)
 
     def to_json(self) -> dict[str, Any]:
         return {"id": self.id, "source": self.source, "target": self.target,

@@ -27,6 +27,7 @@ from dataclasses import dataclass
 from blackboard import Batch, Entry, EntryRef, EventType
 from blackboard.errors import OutOfMemory
 from consolidation.toc import apply_entries, timeline
+from memory.subscriptions import MemorySubscription
 
 from ..dataflow import DLQ_MAXLEN, BufferItem
 from ..edgeset import EdgeSet
@@ -163,10 +164,16 @@ class TimelineRole:
         """scope -> ids of the batch's written entries that a timeline edge takes."""
         edges = self.edge_set.edges
         out: dict[str, list[str]] = {}
+        # A read holds a few scopes' events: each scope is matched against the edges'
+        # source patterns once (``accepts`` per event ran a regex for each), then only
+        # the per-event half of ``accepts`` (``admits``) is checked.
+        matching: dict[str, list[MemorySubscription]] = {}
         for ev in batch.events:
             if ev.type is not EventType.WRITTEN:
                 continue
-            if any(e.accepts(ev.scope, ev.tags, ev.at) is not None for e in edges):
+            if (es := matching.get(ev.scope)) is None:
+                es = matching[ev.scope] = [e for e in edges if e.match(ev.scope) is not None]
+            if any(e.admits(ev.tags, ev.at) for e in es):
                 out.setdefault(ev.scope, []).append(ev.entry_id)
         return out
 
