@@ -55,7 +55,9 @@ def feed_id_gt(a: str, b: str) -> bool:
 class FollowerStats:
     """Counters: ``events`` applied, ``bootstrapped`` entries read in bulk,
     ``from_snapshot`` entries loaded from disk, ``stored_embeddings`` vectors written back,
-    ``sync_timeouts`` queries that searched before catching up."""
+    ``sync_timeouts`` queries that searched before catching up, ``adopted_embeddings``
+    vectors another process (the index role) stored that were taken instead of computed,
+    ``deferred_rounds`` times the background embedding waited for a live index worker."""
 
     scopes: int
     events: int
@@ -63,6 +65,8 @@ class FollowerStats:
     from_snapshot: int
     stored_embeddings: int
     sync_timeouts: int
+    adopted_embeddings: int = 0
+    deferred_rounds: int = 0
 
 
 class IndexFollower:
@@ -128,6 +132,8 @@ class IndexFollower:
             n["from_snapshot"],
             self._embeddings.stored,
             n["timeouts"],
+            self._embeddings.adopted,
+            self._embeddings.deferred,
         )
 
     async def follow(self, scopes: Iterable[str]) -> None:
@@ -164,8 +170,9 @@ class IndexFollower:
         await self._embeddings.settled(max_batch)
 
     def wake_embedder(self) -> None:
-        """Have the background embedder go on with what is queued (a no-op when busy)."""
-        self._embeddings.wake()
+        """Have the background embedder go on with what is queued (a no-op when busy),
+        without waiting for an index worker: a semantic wait wants every vector now."""
+        self._embeddings.hurry()
 
     def positions(self, scopes: Sequence[str]) -> dict[str, str]:
         """The last feed id applied for each of ``scopes`` (``0-0``: none), now."""
