@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from . import keys as K
+from .errors import AccessDenied
 from .keys import PartitionKeys
 from .vector_queue import INDEX_ROLE
 
@@ -58,19 +59,28 @@ class StoredVectors:
         return {s: [_vector(next(replies)) for _ in ids] for s, ids in wanted.items()}
 
     async def drained(self, partitions: Iterable[int], live_within_ms: int) -> set[int]:
-        """Those of ``partitions`` whose entries an index role embeds now: their writes
-        queue what needs a vector (the ``indexing`` flag) and an index worker beat within
-        ``live_within_ms``. One round trip; read-only (a gateway's user may not prune the
-        presence set, :meth:`Presence.live <blackboard.presence.Presence.live>` does)."""
+        """Those of ``partitions`` whose entries an index role embeds: their writes queue
+        what needs a vector (the ``indexing`` flag, which stays once set) and an index
+        worker beat within ``live_within_ms``. A user who may not read the workers'
+        presence (an agent's) gets the flagged partitions: the caller bounds its wait.
+        One round trip; read-only (:meth:`Presence.live <blackboard.presence.Presence.live>`
+        also prunes)."""
         parts = sorted(set(partitions))
         if not parts:
             return set()
         since = self.bb.now_ms() - live_within_ms
         async with self.bb.client.pipeline(transaction=False) as pipe:
-            pipe.zcount(K.workers_of(INDEX_ROLE), since, "+inf")
             for p in parts:
                 pipe.exists(PartitionKeys(p).indexing)
-            live, *flags = await pipe.execute()
+            pipe.zcount(K.workers_of(INDEX_ROLE), since, "+inf")
+            *flags, live = await pipe.execute(raise_on_error=False)
+        for f in flags:
+            if isinstance(f, Exception):
+                raise f
+        if isinstance(live, AccessDenied):
+            live = 1
+        elif isinstance(live, Exception):
+            raise live
         if not int(live):
             return set()
         return {p for p, f in zip(parts, flags, strict=True) if int(f)}

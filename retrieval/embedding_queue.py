@@ -22,6 +22,7 @@ import contextlib
 import logging
 import time
 from collections import defaultdict, deque
+from collections.abc import Collection
 from dataclasses import replace
 
 import numpy as np
@@ -45,8 +46,10 @@ TAKE = 128
 LOOK = 512
 #: While an index worker drains the partitions, the background embedding waits for its
 #: vectors this long after the last one adopted (or after the wait began): a worker that
-#: stalls, or embeds with another model, delays ours by this much, once per backlog.
-DEFER_S = 2.0
+#: stalls, or embeds with another model, delays ours by this much, once per backlog. Its
+#: vectors arrive a model call at a time, and a call takes up to 512 texts (seconds on a
+#: loaded machine of two cores; the demo's backlog is ~300 entries).
+DEFER_S = 8.0
 #: How often a deferred backlog looks for the worker's vectors.
 DEFER_POLL_S = 0.25
 #: An index worker counts as live when it beat this recently (workers beat every second
@@ -60,9 +63,9 @@ class EmbeddingQueue:
     Owns two tasks on the running loop: one embeds the engine's queue in a thread after each
     :meth:`add` (a search awaits :meth:`settled` first; with ``background`` off, only when
     woken), one writes vectors back (when ``write_back``). Hooks ``engine.on_embedded``
-    until :meth:`detach`. ``stored`` counts the vectors written back, ``adopted`` those
-    found stored by another process instead of embedded, ``deferred`` the rounds left to a
-    live index worker.
+    until :meth:`detach`. ``computed`` counts the entries' vectors the engine computed (here
+    or in a search), ``stored`` those written back, ``adopted`` those found stored by
+    another process instead, ``deferred`` the rounds left to a live index worker.
     """
 
     def __init__(self, bb: Blackboard, engine: SearchEngine, *, write_back: bool = True,
@@ -71,14 +74,14 @@ class EmbeddingQueue:
         #: Embed what is added in the background; off, only searches embed (what they
         #: find, within ``engine.inline_embed``) and :meth:`wake` (a semantic wait).
         self.background = background
-        self.stored = self.adopted = self.deferred = 0
+        self.computed = self.stored = self.adopted = self.deferred = 0
         self._stopped = False
         self._hurry = False
         #: While deferring to an index worker: when the background embedding goes on
         #: without it (None: not deferring).
         self._defer_until: float | None = None
         self._poll: asyncio.TimerHandle | None = None
-        self._said = (0, 0)  # (adopted, embedded) when last logged
+        self._said = (0, 0)  # (adopted, computed) when last logged
         self._embed_wake = asyncio.Event()
         self._store_wake = asyncio.Event()
         self._to_store: deque[tuple[str, str, int, bytes]] = deque()
@@ -142,7 +145,9 @@ class EmbeddingQueue:
         self.engine.on_embedded = None
 
     def _embedded(self, made: list[tuple[Entry, npt.NDArray[np.float32]]]) -> None:
-        # Runs on whichever thread embedded (a search or the embed loop): queue only.
+        # Runs on whichever thread embedded (a search or the embed loop), under the engine's
+        # lock: count and queue only.
+        self.computed += len(made)
         for e, v in made:
             self._to_store.append((e.scope, e.id, e.version, np.asarray(v, np.float32).tobytes()))
         with contextlib.suppress(RuntimeError):  # loop closed: the vectors stay unstored
@@ -164,7 +169,7 @@ class EmbeddingQueue:
             if self._stopped:
                 return
             hurry, self._hurry = self._hurry, False
-            progress = await self._adopt()
+            progress = await self.adopt()
             if not hurry and await self._defer(progress):
                 self.deferred += 1
                 if self._poll is not None:
@@ -195,15 +200,16 @@ class EmbeddingQueue:
             finally:
                 self._inflight = None
                 done.set_result(None)
+            if not self.engine.waiting:
+                self._say_done()
 
-    async def _adopt(self) -> int:
-        """Adopt the stored vectors of the next entries to embed; -> how many. A failed
-        read adopts none (they are embedded here, as before)."""
+    async def adopt(self, scopes: Collection[str] | None = None, look: int = LOOK) -> int:
+        """Adopt the stored vectors of the next ``look`` entries to embed (``scopes``: of
+        theirs; a search's, before it embeds them itself); -> how many. A failed read
+        adopts none (they are embedded here, as before)."""
         emb = self.engine.embedder
-        ahead = self.engine.peek_pending(LOOK) if emb is not None else []
+        ahead = self.engine.peek_pending(look, scopes) if emb is not None else []
         if emb is None or not ahead:
-            self._defer_until = None  # nothing waits: the next backlog is a new one
-            self._say_done()
             return 0
         wanted: dict[str, list[Entry]] = defaultdict(list)
         for e in ahead:
@@ -226,9 +232,9 @@ class EmbeddingQueue:
 
     def _say_done(self) -> None:
         # Once per backlog: how many vectors were taken from Redis against computed here.
-        done = (self.adopted, self.engine.stats().embedded_texts)
+        done = (self.adopted, self.computed)
         if done != self._said:
-            log.info("embedding queue empty: %d vector(s) adopted from Redis, %d embedded "
+            log.info("embedding queue empty: %d vector(s) adopted from Redis, %d computed "
                      "here (%d round(s) deferred to an index worker)", *done, self.deferred)
             self._said = done
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Collection, Iterable
 from dataclasses import dataclass, field
 from typing import Literal
 
@@ -333,12 +333,15 @@ class SearchEngine:
             live = _searched_first(live, self._hot)
         return live
 
-    def peek_pending(self, limit: int) -> list[Entry]:
-        """The entries :meth:`take_pending` would take next (at most ``limit``), left
-        queued: a caller can look for their vectors elsewhere first (:meth:`adopt`)."""
+    def peek_pending(self, limit: int, scopes: Collection[str] | None = None) -> list[Entry]:
+        """The entries :meth:`take_pending` would take next (at most ``limit``; ``scopes``:
+        only theirs), left queued: a caller can look for their vectors elsewhere first
+        (:meth:`adopt`)."""
         with self._lock:
-            live = self._next_locked(limit)[:limit]
-            return [e for cat, row, _ in live if (e := cat.entries[row]) is not None]
+            live = self._next_locked(limit)
+            if scopes is not None:
+                live = [x for x in live if x[0].scope in scopes]
+            return [e for cat, row, _ in live[:limit] if (e := cat.entries[row]) is not None]
 
     def adopt(self, found: Iterable[tuple[str, int, bytes]]) -> int:
         """Give waiting entries a vector another process stored: ``(entry id, version,

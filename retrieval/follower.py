@@ -57,7 +57,9 @@ class FollowerStats:
     ``from_snapshot`` entries loaded from disk, ``stored_embeddings`` vectors written back,
     ``sync_timeouts`` queries that searched before catching up, ``adopted_embeddings``
     vectors another process (the index role) stored that were taken instead of computed,
-    ``deferred_rounds`` times the background embedding waited for a live index worker."""
+    ``deferred_rounds`` times the background embedding waited for a live index worker,
+    ``computed_embeddings`` entries' vectors computed here (in the background or by a
+    search)."""
 
     scopes: int
     events: int
@@ -67,6 +69,7 @@ class FollowerStats:
     sync_timeouts: int
     adopted_embeddings: int = 0
     deferred_rounds: int = 0
+    computed_embeddings: int = 0
 
 
 class IndexFollower:
@@ -134,6 +137,7 @@ class IndexFollower:
             n["timeouts"],
             self._embeddings.adopted,
             self._embeddings.deferred,
+            self._embeddings.computed,
         )
 
     async def follow(self, scopes: Iterable[str]) -> None:
@@ -168,6 +172,13 @@ class IndexFollower:
         no larger than that: a search right after then finds every entry with its vector
         without embedding any itself (:meth:`EmbeddingQueue.settled`)."""
         await self._embeddings.settled(max_batch)
+
+    async def adopt_stored(self, scopes: Sequence[str]) -> int:
+        """Give the entries of ``scopes`` still waiting for a vector those stored meanwhile
+        (by the index role): a search then embeds only the others itself. One round trip
+        when some wait, for as many as a search embeds (``inline_embed``: a larger backlog
+        is the background's); -> how many were adopted."""
+        return await self._embeddings.adopt(set(scopes), self.engine.inline_embed)
 
     def wake_embedder(self) -> None:
         """Have the background embedder go on with what is queued (a no-op when busy),
