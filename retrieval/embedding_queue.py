@@ -47,14 +47,16 @@ LOOK = 512
 #: While an index worker drains the partitions, the background embedding waits for its
 #: vectors this long after the last one adopted (or after the wait began): a worker that
 #: stalls, or embeds with another model, delays ours by this much, once per backlog. Its
-#: vectors arrive a model call at a time, and a call takes up to 512 texts (seconds on a
-#: loaded machine of two cores; the demo's backlog is ~300 entries).
-DEFER_S = 8.0
+#: vectors arrive a model call at a time, and a call takes up to 512 texts: ~6 s for the
+#: demo's backlog of ~300 entries on a quiet machine of two cores, over 10 s at a load
+#: average of 14 (measured: at 10 s the gateway gave up and embedded ~150 of them too).
+DEFER_S = 30.0
 #: How often a deferred backlog looks for the worker's vectors.
 DEFER_POLL_S = 0.25
-#: An index worker counts as live when it beat this recently (workers beat every second
-#: by default; three missed beats mean it is gone, as ``workers.heartbeat`` counts).
-INDEX_LIVE_MS = 3_000
+#: An index worker counts as live when it beat this recently: a worker whose record did
+#: not change rewrites its beat every ``REFRESH_BEATS`` (10) beats of a second by default
+#: (``workers.heartbeat``), e.g. through a long model call.
+INDEX_LIVE_MS = 15_000
 
 
 class EmbeddingQueue:
@@ -64,8 +66,9 @@ class EmbeddingQueue:
     :meth:`add` (a search awaits :meth:`settled` first; with ``background`` off, only when
     woken), one writes vectors back (when ``write_back``). Hooks ``engine.on_embedded``
     until :meth:`detach`. ``computed`` counts the entries' vectors the engine computed (here
-    or in a search), ``stored`` those written back, ``adopted`` those found stored by
-    another process instead, ``deferred`` the rounds left to a live index worker.
+    or in a search; ``in_background``: here), ``stored`` those written back, ``adopted``
+    those found stored by another process instead, ``deferred`` the rounds left to a live
+    index worker.
     """
 
     def __init__(self, bb: Blackboard, engine: SearchEngine, *, write_back: bool = True,
@@ -74,7 +77,7 @@ class EmbeddingQueue:
         #: Embed what is added in the background; off, only searches embed (what they
         #: find, within ``engine.inline_embed``) and :meth:`wake` (a semantic wait).
         self.background = background
-        self.computed = self.stored = self.adopted = self.deferred = 0
+        self.computed = self.in_background = self.stored = self.adopted = self.deferred = 0
         self._stopped = False
         self._hurry = False
         #: While deferring to an index worker: when the background embedding goes on
@@ -170,6 +173,8 @@ class EmbeddingQueue:
                 return
             hurry, self._hurry = self._hurry, False
             progress = await self.adopt()
+            if progress and not self.engine.waiting:
+                self._say_done()
             if not hurry and await self._defer(progress):
                 self.deferred += 1
                 if self._poll is not None:
@@ -196,7 +201,7 @@ class EmbeddingQueue:
                     raise
                 log.exception("embedding queued entries failed; the next search retries")
             else:
-                self.engine.put_vectors(batch, vecs)
+                self.in_background += self.engine.put_vectors(batch, vecs)
             finally:
                 self._inflight = None
                 done.set_result(None)
@@ -235,7 +240,8 @@ class EmbeddingQueue:
         done = (self.adopted, self.computed)
         if done != self._said:
             log.info("embedding queue empty: %d vector(s) adopted from Redis, %d computed "
-                     "here (%d round(s) deferred to an index worker)", *done, self.deferred)
+                     "here (%d in the background, the others by searches; %d round(s) "
+                     "deferred to an index worker)", *done, self.in_background, self.deferred)
             self._said = done
 
     async def _defer(self, progress: int) -> bool:
@@ -249,7 +255,7 @@ class EmbeddingQueue:
         parts = {self.bb.scope(e.scope).partition for e in ahead}
         try:
             drained = await self.bb.stored_vectors.drained(parts, INDEX_LIVE_MS)
-        except Exception as exc:  # e.g. a user who may not read the presence: no deferral
+        except Exception as exc:  # e.g. Redis away: no deferral (the model goes on)
             log.debug("could not ask for index workers: %s", exc)
             drained = set()
         now = time.monotonic()
