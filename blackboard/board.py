@@ -43,6 +43,7 @@ from .relay import Relays
 from .scope import Scope
 from .scripts import SCRIPTS
 from .settings import ClientSettings
+from .stored_vectors import StoredVectors
 from .upkeep import SweepReport, TrimReport, Upkeep
 from .validation import validate_scope
 from .vector_queue import VectorQueue
@@ -295,6 +296,11 @@ class Blackboard:
     def job_lease(self, job: str) -> Lease:
         """The lease under which one run of a periodic job covers every partition."""
         return Lease(self, K.job_run_lease(job))
+
+    @functools.cached_property
+    def stored_vectors(self) -> StoredVectors:
+        """Entries' stored vectors read back, and whether an index role stores them now."""
+        return StoredVectors(self)
 
     @functools.cached_property
     def presence(self) -> Presence:

@@ -24,8 +24,11 @@ from .validation import validate_scope
 if TYPE_CHECKING:
     from .board import Blackboard
 
-__all__ = ["Queued", "VectorQueue"]
+__all__ = ["INDEX_ROLE", "Queued", "VectorQueue"]
 
+#: The worker role that drains these queues (``workers.indexer``); its presence tells an
+#: index follower that the vectors it lacks are being computed (:mod:`.stored_vectors`).
+INDEX_ROLE = "index"
 _SETTLE_WRITTEN = (b"written", b"updated")
 
 

@@ -4,6 +4,15 @@ An entry whose stored vector comes from the engine's embedder is never re-embedd
 other is queued in the engine, embedded in batches in a thread (or by the next search,
 whichever comes first), and the vector is stored back in Redis with ``set_embeddings`` so a
 restart reuses it.
+
+The index role (``workers.indexer``) embeds the same entries and stores their vectors
+without an event, so the feed never says one arrived. Before each batch the queue reads the
+stored vectors of the entries it is about to embed (one round trip) and adopts those of its
+embedder at the entry's version; and while an index worker drains the partitions' queues it
+leaves the rest to it, for as long as vectors keep arriving (:data:`DEFER_S`): on a
+machine of two cores, the gateway's model running the same backlog again would hold both
+while the dashboard waits. Searches still embed what they need inline; a semantic wait
+(:meth:`EmbeddingQueue.hurry`) and a worker gone quiet end the deferral.
 """
 
 from __future__ import annotations
@@ -11,7 +20,9 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import time
 from collections import defaultdict, deque
+from collections.abc import Collection
 from dataclasses import replace
 
 import numpy as np
@@ -30,6 +41,22 @@ log = logging.getLogger(__name__)
 #: vectors soon, larger than the engine's ``inline_embed`` so a search never waits for a
 #: backlog's batch (:meth:`EmbeddingQueue.settled`).
 TAKE = 128
+#: Entries whose stored vectors are read before a batch: more than one batch, as the index
+#: role embeds in its own order (oldest queued first), not in ours.
+LOOK = 512
+#: While an index worker drains the partitions, the background embedding waits for its
+#: vectors this long after the last one adopted (or after the wait began): a worker that
+#: stalls, or embeds with another model, delays ours by this much, once per backlog. Its
+#: vectors arrive a model call at a time, and a call takes up to 512 texts: ~6 s for the
+#: demo's backlog of ~300 entries on a quiet machine of two cores, over 10 s at a load
+#: average of 14 (measured: at 10 s the gateway gave up and embedded ~150 of them too).
+DEFER_S = 30.0
+#: How often a deferred backlog looks for the worker's vectors.
+DEFER_POLL_S = 0.25
+#: An index worker counts as live when it beat this recently: a worker whose record did
+#: not change rewrites its beat every ``REFRESH_BEATS`` (10) beats of a second by default
+#: (``workers.heartbeat``), e.g. through a long model call.
+INDEX_LIVE_MS = 15_000
 
 
 class EmbeddingQueue:
@@ -38,7 +65,10 @@ class EmbeddingQueue:
     Owns two tasks on the running loop: one embeds the engine's queue in a thread after each
     :meth:`add` (a search awaits :meth:`settled` first; with ``background`` off, only when
     woken), one writes vectors back (when ``write_back``). Hooks ``engine.on_embedded``
-    until :meth:`detach`. ``stored`` counts the vectors written back.
+    until :meth:`detach`. ``computed`` counts the entries' vectors the engine computed (here
+    or in a search; ``in_background``: here), ``stored`` those written back, ``adopted``
+    those found stored by another process instead, ``deferred`` the rounds left to a live
+    index worker.
     """
 
     def __init__(self, bb: Blackboard, engine: SearchEngine, *, write_back: bool = True,
@@ -47,8 +77,14 @@ class EmbeddingQueue:
         #: Embed what is added in the background; off, only searches embed (what they
         #: find, within ``engine.inline_embed``) and :meth:`wake` (a semantic wait).
         self.background = background
-        self.stored = 0
+        self.computed = self.in_background = self.stored = self.adopted = self.deferred = 0
         self._stopped = False
+        self._hurry = False
+        #: While deferring to an index worker: when the background embedding goes on
+        #: without it (None: not deferring).
+        self._defer_until: float | None = None
+        self._poll: asyncio.TimerHandle | None = None
+        self._said = (0, 0)  # (adopted, computed) when last logged
         self._embed_wake = asyncio.Event()
         self._store_wake = asyncio.Event()
         self._to_store: deque[tuple[str, str, int, bytes]] = deque()
@@ -84,12 +120,20 @@ class EmbeddingQueue:
                 self._embed_wake.set()
 
     def wake(self) -> None:
-        """Embed whatever the engine has queued, soon."""
+        """Embed whatever the engine has queued, soon (after the index role, if live)."""
+        self._embed_wake.set()
+
+    def hurry(self) -> None:
+        """Embed the next batch of what is queued now, without waiting for the index role
+        (a semantic wait: its caller waits for every vector)."""
+        self._hurry = True
         self._embed_wake.set()
 
     def stop(self) -> None:
         """Let the tasks end at their next wake-up without embedding or storing more."""
         self._stopped = True
+        if self._poll is not None:
+            self._poll.cancel()
 
     async def aclose(self) -> None:
         """Stop, wait for the tasks, then store the vectors still queued."""
@@ -104,7 +148,9 @@ class EmbeddingQueue:
         self.engine.on_embedded = None
 
     def _embedded(self, made: list[tuple[Entry, npt.NDArray[np.float32]]]) -> None:
-        # Runs on whichever thread embedded (a search or the embed loop): queue only.
+        # Runs on whichever thread embedded (a search or the embed loop), under the engine's
+        # lock: count and queue only.
+        self.computed += len(made)
         for e, v in made:
             self._to_store.append((e.scope, e.id, e.version, np.asarray(v, np.float32).tobytes()))
         with contextlib.suppress(RuntimeError):  # loop closed: the vectors stay unstored
@@ -125,6 +171,16 @@ class EmbeddingQueue:
             self._embed_wake.clear()
             if self._stopped:
                 return
+            hurry, self._hurry = self._hurry, False
+            progress = await self.adopt()
+            if progress and not self.engine.waiting:
+                self._say_done()
+            if not hurry and await self._defer(progress):
+                self.deferred += 1
+                if self._poll is not None:
+                    self._poll.cancel()
+                self._poll = self._loop.call_later(DEFER_POLL_S, self._embed_wake.set)
+                continue
             # Taken here, on the loop: once settled() returns, no batch is out of the
             # queue without its vectors in the engine.
             batch = self.engine.take_pending(
@@ -145,10 +201,70 @@ class EmbeddingQueue:
                     raise
                 log.exception("embedding queued entries failed; the next search retries")
             else:
-                self.engine.put_vectors(batch, vecs)
+                self.in_background += self.engine.put_vectors(batch, vecs)
             finally:
                 self._inflight = None
                 done.set_result(None)
+            if not self.engine.waiting:
+                self._say_done()
+
+    async def adopt(self, scopes: Collection[str] | None = None, look: int = LOOK) -> int:
+        """Adopt the stored vectors of the next ``look`` entries to embed (``scopes``: of
+        theirs; a search's, before it embeds them itself); -> how many. A failed read
+        adopts none (they are embedded here, as before)."""
+        emb = self.engine.embedder
+        ahead = self.engine.peek_pending(look, scopes) if emb is not None else []
+        if emb is None or not ahead:
+            return 0
+        wanted: dict[str, list[Entry]] = defaultdict(list)
+        for e in ahead:
+            wanted[e.scope].append(e)
+        try:
+            got = await self.bb.stored_vectors.read(
+                {s: [e.id for e in es] for s, es in wanted.items()})
+        except Exception as exc:  # e.g. Redis away: the model does it
+            log.debug("could not read stored vectors: %s", exc)
+            return 0
+        found = [
+            (e.id, v.version, v.embedding)
+            for s, es in wanted.items()
+            for e, v in zip(es, got[s], strict=True)
+            if v is not None and v.embedder == emb.name and v.version == e.version
+        ]
+        n = self.engine.adopt(found) if found else 0
+        self.adopted += n
+        return n
+
+    def _say_done(self) -> None:
+        # Once per backlog: how many vectors were taken from Redis against computed here.
+        done = (self.adopted, self.computed)
+        if done != self._said:
+            log.info("embedding queue empty: %d vector(s) adopted from Redis, %d computed "
+                     "here (%d in the background, the others by searches; %d round(s) "
+                     "deferred to an index worker)", *done, self.in_background, self.deferred)
+            self._said = done
+
+    async def _defer(self, progress: int) -> bool:
+        """Whether to leave what is queued to a live index worker a while longer: while
+        one drains the partitions of the entries waiting, until :data:`DEFER_S` after the
+        last vector adopted (or after the wait began)."""
+        ahead = self.engine.peek_pending(LOOK)
+        if not ahead:
+            self._defer_until = None
+            return False
+        parts = {self.bb.scope(e.scope).partition for e in ahead}
+        try:
+            drained = await self.bb.stored_vectors.drained(parts, INDEX_LIVE_MS)
+        except Exception as exc:  # e.g. Redis away: no deferral (the model goes on)
+            log.debug("could not ask for index workers: %s", exc)
+            drained = set()
+        now = time.monotonic()
+        if not drained:
+            self._defer_until = None
+            return False
+        if self._defer_until is None or progress:
+            self._defer_until = now + DEFER_S
+        return now < self._defer_until
 
     async def _store_loop(self) -> None:
         while not self._stopped:

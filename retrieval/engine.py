@@ -6,7 +6,7 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Collection, Iterable
 from dataclasses import dataclass, field
 from typing import Literal
 
@@ -60,13 +60,16 @@ class _Out:
 @dataclass(frozen=True, slots=True)
 class EngineStats:
     """Counters: ``embed_calls`` embedder invocations, ``embedded_texts`` texts sent to it,
-    ``pending_embeddings`` entries waiting for a vector."""
+    ``pending_embeddings`` entries waiting for a vector, ``adopted_vectors`` waiting
+    entries given a vector stored meanwhile by another process (:meth:`SearchEngine.adopt`)
+    instead of a model call."""
 
     scopes: int
     entries: int
     embed_calls: int
     embedded_texts: int
     pending_embeddings: int
+    adopted_vectors: int = 0
 
 
 class SearchEngine:
@@ -133,6 +136,7 @@ class SearchEngine:
         self._counts_lock = threading.Lock()  # the embed counters, kept from any thread
         self._embed_calls = 0
         self._embedded_texts = 0
+        self._adopted = 0
         #: Called (under the engine lock, on whichever thread embedded) with each batch of
         #: ``(entry, vector)`` the engine embedded, so a follower can store the vectors back
         #: in Redis and never compute them again. Must be quick and thread-safe.
@@ -200,6 +204,7 @@ class SearchEngine:
                 self._embed_calls,
                 self._embedded_texts,
                 len(self._pending) + sum(len(o.items) for o in self._out),
+                self._adopted,
             )
 
     # -- mutation ------------------------------------------------------------
@@ -312,15 +317,72 @@ class SearchEngine:
         (:meth:`EmbeddingQueue.settled <retrieval.embedding_queue.EmbeddingQueue.settled>`)
         keeps its event loop free."""
         with self._lock:
-            live = [x for x in self._pending if _needs_vector(x)]
-            if self._hot and limit is not None and len(live) > limit:
-                live = _searched_first(live, self._hot)
+            live = self._next_locked(limit)
             n = len(live) if limit is None else min(limit, len(live))
             todo, self._pending = live[:n], live[n:]
             if todo and self.embedder is not None:
                 self._out.append(_Out(todo))
                 return todo
             return []
+
+    def _next_locked(self, limit: int | None) -> Pending:
+        # The queue's live entries in the order they are taken: the searched scopes'
+        # first when more than ``limit`` wait.
+        live = [x for x in self._pending if _needs_vector(x)]
+        if self._hot and limit is not None and len(live) > limit:
+            live = _searched_first(live, self._hot)
+        return live
+
+    def peek_pending(self, limit: int, scopes: Collection[str] | None = None) -> list[Entry]:
+        """The entries :meth:`take_pending` would take next (at most ``limit``; ``scopes``:
+        only theirs), left queued: a caller can look for their vectors elsewhere first
+        (:meth:`adopt`)."""
+        with self._lock:
+            live = self._next_locked(limit)
+            if scopes is not None:
+                live = [x for x in live if x[0].scope in scopes]
+            return [e for cat, row, _ in live[:limit] if (e := cat.entries[row]) is not None]
+
+    def adopt(self, found: Iterable[tuple[str, int, bytes]]) -> int:
+        """Give waiting entries a vector another process stored: ``(entry id, version,
+        float32 bytes)`` of this engine's embedder, used only while the entry indexed is at
+        that ``version`` (a stored vector is its version's content's; the caller checks the
+        embedder's name) and still lacks one. Not handed to ``on_embedded``: it is stored
+        already. -> how many were adopted."""
+        emb = self.embedder
+        if emb is None:
+            return 0
+        with self._lock:
+            by_cat: dict[str, tuple[ScopeIndex, list[int], list[Vec]]] = {}
+            for eid, version, raw in found:
+                scope = self._scope_of.get(eid)
+                if scope is None or len(raw) != emb.dim * 4:
+                    continue
+                cat = self._scopes[scope]
+                row = cat.row_of[eid]
+                e = cat.entries[row]
+                if e is None or e.version != version or not _needs_vector((cat, row, "")):
+                    continue
+                _, rows, vecs = by_cat.setdefault(scope, (cat, [], []))
+                rows.append(row)
+                vecs.append(np.frombuffer(raw, dtype=np.float32))
+            n = 0
+            for cat, rows, vecs in by_cat.values():
+                self._put_locked(cat, np.asarray(rows, np.int64), np.stack(vecs))
+                n += len(rows)
+            if n:
+                self._pending = [x for x in self._pending if _needs_vector(x)]
+                self._adopted += n
+            return n
+
+    def _put_locked(self, cat: ScopeIndex, rows: npt.NDArray[np.int64], vecs: Vec) -> None:
+        # Rows of ``cat`` get their full vectors, replacing their first-pass ones.
+        assert cat.dense is not None
+        cat.dense.add(rows, vecs)
+        cat.has_vec.a[rows] = True
+        if cat.static is not None and cat.has_static.a[rows].any():
+            cat.static.remove(rows)
+            cat.has_static.a[rows] = False
 
     @property
     def waiting(self) -> int:
@@ -367,13 +429,8 @@ class SearchEngine:
                 by_cat.setdefault(id(batch[j][0]), []).append(j)
             for js in by_cat.values():
                 cat = batch[js[0]][0]
-                rows = np.asarray([batch[j][1] for j in js], np.int64)
-                assert cat.dense is not None
-                cat.dense.add(rows, vecs[js])
-                cat.has_vec.a[rows] = True
-                if cat.static is not None and cat.has_static.a[rows].any():
-                    cat.static.remove(rows)  # the full vector replaces the first pass
-                    cat.has_static.a[rows] = False
+                self._put_locked(cat, np.asarray([batch[j][1] for j in js], np.int64),
+                                 vecs[js])
             if self.on_embedded is not None and keep:
                 made = [(batch[j][0].entries[batch[j][1]], vecs[j]) for j in keep]
                 self.on_embedded([(e, v) for e, v in made if e is not None])

@@ -55,7 +55,11 @@ def feed_id_gt(a: str, b: str) -> bool:
 class FollowerStats:
     """Counters: ``events`` applied, ``bootstrapped`` entries read in bulk,
     ``from_snapshot`` entries loaded from disk, ``stored_embeddings`` vectors written back,
-    ``sync_timeouts`` queries that searched before catching up."""
+    ``sync_timeouts`` queries that searched before catching up, ``adopted_embeddings``
+    vectors another process (the index role) stored that were taken instead of computed,
+    ``deferred_rounds`` times the background embedding waited for a live index worker,
+    ``computed_embeddings`` entries' vectors computed here (in the background or by a
+    search)."""
 
     scopes: int
     events: int
@@ -63,6 +67,9 @@ class FollowerStats:
     from_snapshot: int
     stored_embeddings: int
     sync_timeouts: int
+    adopted_embeddings: int = 0
+    deferred_rounds: int = 0
+    computed_embeddings: int = 0
 
 
 class IndexFollower:
@@ -128,6 +135,9 @@ class IndexFollower:
             n["from_snapshot"],
             self._embeddings.stored,
             n["timeouts"],
+            self._embeddings.adopted,
+            self._embeddings.deferred,
+            self._embeddings.computed,
         )
 
     async def follow(self, scopes: Iterable[str]) -> None:
@@ -163,9 +173,17 @@ class IndexFollower:
         without embedding any itself (:meth:`EmbeddingQueue.settled`)."""
         await self._embeddings.settled(max_batch)
 
+    async def adopt_stored(self, scopes: Sequence[str]) -> int:
+        """Give the entries of ``scopes`` still waiting for a vector those stored meanwhile
+        (by the index role): a search then embeds only the others itself. One round trip
+        when some wait, for as many as a search embeds (``inline_embed``: a larger backlog
+        is the background's); -> how many were adopted."""
+        return await self._embeddings.adopt(set(scopes), self.engine.inline_embed)
+
     def wake_embedder(self) -> None:
-        """Have the background embedder go on with what is queued (a no-op when busy)."""
-        self._embeddings.wake()
+        """Have the background embedder go on with what is queued (a no-op when busy),
+        without waiting for an index worker: a semantic wait wants every vector now."""
+        self._embeddings.hurry()
 
     def positions(self, scopes: Sequence[str]) -> dict[str, str]:
         """The last feed id applied for each of ``scopes`` (``0-0``: none), now."""

@@ -154,7 +154,10 @@ class Retriever:
             # not make that search's ranking pass for a complete one)
             await fol.sync(names, self._wait(run))
             await self._embedded(names, run)
-        # A small batch being embedded: wait for it here, off the loop, not in the search.
+        # Vectors the index role stored since the entries were read: taken, not computed
+        # again by the search. Then a small batch being embedded: waited for here, off the
+        # loop, not in the search.
+        await run.within(fol.adopt_stored(names), "while reading stored vectors", keep=True)
         await run.within(fol.settled(self.engine.inline_embed), "while embedding new entries",
                          keep=True)
         # Read-your-writes without paying the round trip on top of the search: ask Redis for

@@ -29,7 +29,7 @@ import numpy as np
 from blackboard import Blackboard, ConsumeCounters, Entry, Event, EventType
 from blackboard.errors import OutOfMemory
 from blackboard.tasks import cancel_and_wait
-from blackboard.vector_queue import Queued, VectorQueue
+from blackboard.vector_queue import INDEX_ROLE, Queued, VectorQueue
 from retrieval.embedders import Embedder, default_embedder
 from retrieval.text import entry_text
 
@@ -40,7 +40,7 @@ from .streams import FailureStreak
 
 log = logging.getLogger(__name__)
 
-ROLE = "index"
+ROLE = INDEX_ROLE
 #: A stop lets the batch in hand finish for this long, then abandons it (re-delivered).
 ABANDON_AFTER_S = 1.0
 _EMBED = frozenset({EventType.WRITTEN, EventType.UPDATED})
