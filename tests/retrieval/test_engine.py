@@ -11,7 +11,7 @@ import pytest
 from blackboard.decay import strength_at
 from blackboard.entry import Entry, ScopePolicy
 from retrieval import HashingEmbedder, MemoryQuery, ScoringConfig, SearchEngine, TagFilter
-from retrieval import engine as engine_mod
+from retrieval import backlog as backlog_mod
 from retrieval.embedders.base import Vectors
 from retrieval.text import entry_text
 
@@ -318,7 +318,7 @@ def test_a_search_waits_for_the_batch_embedding_its_entries(monkeypatch) -> None
     # the batch's own put, later, finds nothing left to set
     assert eng.put_vectors(batch, got[0]) == 0 and eng.stats().pending_embeddings == 0
     # a batch whose embedding never comes (stuck, or failed): the search embeds its own
-    monkeypatch.setattr(engine_mod, "OUT_WAIT_S", 0.05)
+    monkeypatch.setattr(backlog_mod, "OUT_WAIT_S", 0.05)
     eng.add([Entry(id="s-new", scope="s", value="fresh words", created_at=NOW)],
             embed_now=False)
     stuck = eng.take_pending()
