@@ -160,5 +160,18 @@ def run_worker(
     if role != "all":
         role_spec(role)  # ValueError naming the roles, before anything starts
     install_one_line()  # an outage met again and again is one line each, not a traceback
-    asyncio.run(_serve(url, role, settings or WorkerSettings.from_env(), ready))
+    settings = settings or WorkerSettings.from_env()
+    yield_cpu(settings.nice)
+    asyncio.run(_serve(url, role, settings, ready))
     return 0
+
+
+def yield_cpu(nice: int) -> None:
+    """Run this process at niceness ``nice`` (at least): before any thread starts, since on
+    Linux a thread's niceness is its own and new threads (the model's among them) inherit
+    their creator's. Lowering one's own priority needs no privilege."""
+    if not nice or not hasattr(os, "setpriority"):
+        return
+    with contextlib.suppress(OSError):
+        if os.getpriority(os.PRIO_PROCESS, 0) < nice:
+            os.setpriority(os.PRIO_PROCESS, 0, nice)

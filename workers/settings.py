@@ -56,6 +56,12 @@ class WorkerSettings:
     crash_window_ms: int = 0
     #: While Redis is over its maxmemory, each loop says it waits once per this many s.
     oom_say_every_s: float = 30.0
+    #: The process's CPU niceness (0-19; raised to it at start, never lowered): a worker's
+    #: work, the model's embedding above all, is background work, and on a machine it
+    #: shares it must leave the cores to Redis, the gateway and the agents first (a model
+    #: on both cores held the dashboard's page loads at 1.5 s against 0.6). Where nothing
+    #: else wants the CPU it changes nothing. 0: the priority it was started with.
+    nice: int = 10
     # maintenance intervals (seconds)
     #: Readers hide an expired entry at once (scope reads subtract what is due), so the
     #: sweep only reclaims its memory: every 15 s costs an idle worker about one
@@ -87,6 +93,8 @@ class WorkerSettings:
         if self.stall_ms <= self.block_ms:
             raise InvalidArgument("stall_ms must be above block_ms (an idle read returns "
                                   "every block_ms)")
+        if not 0 <= self.nice <= 19:
+            raise InvalidArgument(f"BLACKBOARD_WORKER_NICE must be 0 to 19, got {self.nice}")
         if self.batch_count < 1 or self.max_deliveries < 1:
             raise InvalidArgument("batch_count and max_deliveries must be >= 1")
         if (self.llm_base_url is None) != (self.llm_model is None):
