@@ -66,6 +66,15 @@ function buildForm(q, onRun) {
   return form;
 }
 
+// A hit that took an earlier statement's place: the earlier one links to its entry when it
+// is among the hits (it may live in another scope), and is named by id otherwise.
+function moved(x, hits) {
+  const was = hits.find((y) => y.entry.id === x.newer_than);
+  return h('div.hit-moved', null, '↑ ranked in the place of ',
+    was ? entryLink(was.scope, was.entry.id, 'an earlier statement') : `an earlier statement (${x.newer_than})`,
+    ' on the same thing: the newest ranks first');
+}
+
 function renderHits(el, r) {
   const maxBm25 = Math.max(1, ...r.hits.map((x) => x.components.bm25 || 0));
   const ex = Object.entries(r.excluded || {}).filter(([, n]) => n > 0);
@@ -83,8 +92,7 @@ function renderHits(el, r) {
       h('div.hit-scope', null, x.scope, ' · ', x.entry.tags.slice(0, 6).join(' ')),
       // Why a lower score can rank above a higher one: the newest statement on a thing
       // takes the best place among its statements (retrieval/updates.py).
-      x.newer_than ? h('div.hit-moved', null, '↑ ranked in the place of ',
-        entryLink(x.scope, x.newer_than, 'an earlier statement'), ' on the same thing: the newest ranks first') : null,
+      x.newer_than ? moved(x, r.hits) : null,
       h('div.bars', null,
         bar('fused', x.components.fused), bar('dense', x.components.dense),
         bar('bm25', x.components.bm25, maxBm25), bar('strength', x.components.strength),
