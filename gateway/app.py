@@ -70,6 +70,7 @@ def create_app(settings: GatewaySettings | None = None, *,
                 await _load_scripts(svc)
                 if s.rate > 0:
                     app.state.limiter = RateLimiter(svc, s.rate, s.burst)
+                    stack.push_async_callback(app.state.limiter.aclose)
             stack.push_async_callback(app.state.callers.aclose)
             for c in contexts:
                 await stack.enter_async_context(c)
