@@ -2,11 +2,11 @@
 process that asks, timed by the server's clock.
 
 A gateway takes one token per request, so the take is on every request's path: it is
-sent on a socket of its own (:mod:`blackboard.probe`'s kind, logged in as the limiter's
+sent on a socket of its own (:mod:`blackboard.side_socket`, logged in as the limiter's
 blackboard user), one ``send`` and one ``recv`` parsed by hiredis, with none of redis-py's
 pool, retry and timeout machinery: 144 - 174 us p50 and ~0.1 ms of CPU a take against
 359 - 374 us and ~0.27 ms through the pool (a 2-core machine at load 5 - 6). A take that
-finds the socket busy (another request's take in flight), or a connection the probe does
+finds the socket busy (another request's take in flight), or a connection it does
 not speak, goes through the pool: the same script on the same key, so one bucket.
 """
 
@@ -19,8 +19,8 @@ from typing import TYPE_CHECKING
 from .errors import InvalidArgument
 from .keys import ROOT
 from .packing import pack
-from .probe import _NoAnswer, _plain_address, _Socket
 from .scripts import SCRIPTS, run_script
+from .side_socket import NoAnswer, SideSocket
 
 if TYPE_CHECKING:
     from .board import Blackboard
@@ -51,10 +51,9 @@ class RateLimiter:
         self.rate = rate
         self.burst = burst
         self.bb = bb
-        self._address = _plain_address(bb)
-        self._sock: _Socket | None = None
-        self._busy = False
-        self._closed = False
+        # A refused login (a rotated password) is the pool's to report, and may heal: the
+        # next take tries the socket again.
+        self._side = SideSocket(bb, "rate limiter", retry_refused=True)
         self.direct = 0
         self.pooled = 0
 
@@ -74,50 +73,29 @@ class RateLimiter:
         return RateDecision(bool(int(allowed)), int(retry), int(left))
 
     async def aclose(self) -> None:
-        self._closed = True
-        self._drop()
+        self._side.close()
 
     async def _direct(self, keys: list[str], args: list[str | int]) -> list[int] | None:
         """The script's reply on the limiter's own socket; None when the pool must ask
         (busy, not open, no answer: an error reply such as NOSCRIPT, which the pool's
         path mends by loading the script)."""
-        sock = await self._claim()
+        sock = await self._side.claim()
         if sock is None:
             return None
         try:
             if not sock.send(pack("EVALSHA", SCRIPTS["ratelimit"].sha, len(keys), *keys,
                                   *args)):
-                self._drop()
+                self._side.drop()
                 return None
             reply: list[int] = await sock.reply(self.bb.settings.socket_timeout)
-        except (_NoAnswer, OSError, TimeoutError) as exc:
+        except (NoAnswer, OSError, TimeoutError) as exc:
             log.debug("rate limiter's socket got no answer (%s); asking through the pool",
                       exc)
-            self._drop()
+            self._side.drop()
             return None
         except BaseException:
-            self._drop()  # an unread reply would answer the next take
+            self._side.drop()  # an unread reply would answer the next take
             raise
         finally:
-            self._busy = False
+            self._side.release()
         return reply
-
-    async def _claim(self) -> _Socket | None:
-        if self._busy or self._closed or self._address is None:
-            return None
-        self._busy = True
-        if self._sock is None:
-            try:
-                self._sock = await _Socket.open(self._address, self.bb.settings.connect_timeout)
-            except (_NoAnswer, OSError, TimeoutError) as exc:
-                # A refused login (a rotated password) is the pool's to report, and may
-                # heal: the next take tries again.
-                log.debug("rate limiter cannot open its socket (%s); using the pool", exc)
-                self._busy = False
-                return None
-        return self._sock
-
-    def _drop(self) -> None:
-        sock, self._sock = self._sock, None
-        if sock is not None:
-            sock.close()

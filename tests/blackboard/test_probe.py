@@ -92,8 +92,8 @@ async def test_a_killed_socket_falls_back_then_reconnects(
 ) -> None:
     probe = bb.feed_probe
     await probe.around([A], lambda: None)
-    assert probe._sock is not None
-    host, port = probe._sock._sock.getsockname()[:2]
+    assert probe._side.sock is not None
+    host, port = probe._side.sock._sock.getsockname()[:2]
     assert clean_redis.client_kill(f"{host}:{port}")
     await bb.scope(A).write("x")
     _, ids = await probe.around([A], lambda: None)  # the dead socket: through the pool
@@ -167,7 +167,7 @@ async def test_a_refused_login_stops_the_probe_not_the_caller(
         await admin.grant("a1", (), rotate=True)
         _, ids = await agent.feed_probe.around([A], lambda: None)
         assert ids == await bb.reads.newest_event_ids([A])
-        assert agent.feed_probe._address is None and agent.feed_probe.pooled == 1
+        assert agent.feed_probe._side.address is None and agent.feed_probe.pooled == 1
     finally:
         await agent.close()
         await admin.revoke("a1")

@@ -47,15 +47,15 @@ async def test_a_lost_socket_or_script_falls_back_to_the_pool(
         clean_redis.script_flush()  # NOSCRIPT on the socket: the pool's path loads it
         assert (await lim.take("u")).remaining == 2
         assert (lim.direct, lim.pooled) == (1, 1)
-        assert lim._sock is None
+        assert lim._side.sock is None
         assert (await lim.take("u")).remaining == 1  # reopened
         # killed under it: closed, and the take answered through the pool
-        assert lim._sock is not None
+        assert lim._side.sock is not None
         clean_redis.execute_command("CLIENT", "KILL", "TYPE", "normal", "SKIPME", "yes")
         d = await lim.take("u")
         assert d.allowed and d.remaining == 0
         assert not (await lim.take("u")).allowed
     finally:
         await lim.aclose()
-    assert lim._sock is None
+    assert lim._side.sock is None
     assert (await lim.take("w")).allowed  # closed: through the pool
