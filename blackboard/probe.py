@@ -30,7 +30,7 @@ from typing import TYPE_CHECKING, TypeVar
 from .packing import pack
 from .reads import heads_reply
 from .scripts import SCRIPTS
-from .side_socket import NoAnswer, RespSocket, SideSocket
+from .side_socket import RespSocket, SideSocket
 
 if TYPE_CHECKING:
     from .board import Blackboard
@@ -89,7 +89,7 @@ class FeedProbe:
     async def _answer(self, sock: RespSocket) -> list[bytes] | None:
         try:
             reply: list[bytes] = await sock.reply(self.bb.settings.socket_timeout)
-        except (NoAnswer, OSError, TimeoutError) as exc:
+        except (OSError, TimeoutError) as exc:  # no answer to trust: the pool asks
             log.debug("feed probe got no answer (%s); asking through the pool", exc)
             return None
         return reply

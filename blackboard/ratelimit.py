@@ -20,7 +20,7 @@ from .errors import InvalidArgument
 from .keys import ROOT
 from .packing import pack
 from .scripts import SCRIPTS, run_script
-from .side_socket import NoAnswer, SideSocket
+from .side_socket import SideSocket
 
 if TYPE_CHECKING:
     from .board import Blackboard
@@ -88,7 +88,7 @@ class RateLimiter:
                 self._side.drop()
                 return None
             reply: list[int] = await sock.reply(self.bb.settings.socket_timeout)
-        except (NoAnswer, OSError, TimeoutError) as exc:
+        except (OSError, TimeoutError) as exc:  # no answer to trust: the pool asks
             log.debug("rate limiter's socket got no answer (%s); asking through the pool",
                       exc)
             self._side.drop()

@@ -23,13 +23,14 @@ from .packing import pack
 if TYPE_CHECKING:
     from .board import Blackboard
 
-__all__ = ["Address", "NoAnswer", "RespSocket", "SideSocket", "plain_address"]
+__all__ = ["Address", "RespSocket", "SideSocket", "plain_address"]
 
 log = logging.getLogger(__name__)
 
 
-class NoAnswer(Exception):
-    """A side socket gave no answer to trust (closed, refused, an error reply)."""
+class _NoAnswer(ConnectionError):
+    """A side socket gave no answer to trust (closed, refused, an error reply). An
+    ``OSError``: an asker treats it as the socket failing, and asks through the pool."""
 
 
 class SideSocket:
@@ -56,10 +57,10 @@ class SideSocket:
         if self.sock is None:
             try:
                 self.sock = await RespSocket.open(self.address, self.bb.settings.connect_timeout)
-            except (NoAnswer, OSError, TimeoutError) as exc:
+            except (OSError, TimeoutError) as exc:  # _NoAnswer among them
                 log.debug("%s cannot open its socket (%s); asking through the pool",
                           self.what, exc)
-                if isinstance(exc, NoAnswer) and not self.retry_refused:
+                if isinstance(exc, _NoAnswer) and not self.retry_refused:
                     self.address = None  # stop trying: the pool answers from now on
                 self._busy = False
                 return None
@@ -176,11 +177,11 @@ class RespSocket:
                 async with asyncio.timeout(limit_s):
                     data = await self._loop.sock_recv(self._sock, 65536)
             if not data:
-                raise NoAnswer("connection closed")
+                raise _NoAnswer("connection closed")
             self._reader.feed(data)
             got = self._reader.gets()
         if isinstance(got, hiredis.ReplyError):
-            raise NoAnswer(str(got))  # NOSCRIPT among them: the pool's path loads it
+            raise _NoAnswer(str(got))  # NOSCRIPT among them: the pool's path loads it
         return got
 
     def close(self) -> None:
