@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import threading
+
 import numpy as np
 import numpy.typing as npt
 
@@ -22,3 +24,16 @@ class CountingEmbedder:
         self.calls += 1
         self.texts += texts
         return self.inner.embed(texts)
+
+
+class GatedEmbedder(CountingEmbedder):
+    """Embeds only once ``gate`` is set: a model that lags behind every write (the index
+    role's, busy elsewhere)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.gate = threading.Event()
+
+    def embed(self, texts: list[str]) -> npt.NDArray[np.float32]:
+        self.gate.wait(30)
+        return super().embed(texts)

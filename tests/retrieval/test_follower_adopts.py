@@ -9,14 +9,11 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import threading
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable
 
-import numpy as np
-import numpy.typing as npt
 import pytest
-from recall_support import CountingEmbedder
+from recall_support import CountingEmbedder, GatedEmbedder
 
 from blackboard import Blackboard
 from retrieval import MemoryQuery, Retriever, embedding_queue
@@ -27,18 +24,6 @@ from workers.indexer import ROLE, IndexRole
 S = "agent:a1:working"
 N = 30
 DEFER = 4.0
-
-
-class GatedEmbedder(CountingEmbedder):
-    """Embeds only once ``gate`` is set: the index role's model, busy elsewhere."""
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.gate = threading.Event()
-
-    def embed(self, texts: list[str]) -> npt.NDArray[np.float32]:
-        self.gate.wait(30)
-        return super().embed(texts)
 
 
 async def until(pred: Callable[[], bool | Awaitable[bool]], what: str,

@@ -5,29 +5,16 @@ vector, exactly once (single Redis and the cluster fixture)."""
 from __future__ import annotations
 
 import asyncio
-import threading
 
 import numpy as np
 import numpy.typing as npt
-from recall_support import CountingEmbedder
+from recall_support import CountingEmbedder, GatedEmbedder
 
 from blackboard import Blackboard, ScopePolicy
 from blackboard.keys import PartitionKeys, partition_of
 from workers.indexer import IndexRole
 
 S = "agent:a1:working"
-
-
-class GatedEmbedder(CountingEmbedder):
-    """Embeds only once ``gate`` is set: a model that lags behind every write."""
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.gate = threading.Event()
-
-    def embed(self, texts: list[str]) -> npt.NDArray[np.float32]:
-        self.gate.wait(30)
-        return super().embed(texts)
 
 
 async def _until(cond, seconds: float = 20.0) -> None:  # type: ignore[no-untyped-def]
