@@ -213,8 +213,14 @@ class EmbeddingQueue:
         theirs; a search's, before it embeds them itself); -> how many. A failed read
         adopts none (they are embedded here, as before)."""
         emb = self.engine.embedder
-        ahead = self.engine.peek_pending(look, scopes) if emb is not None else []
-        if emb is None or not ahead:
+        if emb is None:
+            return 0
+        # A search's scopes are counted from the columns first: the backlog (every
+        # followed scope's) is not walked on each search when none of theirs waits.
+        if scopes is not None and not self.engine.unembedded(scopes):
+            return 0
+        ahead = self.engine.peek_pending(look, scopes)
+        if not ahead:
             return 0
         wanted: dict[str, list[Entry]] = defaultdict(list)
         for e in ahead:
