@@ -113,3 +113,23 @@ def test_rate_limit_shared_by_two_processes(gateway, start_gateway):
     # an unauthenticated request costs no bucket and is told 401, not 429
     assert httpx.get(one.url + "/v1/tags").status_code == 401
     assert 'status="429"' in one.metrics() or 'status="429"' in two.metrics()
+
+
+def test_recall_runs_ahead_of_its_bucket_only_while_tokens_last(gateway, start_gateway):
+    """A recall's take overlaps its read while the user had tokens left at its last answer
+    (gateway.admission); what is admitted is still exactly the bucket's: burst 4 at
+    0.5/s gives 4 recalls, then 429s; a malformed body costs its token too, whether it
+    ran ahead or waited."""
+    gw = start_gateway(rate=0.5, burst=4)
+    alice, bob = gateway.token("alice"), gateway.token("bob")
+    with gw.client(alice) as c:
+        codes = [c.post("/v1/recall", json={"query": "acme"}).status_code for _ in range(6)]
+        assert codes == [200, 200, 200, 200, 429, 429]
+        r = c.post("/v1/recall", json={"query": "acme", "max_results": 0})
+        assert r.status_code == 429 and int(r.headers["retry-after"]) >= 1
+    with gw.client(bob) as c:
+        assert c.post("/v1/recall", json={"query": "acme"}).status_code == 200
+        bad = [c.post("/v1/recall", json={"query": "x", "max_results": 0}).status_code
+               for _ in range(3)]
+        assert bad == [422, 422, 422]  # ran ahead: the body's error, each charged
+        assert c.post("/v1/recall", json={"query": "acme"}).status_code == 429
