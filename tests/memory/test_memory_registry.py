@@ -27,6 +27,7 @@ from memory import (
 )
 from memory.access import provision_agent
 from memory.errors import EdgeVersionConflict
+from memory.memory_map import build_memory_map
 from memory.render import render_map
 
 
@@ -151,6 +152,12 @@ async def test_memory_map_and_render(bb: Blackboard) -> None:
     console.print(render_map(m))
     text = console.export_text()
     assert "agent:a1:working" in text and "summarize" in text and "3 pending" in text
+    # Configs the caller already read (an operator's listing) give the same map.
+    async with AgentMemory(bb, "a1", teams=["t1"]) as mem:
+        cands = mem.readable_scopes()
+        configs = await mem.registry.get_scopes(list(cands))
+        given = await build_memory_map(bb, mem.registry, mem.access, cands, configs=configs)
+    assert given == m
 
 
 # -- edges: owned, versioned, published at once ----------------------------------------------
