@@ -17,7 +17,7 @@ __all__ = ["all_scopes", "operator_map", "operator_stats"]
 async def all_scopes(caller: Caller) -> list[str]:
     reg = Registry(caller.bb)
     try:
-        return sorted(c.scope_id for c in await reg.list_scopes())
+        return await reg.scope_ids()
     finally:
         await reg.aclose()
 

@@ -55,6 +55,7 @@ async def test_scope_config_round_trip(bb: Blackboard, clean_redis: redis.Redis)
         await reg.ensure_scope("team:t1")
         assert [c.scope_id for c in await reg.list_scopes()] == ["agent:a1:stm", "team:t1"]
         assert [c.scope_id for c in await reg.list_scopes(owner="t1")] == ["team:t1"]
+        assert await reg.scope_ids() == ["agent:a1:stm", "team:t1"]
         assert await bb.records.has_query_engine() in (True, False)
     finally:
         await reg.aclose()
