@@ -10,7 +10,7 @@ buffer key nor run a script by name.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -20,7 +20,7 @@ from .scripts import run_script
 if TYPE_CHECKING:
     from .board import Blackboard
 
-__all__ = ["BufferState", "PendingBuffer"]
+__all__ = ["BufferState", "PendingBuffer", "buffer_lengths"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -124,10 +124,15 @@ class PendingBuffer:
             n, inflight = await pipe.execute()
         return int(n) + int(inflight)
 
-    async def lengths(self, pairs: Iterable[tuple[str, str]]) -> list[int]:
-        """Items in the buffer of each (edge id, target), in one round trip (the memory
-        map shows them on its edges)."""
-        async with self.bb.client.pipeline(transaction=False) as pipe:
-            for edge_id, target in pairs:
-                pipe.llen(self.key(edge_id, target))
-            return [int(n) for n in await pipe.execute()]
+
+async def buffer_lengths(bb: Blackboard, buffers: Sequence[tuple[int, str, str]]) -> list[int]:
+    """Items in the buffer of each (partition, edge id, target), in order, in one round trip
+    whatever the partitions (a pipeline, which a cluster client splits by slot): the memory
+    map shows them on its edges, and a round trip per partition cost it more than the
+    lengths themselves."""
+    if not buffers:
+        return []
+    async with bb.client.pipeline(transaction=False) as pipe:
+        for partition, edge_id, target in buffers:
+            pipe.llen(PartitionKeys(partition).pending(edge_id, target))
+        return [int(n) for n in await pipe.execute()]

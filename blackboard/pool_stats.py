@@ -34,8 +34,8 @@ from . import keys as K
 from .decay import strength_at
 from .entry import ScopePolicy, scope_owner
 
-__all__ = ["POOL_SAMPLE", "REMOVAL_REASONS", "PoolStats", "pool_of", "removed_of",
-           "strength_of_evict_score"]
+__all__ = ["POOL_SAMPLE", "REMOVAL_REASONS", "PoolSamples", "PoolStats", "pool_of",
+           "read_pools", "read_samples", "removed_of", "strength_of_evict_score"]
 
 #: Mirrors REMOVAL_REASONS in scripts/_lib.lua.
 REMOVAL_REASONS: tuple[str, ...] = ("expired", "decayed", "capacity", "merged")
@@ -136,13 +136,24 @@ def _pairs(reply: Any) -> list[tuple[Any, float]]:
     return [(reply[i], float(reply[i + 1])) for i in range(0, len(reply), 2)]
 
 
-async def read_pools(client: Any, keys: Sequence[K.ScopeKeys], counts: Sequence[int],
-                     policies: Sequence[ScopePolicy], now: int) -> list[PoolStats]:
-    """Each scope's :class:`PoolStats`, a constant number of commands per scope whatever
-    its size: the removed hash and the first ``per`` members of the ``evict`` zset (the
-    weakest; every member while the scope holds no more; their scores give the strengths)
-    in one round trip; then, for scopes without an owner (team,
-    collective) only, the sampled entries' authors in a second."""
+@dataclass(frozen=True, slots=True)
+class PoolSamples:
+    """What :func:`read_samples` read: each scope's ``removed`` hash and the (member,
+    score) pairs of its sampled ``evict`` members, ``per`` at most each."""
+
+    per: int
+    removed: list[Any]
+    samples: list[list[tuple[Any, float]]]
+
+    def complete(self, i: int) -> bool:
+        """Whether scope ``i``'s sample is its whole ``evict`` zset (fewer than asked)."""
+        return len(self.samples[i]) < self.per
+
+
+async def read_samples(client: Any, keys: Sequence[K.ScopeKeys]) -> PoolSamples:
+    """Each scope's ``removed`` hash and the first ``per`` members of its ``evict`` zset
+    (the weakest; every member while the scope holds no more; their scores give the
+    strengths), in one round trip."""
     per = min(POOL_SAMPLE, max(POOL_MIN, POOL_BUDGET // max(1, len(keys))))
     async with client.pipeline(transaction=False) as pipe:
         for k in keys:
@@ -150,18 +161,25 @@ async def read_pools(client: Any, keys: Sequence[K.ScopeKeys], counts: Sequence[
             # ZRANGE, not ZRANDMEMBER: an agent's ACL user may run only the former
             pipe.zrange(k.evict, 0, per - 1, withscores=True)
         first = await pipe.execute()
-    removed = first[0::2]
-    samples = [_pairs(got) for got in first[1::2]]
+    return PoolSamples(per, first[0::2], [_pairs(got) for got in first[1::2]])
+
+
+async def read_pools(client: Any, keys: Sequence[K.ScopeKeys], counts: Sequence[int],
+                     policies: Sequence[ScopePolicy], now: int,
+                     sampled: PoolSamples) -> list[PoolStats]:
+    """Each scope's :class:`PoolStats` from its :func:`read_samples`, a constant number of
+    commands per scope whatever its size: for scopes without an owner (team, collective)
+    only, the sampled entries' authors, in one more round trip."""
     ownerless = [scope_owner(k.scope_id) is None for k in keys]
     async with client.pipeline(transaction=False) as pipe:
-        for k, some, read in zip(keys, samples, ownerless, strict=True):
+        for k, some, read in zip(keys, sampled.samples, ownerless, strict=True):
             for member, _ in some if read else ():
                 pipe.hmget(k.entry(member.decode() if isinstance(member, bytes)
                                    else member), *_FIELDS)
         rows = iter(await pipe.execute() if any(ownerless) else ())
     out = []
-    for k, c, r, some, read, p in zip(keys, counts, removed, samples, ownerless, policies,
-                                       strict=True):
+    for k, c, r, some, read, p in zip(keys, counts, sampled.removed, sampled.samples,
+                                       ownerless, policies, strict=True):
         if read:  # the authors: read from the entries themselves
             out.append(pool_of(k.scope_id, c, r, [next(rows) for _ in some], p, now))
             continue

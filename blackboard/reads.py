@@ -41,8 +41,8 @@ from .errors import AccessDenied, BlackboardError, InvalidArgument
 from .ids import is_entry_id
 from .keys import ScopeKeys, partition_of
 from .listing import fetch_filtered, tagged_ids, walk_time_index
-from .pool_stats import read_pools
-from .scope_stats import ScopeStats, scope_stats_of, strength_ranges
+from .pool_stats import read_pools, read_samples
+from .scope_stats import ScopeStats, counted_from_samples, scope_stats_of, strength_ranges
 from .scripts import raise_for_script_error, run_script
 from .validation import validate_scope, validate_tags
 
@@ -157,9 +157,11 @@ class Reads:
             return [bool(x) for x in await pipe.execute()]
 
     async def stats(self, scope_ids: Sequence[str]) -> list[ScopeStats]:
-        """Stats of each scope, in order; O(scopes + tags) Redis work, two round trips, then
-        the pool statistics (:mod:`blackboard.pool_stats`): two more, reading at most
-        ``POOL_SAMPLE`` entries' fields per scope."""
+        """Stats of each scope, in order; O(scopes + tags) Redis work in at most four round
+        trips: the scopes' state; the pool samples (:mod:`blackboard.pool_stats`, at most
+        ``POOL_SAMPLE`` entries each); the strength histogram's ZCOUNTs of the scopes the
+        sample did not read whole (the others are counted from it); the authors of the
+        sampled entries of team and collective scopes."""
         if not scope_ids:
             return []
         now = self.bb.now_ms()
@@ -176,14 +178,19 @@ class Reads:
         rows = [first[i * 6 : i * 6 + 6] for i in range(len(keys))]
         policies = [ScopePolicy.from_redis(row[5]) for row in rows]
         ranges = [strength_ranges(p, now) for p in policies]
-        async with self.bb.client.pipeline(transaction=False) as pipe:
-            for k, rs in zip(keys, ranges, strict=True):
-                for lo, hi in rs:
-                    pipe.zcount(k.evict, lo, hi)
-            counts = iter(await pipe.execute())
-        out = [scope_stats_of(s, row, policy, [int(next(counts)) for _ in rs])
-               for s, row, policy, rs in zip(scope_ids, rows, policies, ranges, strict=True)]
-        pools = await read_pools(self.bb.client, keys, [st.count for st in out], policies, now)
+        sampled = await read_samples(self.bb.client, keys)
+        counted = counted_from_samples(ranges, sampled)
+        if asked := [i for i in range(len(keys)) if i not in counted]:
+            async with self.bb.client.pipeline(transaction=False) as pipe:
+                for i in asked:
+                    for lo, hi in ranges[i]:
+                        pipe.zcount(keys[i].evict, lo, hi)
+                got = iter(await pipe.execute())
+            counted |= {i: [int(next(got)) for _ in ranges[i]] for i in asked}
+        out = [scope_stats_of(s, row, policy, counted[i])
+               for i, (s, row, policy) in enumerate(zip(scope_ids, rows, policies, strict=True))]
+        pools = await read_pools(self.bb.client, keys, [st.count for st in out], policies, now,
+                                 sampled)
         return [replace(st, pool=p) for st, p in zip(out, pools, strict=True)]
 
     # -- entries --------------------------------------------------------------------------

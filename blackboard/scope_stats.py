@@ -1,12 +1,13 @@
 """Per-scope statistics computed from counters and indexes, never from reading entries.
 
-Each scope costs a constant number of Redis commands (two pipelined round trips for all
+Each scope costs a constant number of Redis commands (a few pipelined round trips for all
 scopes together, :meth:`Reads.stats <blackboard.reads.Reads.stats>`), whatever the number
 of entries; this module holds the records and the maths, without Redis.
 
 Strength distribution, from the ``evict`` zset alone:
 - non-decaying scope: the score *is* the stored strength, so each bucket is one ZCOUNT
-  and the histogram is exact;
+  (counted from the pool sample's scores instead when it read the whole zset,
+  :func:`counted_from_samples`) and the histogram is exact;
 - decaying scope: the score is the time the strength will cross the eviction threshold
   ``T``. For an unreinforced entry (retention ``q = 1 - rate`` per tick) the current
   strength is ``s = T * q ** ((now - evict_at) / tick)``, a monotone map, so bucket edges
@@ -27,12 +28,14 @@ from dataclasses import dataclass
 from typing import Any
 
 from .entry import ScopePolicy
-from .pool_stats import PoolStats
+from .pool_stats import PoolSamples, PoolStats
 
 __all__ = [
     "STRENGTH_EDGES",
     "ScopeStats",
     "StrengthHistogram",
+    "count_in",
+    "counted_from_samples",
     "scope_stats_of",
     "strength_ranges",
 ]
@@ -104,6 +107,31 @@ def strength_ranges(policy: ScopePolicy, now: int) -> list[tuple[str, str]]:
         out.append((f"({at(s_lo)!r}", hi_s))
     out.append(("-inf", str(now)))  # due for pruning
     return out
+
+
+def _bound(b: str) -> tuple[float, bool]:
+    """A ZCOUNT bound as (value, exclusive): ``-inf``, ``+inf``, ``(x`` or ``x``."""
+    if b.startswith("("):
+        return float(b[1:]), True
+    return float(b), False
+
+
+def count_in(scores: Sequence[float], lo: str, hi: str) -> int:
+    """``ZCOUNT key lo hi`` over a zset whose every score is in ``scores``: a scope whose
+    ``evict`` zset the pool sample read whole is counted here, not by one ZCOUNT per
+    range (the scores arrive exact, as Redis prints them with 17 digits; the bounds are
+    parsed as Redis parses them)."""
+    (a, a_open), (b, b_open) = _bound(lo), _bound(hi)
+    return sum(1 for x in scores
+               if (a < x if a_open else a <= x) and (x < b if b_open else x <= b))
+
+
+def counted_from_samples(ranges: Sequence[Sequence[tuple[str, str]]],
+                         sampled: PoolSamples) -> dict[int, list[int]]:
+    """Scope index -> the count in each of its :func:`strength_ranges`, for each scope
+    whose ``evict`` zset the pool sample read whole; the others need a ZCOUNT each."""
+    return {i: [count_in([sc for _, sc in sampled.samples[i]], lo, hi) for lo, hi in rs]
+            for i, rs in enumerate(ranges) if sampled.complete(i)}
 
 
 def scope_stats_of(

@@ -19,6 +19,7 @@ from fastapi.responses import Response
 
 from blackboard import AccessDenied, Blackboard, BlackboardError, ClientSettings, tracing
 from blackboard.ratelimit import RateLimiter
+from memory.catalog import catalog
 
 from . import mcp_server
 from .admission import Admission
@@ -61,6 +62,7 @@ def create_app(settings: GatewaySettings | None = None, *,
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         if ClientSettings.from_env().tracing and not tracing.ENABLED:
             tracing.enable()  # from the first request, not the first caller's connect
+        _load_catalog()
         async with AsyncExitStack() as stack:
             app.state.service = None
             app.state.limiter = None
@@ -143,6 +145,15 @@ def _count_refusals(app: FastAPI) -> None:
 
     for typ in (GatewayError, BlackboardError):
         app.add_exception_handler(typ, on_error)
+
+
+def _load_catalog() -> None:
+    """Load the transformer catalog now, not in a request: every edge read checks its
+    transformer's name against it, and its first load (importing the consolidation
+    package: ~0.25 s of CPU) fell on the first memory map a gateway served. Without one
+    installed, edge reads fail as they would have."""
+    with contextlib.suppress(LookupError, TypeError):
+        catalog()
 
 
 async def _load_scripts(svc: Blackboard) -> None:

@@ -17,7 +17,7 @@ __all__ = ["all_scopes", "operator_map", "operator_stats"]
 async def all_scopes(caller: Caller) -> list[str]:
     reg = Registry(caller.bb)
     try:
-        return sorted(c.scope_id for c in await reg.list_scopes())
+        return await reg.scope_ids()
     finally:
         await reg.aclose()
 
@@ -25,9 +25,10 @@ async def all_scopes(caller: Caller) -> list[str]:
 async def operator_map(caller: Caller) -> dict[str, Any]:
     reg = Registry(caller.bb)
     try:
-        scopes = sorted(c.scope_id for c in await reg.list_scopes())
+        configs = {c.scope_id: c for c in await reg.list_scopes()}
         access = AccessPolicy(caller.agent_id, frozenset(caller.teams))
-        d = (await build_memory_map(caller.bb, reg, access, scopes)).to_dict()
+        d = (await build_memory_map(caller.bb, reg, access, sorted(configs),
+                                    configs=configs)).to_dict()
     finally:
         await reg.aclose()
     d["agent"] = "*"

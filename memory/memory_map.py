@@ -4,11 +4,12 @@ edges between them with the sizes of their pending buffers."""
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from blackboard import Blackboard
+from blackboard.pending import buffer_lengths
 
 from .access import AccessPolicy
 from .config import ScopeConfig
@@ -77,18 +78,24 @@ class MemoryMap:
 async def build_memory_map(
     bb: Blackboard, registry: Registry, access: AccessPolicy, candidates: Sequence[str], *,
     edges: Sequence[MemorySubscription] | None = None, buffers: Blackboard | None = None,
+    configs: Mapping[str, ScopeConfig] | None = None,
 ) -> MemoryMap:
     """Map of the ``candidates`` (readable scopes by name) that are registered or hold
     entries, with each edge bound to each of them it consumes. Cost: O(scopes + edges)
-    commands in three round trips plus one per partition whose scopes have edges,
-    independent of entries.
+    commands in five round trips (the configs' two, the counts, the edges' two, the
+    buffers), independent of entries.
 
     ``edges`` (default: the registry's, as ``bb``'s user reads them) and ``buffers`` (the
     connection the pending buffers are read on; default ``bb``): an agent's Redis user
     reads neither the edge records nor the buffers, so a trusted reader (the gateway's
     service connection) passes them in; the binding to the agent's readable scopes stays
-    here, so it shows only edges out of scopes the agent may read."""
-    configs = await registry.get_scopes(list(candidates))
+    here, so it shows only edges out of scopes the agent may read.
+
+    ``configs``: the candidates' registered configs when the caller has just read them
+    (an operator's candidates are the registered scopes, listed with their configs), so
+    they are not read twice; default: read here."""
+    if configs is None:
+        configs = await registry.get_scopes(list(candidates))
     counts = await bb.reads.counts(candidates)
     views = []
     for s, n in zip(candidates, counts, strict=True):
@@ -110,14 +117,6 @@ async def build_memory_map(
 
 async def _pending_lengths(bb: Blackboard, bound: Sequence[tuple[str, str, str]]) -> list[int]:
     """Buffer length of each (edge, source scope, target): a buffer lives in its source's
-    partition, and each partition is one round trip. Sequential on purpose: concurrent
-    reads would open pool connections of their own for a map that is rarely urgent."""
-    by_part: dict[int, list[int]] = {}
-    for i, (_edge, src, _tgt) in enumerate(bound):
-        by_part.setdefault(bb.scope(src).partition, []).append(i)
-    out = [0] * len(bound)
-    for p, idx in by_part.items():
-        lengths = await bb.pending(p).lengths([(bound[i][0], bound[i][2]) for i in idx])
-        for i, n in zip(idx, lengths, strict=True):
-            out[i] = n
-    return out
+    partition; one round trip for them all."""
+    return await buffer_lengths(bb, [(bb.scope(src).partition, edge, tgt)
+                                     for edge, src, tgt in bound])

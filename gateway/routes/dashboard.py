@@ -17,7 +17,6 @@ from typing import Annotated, Any
 
 from fastapi import APIRouter, FastAPI, Query, Request
 from fastapi.responses import FileResponse
-from fastapi.staticfiles import StaticFiles
 from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field
 
 from memory import MemoryLevel
@@ -32,6 +31,7 @@ from ..dash import ops, paging
 from ..dash import recall as recall_mod
 from ..dash import scopes as scopes_mod
 from ..errors import GatewayError
+from ..static_files import MemoryStaticFiles
 from . import dash_timeline, dash_tools
 from .deps import CallerDep
 from .responses import BODY_ERRORS
@@ -174,7 +174,7 @@ def mount(app: FastAPI) -> Any:
     app.include_router(dash_tools.router)
     app.include_router(dash_timeline.router)
     app.add_api_route("/", index, include_in_schema=False)
-    app.mount("/ui", StaticFiles(directory=STATIC), name="dashboard")
+    app.mount("/ui", MemoryStaticFiles(directory=STATIC), name="dashboard")
 
     @asynccontextmanager
     async def lifetime() -> AsyncIterator[None]:

@@ -6,6 +6,7 @@ from __future__ import annotations
 import contextlib
 
 from blackboard import Blackboard
+from blackboard.pending import buffer_lengths
 from blackboard.scripts import run_script_many
 
 
@@ -45,10 +46,21 @@ async def test_pending_buffer_keys_and_reads(bb: Blackboard) -> None:
     assert buf.parse(key) == ("e1", "agent:a1:stm")
     assert "{p3}" in key
     assert await buf.keys() == [] and await buf.backlog() == 0
-    assert await buf.lengths([("e1", "agent:a1:stm")]) == [0]
+    assert await buffer_lengths(bb, [(3, "e1", "agent:a1:stm")]) == [0]
     st = await buf.state(key)
     assert (st.size, st.head, st.inflight) == (0, None, False)
     assert await buf.drop_edge("e1") == (0, 0)
+
+
+async def test_buffer_lengths_span_partitions(bb: Blackboard) -> None:
+    """One round trip reads the buffers of several partitions, in the order asked."""
+    a, b = bb.pending(3).key("e1", "agent:a1:stm"), bb.pending(5).key("e2", "team:t:stm")
+    await bb.client.rpush(a, "x", "y")
+    await bb.client.rpush(b, "z")
+    got = await buffer_lengths(bb, [(5, "e2", "team:t:stm"), (3, "e1", "agent:a1:stm"),
+                                    (3, "e2", "team:t:stm")])
+    assert got == [1, 2, 0]
+    assert await buffer_lengths(bb, []) == []
 
 
 async def test_upkeep_scope_set_and_schedules(bb: Blackboard) -> None:

@@ -142,3 +142,29 @@ def test_a_reinforced_entrys_strength_from_its_evict_score_is_at_most_1() -> Non
     slow = evict_time(1.0, 0, pol.evict_threshold, pol.decay_rate, 8, 1000)
     assert slow > plain
     assert strength_of_evict_score(slow, pol, now=0) == 1.0
+
+
+async def test_the_histogram_counted_from_a_whole_sample_is_the_zcounts(
+        bb: Blackboard, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A scope whose evict zset the pool sample read whole has its strength histogram
+    counted from the sample's scores; one sampled in part, by a ZCOUNT per bucket: the
+    same counts, bucket edges included, decaying or not."""
+    import blackboard.pool_stats as ps
+
+    flat = bb.scope("team:flat")
+    await flat.set_policy(ScopePolicy(decay_rate=0.0))
+    decaying = bb.scope("agent:a1:stm")
+    await decaying.set_policy(ScopePolicy(decay_rate=0.3, decay_tick=60.0,
+                                          evict_threshold=0.1))
+    for i, s in enumerate((0.0, 0.1, 0.2, 0.2, 0.4, 0.5, 0.6, 0.8, 0.99, 1.0)):
+        await flat.write(f"f{i}", author="a1", strength=s)
+        await decaying.write(f"d{i}", strength=max(s, 0.05))
+    await decaying.reinforce((await decaying.entries(limit=1))[0].id)
+    ids = ["team:flat", "agent:a1:stm"]
+    whole = await bb.reads.stats(ids)
+    assert all(st.pool and st.pool.sampled == 10 for st in whole)
+    assert whole[0].strength.counts == (2, 2, 2, 1, 3)  # edges in the upper bucket
+    monkeypatch.setattr(ps, "POOL_SAMPLE", 10)  # ten asked, ten there: not known whole
+    monkeypatch.setattr(ps, "POOL_MIN", 10)
+    part = await bb.reads.stats(ids)
+    assert [st.strength for st in part] == [st.strength for st in whole]

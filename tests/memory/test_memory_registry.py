@@ -27,6 +27,7 @@ from memory import (
 )
 from memory.access import provision_agent
 from memory.errors import EdgeVersionConflict
+from memory.memory_map import build_memory_map
 from memory.render import render_map
 
 
@@ -54,6 +55,7 @@ async def test_scope_config_round_trip(bb: Blackboard, clean_redis: redis.Redis)
         await reg.ensure_scope("team:t1")
         assert [c.scope_id for c in await reg.list_scopes()] == ["agent:a1:stm", "team:t1"]
         assert [c.scope_id for c in await reg.list_scopes(owner="t1")] == ["team:t1"]
+        assert await reg.scope_ids() == ["agent:a1:stm", "team:t1"]
         assert await bb.records.has_query_engine() in (True, False)
     finally:
         await reg.aclose()
@@ -151,6 +153,12 @@ async def test_memory_map_and_render(bb: Blackboard) -> None:
     console.print(render_map(m))
     text = console.export_text()
     assert "agent:a1:working" in text and "summarize" in text and "3 pending" in text
+    # Configs the caller already read (an operator's listing) give the same map.
+    async with AgentMemory(bb, "a1", teams=["t1"]) as mem:
+        cands = mem.readable_scopes()
+        configs = await mem.registry.get_scopes(list(cands))
+        given = await build_memory_map(bb, mem.registry, mem.access, cands, configs=configs)
+    assert given == m
 
 
 # -- edges: owned, versioned, published at once ----------------------------------------------
