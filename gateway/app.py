@@ -22,7 +22,6 @@ from blackboard.ratelimit import RateLimiter
 from memory.catalog import catalog
 
 from . import mcp_server
-from .admission import Admission
 from .caller import Callers, bearer
 from .errors import (
     GatewayError,
@@ -73,7 +72,6 @@ def create_app(settings: GatewaySettings | None = None, *,
                 await _load_scripts(svc)
                 if s.rate > 0:
                     app.state.limiter = RateLimiter(svc, s.rate, s.burst)
-                    app.state.admission = Admission()
                     stack.push_async_callback(app.state.limiter.aclose)
             stack.push_async_callback(app.state.callers.aclose)
             for c in contexts:

@@ -34,7 +34,7 @@ from ..caller import Caller
 from ..maps import caller_map
 from ..operator import operator_stats
 from ..refusals import InvalidParameter
-from .deps import CallerDep, ReaderDep, charged
+from .deps import CallerDep
 from .params import NameQuery
 from .responses import BODY_ERRORS, READ_ERRORS
 
@@ -128,9 +128,9 @@ async def forget(entry_id: EntryIdPath, caller: CallerDep, scope: ScopeQuery = N
 
 
 @router.post("/recall", response_model=RecallResponse, responses=_ERRORS)
-async def recall(body: RecallRequest, caller: ReaderDep, request: Request) -> Response:
+async def recall(body: RecallRequest, caller: CallerDep) -> Response:
     """Hybrid recall with the full query model; each hit carries every score component."""
-    hits = await charged(request, lambda: caller.memory.recall(body, explain=body.explain))
+    hits = await caller.memory.recall(body, explain=body.explain)
     scopes = caller.memory.recall_scopes(body.scopes, body.levels) if body.explain else None
     # Rendered without building the models (RecallResponse.json_of, the same bytes): the
     # schema stays response_model's; FastAPI would also validate the models again.
