@@ -76,6 +76,7 @@ def _scopes(partitions: int, n: int) -> list[str]:
     return [s for s in names if partition_of(s, partitions) == p][:n]
 
 
+@pytest.mark.slow  # a second agent's p99 bound: timed alone on the cores
 async def test_scripted_100mb_is_refused_by_the_quota(attack_env: AttackEnv) -> None:
     env = attack_env
     await set_owner_quota(env.admin, f"agent:{AGENT}", OwnerQuota(bytes=QUOTA))
@@ -133,6 +134,7 @@ async def test_a_scope_byte_quota_and_the_single_entry_that_never_fits(
     assert await a.scope(scope).count() == 1
 
 
+@pytest.mark.slow  # a second agent's p99 bound: timed alone on the cores
 async def test_raw_100mb_on_invented_keys_is_found_and_removed(attack_env: AttackEnv) -> None:
     env = attack_env
     g = await AclAdmin(env.admin).grant(AGENT, (), rotate=True)
