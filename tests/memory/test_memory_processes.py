@@ -165,6 +165,12 @@ async def test_introspection_cost_independent_of_entries(
             return costs
 
     small = await measure(10)
-    large = await measure(10_000)
-    assert small == large, (small, large)
-    assert all(c < 200 for c in small)
+    large = await measure(5_000)
+    larger = await measure(10_000)
+    # Past the stats' sample (blackboard.pool_stats.POOL_SAMPLE) the cost is flat. A scope
+    # the sample holds whole costs stats fewer commands (its strength histogram is counted
+    # from the sample); the tags and the map cost the same at every size.
+    assert large == larger, (large, larger)
+    assert [small[0], *small[2:]] == [large[0], *large[2:]], (small, large)
+    assert small[1] <= large[1], (small, large)
+    assert all(c < 200 for c in larger)
