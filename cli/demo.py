@@ -201,8 +201,10 @@ async def _main(url: str, names: list[str], steps: int, procs: list[subprocess.P
         with ph.phase(f"recall ({len(QUERIES)} questions)") as task:
             loaded = await warm
             if loaded is not None:
-                ph.note(task, f"recall ({len(QUERIES)} questions; the embedder loaded in "
-                              f"{loaded:.1f}s while the agents worked)")
+                # short: with the phase's own time after it, the line stays within 80
+                # columns even when the model took 10 s or more to load
+                ph.note(task, f"recall ({len(QUERIES)} questions; model loaded in "
+                              f"{loaded:.1f}s while agents ran)")
             report, mmap = await build_report(bb, names[0])
     report["steps"] = sum(done)
     report["settled"] = settled
