@@ -9,8 +9,11 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
+import sys
 import time
 from collections.abc import AsyncIterator
+from pathlib import Path
 
 import pytest
 import redis
@@ -30,29 +33,32 @@ MB = 1 << 20
 QUOTA = 8 * MB
 
 
+BYSTANDER = Path(__file__).with_name("bystander_agent.py")
+
+
 @contextlib.asynccontextmanager
 async def _bystander(env: AttackEnv, name: str) -> AsyncIterator[list[float]]:
-    """Another agent writing and reading its own scope while the attack runs; yields the
-    latencies (s) of its calls, filled in until the block ends."""
-    b = await env.agent(name)
-    s = b.scope(f"agent:{name}:working")
+    """Another agent, in its own process, writing and reading its own scope while the attack
+    runs; yields the latencies (s) of its calls, filled in when the block ends. Its own
+    process so that what it times is Redis, as another agent would meet it, not this test's
+    event loop (which runs the scripted attack) or its garbage collector."""
+    g = await AclAdmin(env.admin).grant(name, (), rotate=True)
+    proc = await asyncio.create_subprocess_exec(
+        sys.executable, str(BYSTANDER), env.url, g.username, g.password,
+        f"agent:{name}:working",
+        stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE)
+    assert proc.stdin is not None and proc.stdout is not None
     lat: list[float] = []
-    stop = asyncio.Event()
-
-    async def loop() -> None:
-        while not stop.is_set():
-            t0 = time.perf_counter()
-            e = await s.write({"note": "still here"})
-            await s.get(e.id)
-            lat.append(time.perf_counter() - t0)
-            await asyncio.sleep(0.005)
-
-    task = asyncio.create_task(loop())
     try:
+        ready = await asyncio.wait_for(proc.stdout.readline(), 60)
+        assert ready == b"ready\n", ready
         yield lat
     finally:
-        stop.set()
-        await task
+        proc.stdin.write(b"stop\n")
+        await proc.stdin.drain()
+        out, _ = await asyncio.wait_for(proc.communicate(), 60)
+        await AclAdmin(env.admin).revoke(name)
+    lat += json.loads(out)
 
 
 def _check_apart(url: str, repair: bool) -> CheckReport:
@@ -76,6 +82,7 @@ def _scopes(partitions: int, n: int) -> list[str]:
     return [s for s in names if partition_of(s, partitions) == p][:n]
 
 
+@pytest.mark.process  # the second agent runs in its own process
 @pytest.mark.slow  # a second agent's p99 bound: timed alone on the cores
 async def test_scripted_100mb_is_refused_by_the_quota(attack_env: AttackEnv) -> None:
     env = attack_env
@@ -134,6 +141,7 @@ async def test_a_scope_byte_quota_and_the_single_entry_that_never_fits(
     assert await a.scope(scope).count() == 1
 
 
+@pytest.mark.process  # the second agent runs in its own process
 @pytest.mark.slow  # a second agent's p99 bound: timed alone on the cores
 async def test_raw_100mb_on_invented_keys_is_found_and_removed(attack_env: AttackEnv) -> None:
     env = attack_env
