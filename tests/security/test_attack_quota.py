@@ -43,6 +43,7 @@ async def _bystander(env: AttackEnv, name: str) -> AsyncIterator[list[float]]:
     process so that what it times is Redis, as another agent would meet it, not this test's
     event loop (which runs the scripted attack) or its garbage collector."""
     g = await AclAdmin(env.admin).grant(name, (), rotate=True)
+    assert g.password is not None  # rotate=True: always a new one
     proc = await asyncio.create_subprocess_exec(
         sys.executable, str(BYSTANDER), env.url, g.username, g.password,
         f"agent:{name}:working",
