@@ -33,14 +33,15 @@ def scope_owner(scope_id: str) -> str | None:
 def claimed_agents(entry: Entry) -> list[str]:
     """Agents an entry's own data names as its writer (metadata ``agent``/``actor``, tags
     ``agent:<a>``) other than its :attr:`~Entry.author`: claims, never authorship, sorted."""
-    found: set[str] = set()
-    for k in ("agent", "actor"):
-        v = entry.metadata.get(k) if isinstance(entry.metadata, Mapping) else None
-        if isinstance(v, str) and v:
-            found.add(v)
-    found.update(t[6:] for t in entry.tags if t.startswith("agent:") and len(t) > 6)
-    found.discard(entry.author or "")
-    return sorted(found)
+    # On every hit of every recall's response: the common case (no claim) answers without
+    # building a set.
+    md = entry.metadata
+    found = [t[6:] for t in entry.tags if t[:6] == "agent:" and len(t) > 6]
+    if md and isinstance(md, Mapping):
+        found += [v for k in ("agent", "actor") if isinstance(v := md.get(k), str) and v]
+    if not found:
+        return []
+    return sorted(set(found) - {entry.author or ""})
 
 
 #: Keys whose string value is what a person reads first in a structured memory.

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
+from blackboard.entry import claimed_agents
 from blackboard.validation import (
     MAX_NAME_LEN,
     MAX_SCOPE_LEN,
@@ -209,8 +210,6 @@ def _entry_fields(e: Entry) -> dict[str, Any]:
     """:class:`EntryOut`'s fields of ``e``, in its order: what :meth:`EntryOut.of` validates
     and :meth:`RecallResponse.json_of` serialises as is (the numbers as the model's types,
     so both write the same bytes)."""
-    from blackboard.entry import claimed_agents
-
     return {
         "id": e.id, "scope": e.scope, "value": e.value, "tags": sorted(e.tags),
         "metadata": dict(e.metadata), "key": e.key, "importance": float(e.importance),
