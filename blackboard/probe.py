@@ -27,8 +27,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, TypeVar
 
+from .feed_reads import heads_reply
 from .packing import pack
-from .reads import heads_reply
 from .scripts import SCRIPTS
 from .side_socket import RespSocket, SideSocket
 
