@@ -55,10 +55,12 @@ async def _bystander(env: AttackEnv, name: str) -> AsyncIterator[list[float]]:
         assert ready == b"ready\n", ready
         yield lat
     finally:
-        proc.stdin.write(b"stop\n")
-        await proc.stdin.drain()
+        with contextlib.suppress(ConnectionError):  # it may have ended already (failed)
+            proc.stdin.write(b"stop\n")
+            await proc.stdin.drain()
         out, _ = await asyncio.wait_for(proc.communicate(), 60)
         await AclAdmin(env.admin).revoke(name)
+    assert proc.returncode == 0, f"the second agent failed (exit {proc.returncode}; stderr above)"
     lat += json.loads(out)
 
 
