@@ -32,16 +32,21 @@ def _server_ms(url: str) -> float:
     return sec * 1000 + usec / 1000
 
 
+def _assert_reads_server_time(bb: Blackboard, url: str) -> None:
+    """The board's clock agrees with the server's TIME within 100 ms: that TIME falls
+    between the board's reading before and after asking it (a stall between one reading
+    and the question, e.g. a loaded CI core, is no clock error)."""
+    before = bb.now_ms()
+    server = _server_ms(url)
+    after = bb.now_ms()
+    assert before - 100 < server < after + 100, (before, server, after)
+
+
 async def test_offset_is_measured_on_connect(clean_redis: redis.Redis, redis_url: str) -> None:
     async with Blackboard.connect(redis_url, partitions=8) as bb:
         assert abs(bb.clock.offset_ms) < 1000  # same machine
         assert 0 <= bb.clock.uncertainty_ms < 100
-        # The server's TIME falls between our reading before and after asking it (a stall
-        # between one reading and the question, e.g. a loaded CI core, is no clock error).
-        before = bb.now_ms()
-        server = _server_ms(redis_url)
-        after = bb.now_ms()
-        assert before - 100 < server < after + 100, (before, server, after)
+        _assert_reads_server_time(bb, redis_url)
 
 
 @pytest.mark.parametrize("skew_s", [-3600.0, 3600.0])
@@ -51,12 +56,7 @@ async def test_a_skewed_client_reads_the_server_clock(
     _skew(monkeypatch, skew_s)
     async with Blackboard.connect(redis_url, partitions=8) as bb:
         assert abs(bb.clock.offset_ms + skew_s * 1000) < 1000
-        # The server's TIME falls between our reading before and after asking it (a stall
-        # between one reading and the question, e.g. a loaded CI core, is no clock error).
-        before = bb.now_ms()
-        server = _server_ms(redis_url)
-        after = bb.now_ms()
-        assert before - 100 < server < after + 100, (before, server, after)
+        _assert_reads_server_time(bb, redis_url)
         s = bb.scope("agent:a1:working")
         live = await s.write("live for a minute", ttl=60)
         short = await s.write("gone in 0.3 s", ttl=0.3)
