@@ -10,14 +10,15 @@ Starts an embedded redis-server unless ``BLACKBOARD_REDIS_URL`` is set (its defa
 must be an admin), makes one agent token, stores ``--entries`` memories through the
 library, then measures each side with the same queries: the library in this process on a
 connection logged in as the token's Redis user (what the gateway does per request), and
-``python -m gateway`` with its rate limit on (a rate no caller reaches, so every request
-pays the token bucket's round trip and none is refused). REST is timed twice: with a
-minimal HTTP/1.1 keep-alive client (:class:`Wire`: the server and the wire, which the
-target is about) and through ``RemoteMemory`` (httpx: what a Python caller also pays for
-its client library). The sides take turns in blocks of ``BLOCK`` calls: a block right after
-another process's keeps the cores' state of its own (onnxruntime's threads spin for a while
-after a run), and drift reaches every side alike. Progress goes to stderr; the report (or
-``--json``) to stdout.
+``python -m gateway`` with its rate limit on (a rate no caller reaches, so none is
+refused, and the default burst, so the default lease: one request in five pays the token
+bucket's round trip, the others spend what it leased: :mod:`blackboard.ratelimit`). REST
+is timed twice: with a minimal HTTP/1.1 keep-alive client (:class:`Wire`: the server and
+the wire, which the target is about) and through ``RemoteMemory`` (httpx: what a Python
+caller also pays for its client library). The sides take turns in blocks of ``BLOCK``
+calls: a block right after another process's keeps the cores' state of its own
+(onnxruntime's threads spin for a while after a run), and drift reaches every side alike.
+Progress goes to stderr; the report (or ``--json``) to stdout.
 """
 
 from __future__ import annotations
@@ -43,6 +44,7 @@ sys.path.insert(0, str(ROOT))
 import httpx  # noqa: E402
 
 from blackboard import Blackboard, RedisServer  # noqa: E402
+from gateway.settings import GatewaySettings  # noqa: E402
 
 AGENT, TEAM = "bench", "benchteam"
 TARGET_MS = 1.5
@@ -191,9 +193,11 @@ class Gateway:
         self.url = f"http://127.0.0.1:{self.port}"
         self.log = tempfile.NamedTemporaryFile("w+b", prefix="gw-bench-", suffix=".log",  # noqa: SIM115
                                                delete=False)
-        # The rate limit on, at a rate no caller here reaches: every request pays for it.
+        # The rate limit on, at a rate no caller here reaches, with the default burst (and
+        # so the default lease of the bucket's tokens).
         env = {**os.environ, "BLACKBOARD_GATEWAY_REDIS_URL": redis_url,
-               "BLACKBOARD_GATEWAY_RATE": "1000000", "BLACKBOARD_GATEWAY_BURST": "1000000",
+               "BLACKBOARD_GATEWAY_RATE": "1000000",
+               "BLACKBOARD_GATEWAY_BURST": str(GatewaySettings().burst),
                "PYTHONPATH": str(ROOT)}
         self.proc = subprocess.Popen(
             [sys.executable, "-m", "gateway", "--port", str(self.port),

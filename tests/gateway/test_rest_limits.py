@@ -115,6 +115,20 @@ def test_rate_limit_shared_by_two_processes(gateway, start_gateway):
     assert 'status="429"' in one.metrics() or 'status="429"' in two.metrics()
 
 
+def test_leasing_processes_pass_no_more_than_the_bucket(gateway, start_gateway):
+    """Burst 60 at 0.01/s: each process leases 3 tokens per round trip to the bucket and
+    spends them without asking, yet the two together pass exactly 60 requests, then 429s
+    with Retry-After on both."""
+    one = start_gateway(rate=0.01, burst=60)
+    two = start_gateway(rate=0.01, burst=60)
+    tok = gateway.token("alice")
+    with one.client(tok) as a, two.client(tok) as b:
+        codes = [c.get("/v1/tags").status_code for _ in range(40) for c in (a, b)]
+        assert codes.count(200) == 60 and codes[-4:] == [429] * 4
+        r = b.get("/v1/tags")
+        assert r.status_code == 429 and int(r.headers["retry-after"]) >= 1
+
+
 def test_recalls_are_charged_even_when_malformed(gateway, start_gateway):
     """Burst 4 at 0.5/s: 4 recalls, then 429s; a malformed body costs its token too (the
     bucket is asked before the body is validated), so a flood of bad bodies is limited
