@@ -89,8 +89,10 @@ def _port_listened(port: int) -> bool:
 def free_port(*, cluster_bus: bool = False) -> int:
     """A TCP port on 127.0.0.1 that was free a moment ago.
 
-    With ``cluster_bus`` the port + 10000 (Redis Cluster's bus port) must be free as well,
-    so the port is drawn below 55536.
+    With ``cluster_bus`` the port + 10000 (Redis Cluster's bus port) must be free as well.
+    Both are drawn below the kernel's ephemeral range, where no client connection takes
+    them meanwhile, and never a port or bus port this process handed out before (a
+    node's bus port is another node's port, otherwise, once in a few hundred clusters).
     """
     if not cluster_bus:
         with socket.socket() as s:
@@ -98,11 +100,28 @@ def free_port(*, cluster_bus: bool = False) -> int:
             return int(s.getsockname()[1])
     import random
 
+    top = min(_ephemeral_low(), 65536) - 10000
+    lo, hi = (10000, top - 1) if top > 12000 else (20000, 55000)
     for _ in range(1000):
-        port = random.randint(20000, 55000)
+        port = random.randint(lo, hi)
+        if {port, port + 10000} & _HANDED:
+            continue
         if _port_free(port) and _port_free(port + 10000):
+            _HANDED.update((port, port + 10000))
             return port
     raise BlackboardError("no free port pair for a cluster node")
+
+
+#: Ports and bus ports :func:`free_port` handed to cluster nodes in this process.
+_HANDED: set[int] = set()
+
+
+def _ephemeral_low() -> int:
+    """The first port of the kernel's ephemeral range (32768 where it cannot be read)."""
+    try:
+        return int(Path("/proc/sys/net/ipv4/ip_local_port_range").read_text().split()[0])
+    except (OSError, ValueError, IndexError):
+        return 32768
 
 
 def _ping(port: int, timeout: float = 0.2) -> bool:
@@ -162,6 +181,7 @@ class RedisServer:
         self.maxmemory = maxmemory
         self.binary = binary or find_redis_server()
         self.port = port or free_port(cluster_bus=cluster)
+        self._port_picked = not port  # a port drawn here may be drawn again before a start
         self._tmp = None if data_dir is not None else tempfile.mkdtemp(prefix="bb-redis-")
         self.data_dir = Path(data_dir if data_dir is not None else self._tmp)  # type: ignore[arg-type]
         self.appendfsync = appendfsync
@@ -213,6 +233,10 @@ class RedisServer:
             return self
         # redis-server reports both of these only in its log (not on stderr), and a server
         # already on the port would answer our PING as if it were this one.
+        if self._port_picked and self.proc is None and (
+                _port_listened(self.port) or (self.cluster and _port_listened(self.port + 10000))):
+            # Never started, and its port was ours to choose: taken meanwhile, choose again.
+            self.port = free_port(cluster_bus=self.cluster)
         if _port_listened(self.port):
             raise BlackboardError(
                 f"port {self.port} is already in use on 127.0.0.1: choose another port "

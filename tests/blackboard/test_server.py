@@ -146,3 +146,12 @@ def test_cluster_is_formed(cluster: RedisClusterServer) -> None:
         assert "cluster_slots_assigned:16384" in info
         assert "cluster_known_nodes:3" in info
         r.close()
+
+
+def test_cluster_ports_avoid_each_other_and_the_ephemeral_range() -> None:
+    from blackboard.server import _ephemeral_low, free_port
+
+    ports = [free_port(cluster_bus=True) for _ in range(12)]
+    taken = ports + [p + 10000 for p in ports]
+    assert len(set(taken)) == len(taken)  # no node's port is another's bus port
+    assert all(p + 10000 < _ephemeral_low() for p in ports)
