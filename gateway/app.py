@@ -95,9 +95,9 @@ def create_app(settings: GatewaySettings | None = None, *,
     for r in (health.router, memories.router, beliefs.router, context.router,
               feedback_route.router, streams.router, timeline_route.router):
         # The routes themselves, not the router: an included router is matched lazily,
-        # every route of each router before it twice a request (~0.1 ms of a recall's
-        # 0.25 ms from the app's entry to its handler, the gateway at work). Each
-        # router's prefix, tags and responses are already in its routes.
+        # every route of each router before it twice a request (a recall's routing, from
+        # the body-limit middleware to its handler, took 0.25 ms in a serving gateway and
+        # 0.16 ms flat). Each router's prefix, tags and responses are in its routes.
         app.router.routes.extend(r.routes)
     for mount in mounts:
         ctx = mount(app)
