@@ -35,6 +35,7 @@ from .local_only import LocalOnly
 from .metrics import Metrics, MetricsMiddleware, route_of
 from .refusals import BookkeepingUnavailable
 from .routes import dashboard
+from .routes.json_route import JsonRoute
 from .settings import GatewaySettings
 from .traces import TracingMiddleware
 
@@ -99,6 +100,9 @@ def create_app(settings: GatewaySettings | None = None, *,
         # the body-limit middleware to its handler, took 0.25 ms in a serving gateway and
         # 0.16 ms flat). Each router's prefix, tags and responses are in its routes.
         app.router.routes.extend(r.routes)
+    # The hot routes (fixed paths) are matched first: a recall was tried against the
+    # eight routes before it (~40 µs). Nothing else matches their method and path.
+    app.router.routes.sort(key=lambda r: not isinstance(r, JsonRoute))
     for mount in mounts:
         ctx = mount(app)
         if ctx is not None:

@@ -174,6 +174,8 @@ def _validation(exc: RequestValidationError, model: type[BaseModel] | None = Non
     parts = [str(p) for p in first.get("loc", ())]
     if parts and parts[0] in _WHERE:
         parts = parts[1:]
+    if first.get("type") == "json_invalid":  # a position in the text, not a field
+        parts = []
     field = ".".join(parts) or None
     msg = hint(dict(first), model) if first else "invalid request"
     more = f" (and {len(errs) - 1} more)" if len(errs) > 1 else ""

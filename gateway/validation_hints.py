@@ -23,6 +23,8 @@ __all__ = ["body_model", "hint"]
 
 #: pydantic's prefix on a validator's own message (which already says what to send).
 _VALUE_ERROR = "Value error, "
+#: A body that is not a JSON object (validated as a dict, from the text, or as a mapping).
+_NOT_AN_OBJECT = frozenset({"model_attributes_type", "model_type", "dict_type"})
 _JSON_TYPES = {str: "a string", int: "a number", float: "a number", bool: "true/false",
                list: "an array", dict: "an object", type(None): "null"}
 
@@ -81,11 +83,15 @@ def hint(err: dict[str, Any], model: type[BaseModel] | None) -> str:
     loc = [p for p in err.get("loc", ()) if p not in ("body", "query", "path")]
     kind = str(err.get("type", ""))
     msg = str(err.get("msg", "invalid")).removeprefix(_VALUE_ERROR)
+    if kind == "json_invalid":  # FastAPI's loc ends at the character it stopped at
+        why = (err.get("ctx") or {}).get("error") or msg
+        return f"Invalid JSON: {str(why).removeprefix('Invalid JSON: ')}" + (
+            f" (at character {loc[-1]})" if loc else "")
     if kind == "extra_forbidden" and loc:
         return _unknown(str(loc[-1]), _model_at(model, loc[:-1]))
     if kind == "missing":
         return f"required, missing from the {where}"
-    if not loc and kind in ("model_attributes_type", "dict_type") and model is not None:
+    if not loc and kind in _NOT_AN_OBJECT and model is not None:
         return f"send a JSON object with the fields {', '.join(_names(model))}"
     if kind.endswith("_type") or kind.endswith("_parsing"):
         return f"{msg} (got {_sent(err.get('input'))})"

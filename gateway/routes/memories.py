@@ -35,6 +35,7 @@ from ..maps import caller_map
 from ..operator import operator_stats
 from ..refusals import InvalidParameter
 from .deps import CallerDep
+from .json_route import json_post
 from .params import NameQuery
 from .responses import BODY_ERRORS, READ_ERRORS
 
@@ -67,7 +68,7 @@ def _level(v: str | None) -> MemoryLevel | None:
             f"{', '.join(m.value for m in MemoryLevel)}", field="level") from None
 
 
-@router.post("/memories", status_code=201, response_model=EntryOut, responses=_ERRORS)
+@json_post(router, "/memories", status_code=201, response_model=EntryOut, responses=_ERRORS)
 async def store(body: StoreRequest, caller: CallerDep) -> EntryOut:
     e = await caller.memory.store(
         body.value, _level(body.level), tags=body.tags, metadata=body.metadata,
@@ -127,7 +128,7 @@ async def forget(entry_id: EntryIdPath, caller: CallerDep, scope: ScopeQuery = N
     return Response(status_code=204)
 
 
-@router.post("/recall", response_model=RecallResponse, responses=_ERRORS)
+@json_post(router, "/recall", response_model=RecallResponse, responses=_ERRORS)
 async def recall(body: RecallRequest, caller: CallerDep) -> Response:
     """Hybrid recall with the full query model; each hit carries every score component."""
     hits = await caller.memory.recall(body, explain=body.explain)

@@ -36,3 +36,24 @@ async def test_lru_bounded_and_evicted_pools_still_serve(gateway: GatewayProc, m
             await callers.resolve(toks[0][:-4] + "AAAA")
     finally:
         await callers.aclose()
+
+
+def test_a_token_is_parsed_once_and_the_parses_kept_are_bounded(monkeypatch):
+    from gateway.tokens import TokenClaims, encode_token
+
+    parsed: list[str] = []
+    real = caller_mod.parse_token
+    monkeypatch.setattr(caller_mod, "parse_token", lambda t: parsed.append(t) or real(t))
+    monkeypatch.setattr(caller_mod, "PARSED_TOKENS", 3)
+    callers = Callers(GatewaySettings(redis_url="redis://127.0.0.1:1"))
+    toks = [encode_token(TokenClaims(f"id{i}", f"bb-agent-a{i}", "pw", f"a{i}", (), False))
+            for i in range(5)]
+    first = callers._key(toks[0])
+    assert callers._key(toks[0]) == first and parsed == [toks[0]]
+    for t in toks[1:]:
+        callers._key(t)
+    assert len(callers._parsed) == 3 and toks[0] not in callers._parsed
+    callers._key(toks[0])  # pushed out: parsed again, same answer
+    assert parsed.count(toks[0]) == 2
+    with pytest.raises(Unauthorized):  # a malformed token is refused every time
+        callers._key(toks[1][:-6] + "!!!!!!")
