@@ -17,6 +17,7 @@ from memory.feedback import MAX_CLAIM
 from memory.wire import ENTRY_ID_SCHEMA, SCOPE_SCHEMA, EntryOut
 
 from .deps import CallerDep
+from .json_route import json_post
 from .responses import BODY_ERRORS
 
 router = APIRouter(prefix="/v1/beliefs", tags=["beliefs"])
@@ -59,8 +60,8 @@ async def confirm(belief_id: BeliefIdPath, caller: CallerDep,
     return _out(EntryOut.of(e))
 
 
-@router.post("/{belief_id}/correct", status_code=201, response_model=FeedbackOut,
-             responses=BODY_ERRORS)
+@json_post(router, "/{belief_id}/correct", status_code=201, response_model=FeedbackOut,
+           responses=BODY_ERRORS)
 async def correct(belief_id: BeliefIdPath, body: CorrectIn, caller: CallerDep) -> FeedbackOut:
     """Correct a belief: evidence against it, for ``claim``; supersedes it when it wins."""
     e = await caller.memory.correct(belief_id, body.claim, scope=body.scope)

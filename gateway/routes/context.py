@@ -11,6 +11,7 @@ from memory.context import MAX_BUDGET_TOKENS
 from memory.wire import LEVEL_NAMES, SCOPE_SCHEMA, EntryOut, check_level
 
 from .deps import CallerDep
+from .json_route import json_post
 from .responses import BODY_ERRORS
 
 router = APIRouter(prefix="/v1", tags=["memory"])
@@ -45,7 +46,7 @@ class ContextOut(BaseModel):
     citations: dict[str, EntryOut] = Field(description="Citation id -> the entry it cites.")
 
 
-@router.post("/context", response_model=ContextOut, responses=BODY_ERRORS)
+@json_post(router, "/context", response_model=ContextOut, responses=BODY_ERRORS)
 async def context(body: ContextIn, caller: CallerDep) -> ContextOut:
     """Prompt-ready context: current beliefs first (confidence, last supported, evidence
     count), then the relevant memories, each once, never over ``budget_tokens``."""

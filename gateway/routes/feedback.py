@@ -18,6 +18,7 @@ from memory.wire import ENTRY_ID_SCHEMA, EntryOut
 
 from ..refusals import GatewayError
 from .deps import CallerDep
+from .json_route import json_post
 from .responses import BODY_ERRORS
 
 router = APIRouter(prefix="/v1", tags=["memory"])
@@ -56,7 +57,7 @@ def _refused(status: int, kind: str, exc: Exception) -> GatewayError:
     return err
 
 
-@router.post("/feedback", response_model=FeedbackOut, responses=BODY_ERRORS)
+@json_post(router, "/feedback", response_model=FeedbackOut, responses=BODY_ERRORS)
 async def feedback(body: FeedbackIn, caller: CallerDep) -> FeedbackOut:
     """Say whether recalled entries helped; each agent's verdict counts once per entry."""
     try:

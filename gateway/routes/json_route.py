@@ -1,6 +1,7 @@
 """``JsonRoute``: a JSON-body route served without FastAPI's per-request machinery.
 
-The hot routes (recall, store) are ``endpoint(body: Model, caller: CallerDep)``. FastAPI
+The hot routes (recall, store) are ``endpoint(body: Model, caller: CallerDep)``, and
+so are the REST API's other JSON-body routes (some with string path parameters). FastAPI
 serves such a route by reading the body, decoding it with ``json.loads``, parsing the
 content type with ``email.message``, solving the dependency graph, validating the decoded
 dict, then validating the returned model again: ~0.2 ms of Python a request, the largest
@@ -12,7 +13,9 @@ part of REST's cost over the library (issue 24). This route does the same steps 
 2. the body, validated from its raw bytes by the model (``model_validate_json``), its
    errors raised as FastAPI's :class:`RequestValidationError` (``loc`` under ``"body"``),
    so the gateway's 422 handler renders them as for any other route;
-3. the endpoint; a returned model (of the route's ``response_model``) is serialised as is.
+3. the endpoint, with the path's string parameters as matched (FastAPI's ``str`` path
+   parameters are not validated either: a pattern in their schema is documentation); a
+   returned model (of the route's ``response_model``) is serialised as is.
 
 Errors propagate to the app's exception middleware and its handlers, as any route's do.
 The OpenAPI schema is FastAPI's: the route is an :class:`APIRoute` with the endpoint's
@@ -32,14 +35,15 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.types import Receive, Scope, Send
 
-__all__ = ["JsonRoute", "json_post"]
+__all__ = ["JsonRoute", "json_post", "json_route"]
 
 Endpoint = Callable[..., Awaitable[Any]]
 
 
 class JsonRoute(APIRoute):
-    """An :class:`APIRoute` for ``endpoint(<body>: Model, <caller>: Depends(f))`` where
-    ``f`` takes only the :class:`Request` (module docstring)."""
+    """An :class:`APIRoute` for ``endpoint(<body>: Model, <caller>: Depends(f),
+    [<name>: str path parameters])`` where ``f`` takes only the :class:`Request` (module
+    docstring)."""
 
     def __init__(self, path: str, endpoint: Endpoint, **kwargs: Any) -> None:
         super().__init__(path, endpoint, **kwargs)
@@ -48,18 +52,22 @@ class JsonRoute(APIRoute):
             else None
         fits = (isinstance(model, type) and issubclass(model, BaseModel)
                 and len(d.body_params) == 1 and not self._embed_body_fields
-                and not (d.query_params or d.path_params or d.header_params
-                         or d.cookie_params or d.request_param_name)
+                and not (d.query_params or d.header_params or d.cookie_params
+                         or d.request_param_name)
+                and all(p.field_info.annotation is str and not p.field_info.metadata
+                        for p in d.path_params)
                 and len(d.dependencies) == 1 and self._takes_request_only(d.dependencies[0]))
         if not fits:
             raise TypeError(f"JsonRoute {path}: the endpoint must take exactly a pydantic "
-                            "body and one dependency of the request alone")
+                            "body, one dependency of the request alone and unconstrained "
+                            "str path parameters")
         dep = d.dependencies[0]
         assert dep.call is not None and dep.name is not None and model is not None
         self._model: type[BaseModel] = model
         self._body_name: str = d.body_params[0].name
         self._caller: Callable[[Request], Awaitable[Any]] = dep.call
         self._caller_name: str = dep.name
+        self._path_names: tuple[str, ...] = tuple(p.name for p in d.path_params)
         self.app = self._serve
 
     @staticmethod
@@ -72,7 +80,9 @@ class JsonRoute(APIRoute):
         request = Request(scope, receive, send)
         caller = await self._caller(request)
         body = _parsed(self._model, request.headers.get("content-type"), await request.body())
-        result = await self.endpoint(**{self._body_name: body, self._caller_name: caller})
+        args = {name: scope["path_params"][name] for name in self._path_names}
+        result = await self.endpoint(**args, **{self._body_name: body,
+                                                self._caller_name: caller})
         await self._response(result)(scope, receive, send)
 
     def _response(self, result: Any) -> Response:
@@ -111,12 +121,19 @@ def _parsed(model: type[BaseModel], content_type: str | None, raw: bytes) -> Bas
         ) from None
 
 
-def json_post(router: APIRouter, path: str, **kwargs: Any) -> Callable[[Endpoint], Endpoint]:
-    """``@router.post(path, **kwargs)`` served as a :class:`JsonRoute`."""
+def json_route(router: APIRouter, path: str, *, methods: tuple[str, ...] = ("POST",),
+               **kwargs: Any) -> Callable[[Endpoint], Endpoint]:
+    """``@router.api_route(path, methods=methods, **kwargs)`` served as a
+    :class:`JsonRoute`."""
 
     def add(endpoint: Endpoint) -> Endpoint:
-        router.add_api_route(path, endpoint, methods=["POST"], route_class_override=JsonRoute,
-                             **kwargs)
+        router.add_api_route(path, endpoint, methods=list(methods),
+                             route_class_override=JsonRoute, **kwargs)
         return endpoint
 
     return add
+
+
+def json_post(router: APIRouter, path: str, **kwargs: Any) -> Callable[[Endpoint], Endpoint]:
+    """``@router.post(path, **kwargs)`` served as a :class:`JsonRoute`."""
+    return json_route(router, path, methods=("POST",), **kwargs)

@@ -35,7 +35,7 @@ from ..maps import caller_map
 from ..operator import operator_stats
 from ..refusals import InvalidParameter
 from .deps import CallerDep
-from .json_route import json_post
+from .json_route import json_post, json_route
 from .params import NameQuery
 from .responses import BODY_ERRORS, READ_ERRORS
 
@@ -76,7 +76,8 @@ async def store(body: StoreRequest, caller: CallerDep) -> EntryOut:
     return EntryOut.of(e)
 
 
-@router.post("/memories/batch", status_code=201, response_model=BatchOut, responses=_ERRORS)
+@json_post(router, "/memories/batch", status_code=201, response_model=BatchOut,
+           responses=_ERRORS)
 async def store_batch(body: BatchStore, caller: CallerDep) -> BatchOut:
     """Every item is checked (access, tags, size...) before any is sent, so a refused
     batch writes nothing; the whole batch is then one transaction: a gateway killed
@@ -110,7 +111,8 @@ async def get(entry_id: EntryIdPath, caller: CallerDep, scope: ScopeQuery = None
     return EntryOut.of(await _find(caller, entry_id, scope))
 
 
-@router.patch("/memories/{entry_id}", response_model=EntryOut, responses=_ERRORS)
+@json_route(router, "/memories/{entry_id}", methods=("PATCH",), response_model=EntryOut,
+            responses=_ERRORS)
 async def update(entry_id: EntryIdPath, body: UpdateRequest, caller: CallerDep) -> EntryOut:
     sid = await caller.memory.locate(entry_id, body.scope)
     given = body.model_fields_set - {"scope", "expected_version"}
@@ -185,8 +187,8 @@ async def procedures(caller: CallerDep, limit: int = Query(100, ge=1, le=1000)) 
     return await _level_entries(caller, MemoryLevel.PROCEDURAL, limit)
 
 
-@router.post("/sessions/{session}/messages", status_code=201, response_model=MessagesOut,
-             responses=_ERRORS)
+@json_post(router, "/sessions/{session}/messages", status_code=201,
+           response_model=MessagesOut, responses=_ERRORS)
 async def add_messages(session: SessionPath, body: MessagesIn, caller: CallerDep) -> MessagesOut:
     got = await caller.memory.add_messages(session, [m.to_message() for m in body.messages],
                                            _level(body.level), team=body.team)

@@ -7,12 +7,12 @@ from __future__ import annotations
 from typing import Annotated
 
 import pytest
-from fastapi import APIRouter, Depends, FastAPI, Query, Request, Response
+from fastapi import APIRouter, Depends, FastAPI, Path, Query, Request, Response
 from fastapi.testclient import TestClient
 from pydantic import BaseModel, ConfigDict
 
 from gateway.errors import TooManyRequests, install_handlers
-from gateway.routes.json_route import JsonRoute, json_post
+from gateway.routes.json_route import JsonRoute, json_post, json_route
 
 
 class In(BaseModel):
@@ -54,6 +54,11 @@ def client() -> TestClient:
     async def wrong(body: In, caller: Who) -> Out:
         return {"name": "x", "n": 1}  # type: ignore[return-value]
 
+    @json_route(router, "/things/{thing}", methods=("PATCH",), response_model=Out)
+    async def patch(thing: Annotated[str, Path(json_schema_extra={"pattern": "^[a-z]+$"})],
+                    body: In, caller: Who) -> Out:
+        return Out(name=f"{thing}<-{body.name}", n=body.n)
+
     app.router.routes.extend(router.routes)
     return TestClient(app, raise_server_exceptions=False)
 
@@ -75,6 +80,13 @@ def test_json_content_types_are_parsed(client, ctype):
     r = client.post("/v1/things", content=b'{"name": "x", "n": 3}',
                     headers={**GOOD, "content-type": ctype})
     assert r.status_code == 201 and r.json()["n"] == 3, r.text
+
+
+def test_string_path_parameters_are_passed_as_matched(client):
+    r = client.patch("/v1/things/café", json={"name": "x", "n": 2}, headers=GOOD)
+    assert r.status_code == 200 and r.json()["name"] == "café<-x", r.text
+    r = client.post("/v1/things/abc", json={"name": "x"}, headers=GOOD)
+    assert r.status_code == 405, r.text
 
 
 @pytest.mark.parametrize(("raw", "ctype", "says"), [
@@ -117,7 +129,8 @@ async def _q(request: Request, page: int = Query(1)) -> int:
     return page
 
 
-@pytest.mark.parametrize("shape", ["query", "two_bodies", "no_dependency", "dep_params"])
+@pytest.mark.parametrize("shape", ["query", "two_bodies", "no_dependency", "dep_params",
+                                   "int_path", "constrained_path", "optional_body"])
 def test_a_route_of_another_shape_is_refused_when_built(shape):
     router = APIRouter()
     if shape == "query":
@@ -126,17 +139,31 @@ def test_a_route_of_another_shape_is_refused_when_built(shape):
         async def ep(body: In, other: Out, caller: Who) -> Response: ...  # type: ignore[misc]
     elif shape == "no_dependency":
         async def ep(body: In) -> Response: ...  # type: ignore[misc]
-    else:
+    elif shape == "dep_params":
         async def ep(body: In, caller: Annotated[int, Depends(_q)]) -> Response: ...  # type: ignore[misc]
+    elif shape == "int_path":
+        async def ep(x: int, body: In, caller: Who) -> Response: ...  # type: ignore[misc]
+    elif shape == "constrained_path":
+        async def ep(x: Annotated[str, Path(max_length=3)], body: In,  # type: ignore[misc]
+                     caller: Who) -> Response: ...
+    else:
+        async def ep(caller: Who, body: In | None = None) -> Response: ...  # type: ignore[misc]
+    path = "/x/{x}" if shape.endswith("_path") else "/x"
     with pytest.raises(TypeError, match="JsonRoute /x"):
-        json_post(router, "/x")(ep)
+        json_post(router, path)(ep)
 
 
-def test_the_gateways_hot_routes_are_json_routes_matched_first():
+def test_the_gateways_json_routes_and_the_fixed_ones_matched_first():
     from gateway.app import create_app
     from gateway.settings import GatewaySettings
 
     app = create_app(GatewaySettings(redis_url="redis://127.0.0.1:1", insecure_local=True))
-    hot = [(r.path, sorted(r.methods)) for r in app.router.routes if isinstance(r, JsonRoute)]
-    assert hot == [("/v1/memories", ["POST"]), ("/v1/recall", ["POST"])]
-    assert all(isinstance(r, JsonRoute) for r in app.router.routes[:len(hot)])
+    routes = app.router.routes
+    got = {(r.path, *sorted(r.methods)) for r in routes if isinstance(r, JsonRoute)}
+    assert got == {("/v1/memories", "POST"), ("/v1/recall", "POST"),
+                   ("/v1/memories/batch", "POST"), ("/v1/memories/{entry_id}", "PATCH"),
+                   ("/v1/sessions/{session}/messages", "POST"), ("/v1/context", "POST"),
+                   ("/v1/feedback", "POST"), ("/v1/beliefs/{belief_id}/correct", "POST")}
+    first = [r.path for r in routes[:5]]
+    assert first == ["/v1/memories", "/v1/memories/batch", "/v1/recall", "/v1/context",
+                     "/v1/feedback"], first
