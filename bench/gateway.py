@@ -18,6 +18,10 @@ the wire, which the target is about) and through ``RemoteMemory`` (httpx: what a
 caller also pays for its client library). The sides take turns in blocks of ``BLOCK``
 calls: a block right after another process's keeps the cores' state of its own
 (onnxruntime's threads spin for a while after a run), and drift reaches every side alike.
+Each REST recall's wait is also taken less the recall's own time in the gateway (its
+``Server-Timing`` header): what the gateway and the wire add, free of the difference
+between two processes' model speeds that the REST - in-process figure carries
+(``bench/process_noise.py``: ±0.4 ms). The target is on the REST - in-process figure.
 Progress goes to stderr; the report (or ``--json``) to stdout.
 """
 
@@ -138,6 +142,8 @@ class Wire:
         self.auth = f"Bearer {token}".encode()
         self._r: asyncio.StreamReader | None = None
         self._w: asyncio.StreamWriter | None = None
+        #: The last response's ``Server-Timing: recall;dur=<ms>``, in seconds (None: none).
+        self.recall_s: float | None = None
 
     async def __aenter__(self) -> Wire:
         self._r, self._w = await asyncio.open_connection(self.host, self.port)
@@ -176,6 +182,9 @@ class Wire:
         status = int(head[0].split()[1])
         length = next(int(h.split(":", 1)[1]) for h in head[1:]
                       if h.lower().startswith("content-length:"))
+        self.recall_s = next((float(h.partition("recall;dur=")[2]) / 1e3 for h in head[1:]
+                              if h.lower().startswith("server-timing:") and "recall;dur=" in h),
+                             None)
         return status, await self._r.readexactly(length)
 
 
@@ -346,10 +355,14 @@ async def run(url: str, a: argparse.Namespace) -> dict[str, Any]:
             async def lib(i: int) -> None:
                 await mem.recall(queries[i % len(queries)], max_results=10)
 
+            beside: list[float] = []  # each REST recall's wait less its Server-Timing
+
             async def rest(i: int) -> None:
+                t0 = time.perf_counter()
                 status, body = await wire.post("/v1/recall", {
                     "query": queries[i % len(queries)], "max_results": 10})
-                assert status == 200, body
+                assert status == 200 and wire.recall_s is not None, body
+                beside.append(time.perf_counter() - t0 - wire.recall_s)
 
             async def remote_recall(i: int) -> None:
                 await remote.recall(queries[i % len(queries)], max_results=10)
@@ -359,6 +372,10 @@ async def run(url: str, a: argparse.Namespace) -> dict[str, Any]:
             # in the background: timed once that is done, as a steady state.
             res.update(await in_blocks({"inproc": lib, "rest": rest, "remote": remote_recall},
                                        a.queries, settle=lambda: drained(gw.url, mem)))
+            # The timed calls only (the warm-up's come first): what the gateway and the
+            # wire add to the recall in the gateway's own process, free of the two
+            # processes' model speeds (bench/process_noise.py).
+            res["rest_beside_recall"] = lat(beside[-a.queries:])
         say("MCP tool calls ...")
         res["mcp"] = await mcp_latency(gw.url, token, queries, max(20, a.queries // 2))
         say(f"{a.clients} clients against one process ...")
@@ -406,6 +423,8 @@ def report(r: dict[str, Any]) -> str:
         f"  REST - in process, recall p50: {r['rest_minus_inproc_p50_ms']:+.2f} ms "
         f"(target <= {TARGET_MS} ms: {'met' if r['target_met'] else 'MISSED'})",
         f"  RemoteMemory (httpx) - in process: {r['remote_minus_inproc_p50_ms']:+.2f} ms",
+        f"  REST beside its own recall (Server-Timing): "
+        f"+{r['rest_beside_recall']['p50_ms']:.2f} ms p50",
         "",
         f"{'throughput, ' + str(r['clients']) + ' clients':<34}{'1 process':>12}"
         f"{'2 processes':>13}{'2 / 1':>8}",

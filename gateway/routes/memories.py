@@ -3,6 +3,7 @@ conversation messages. Every call runs on the caller's own Redis connection."""
 
 from __future__ import annotations
 
+import time
 from typing import Annotated, Any
 
 from fastapi import APIRouter, Path, Query, Request, Response
@@ -130,14 +131,24 @@ async def forget(entry_id: EntryIdPath, caller: CallerDep, scope: ScopeQuery = N
     return Response(status_code=204)
 
 
-@json_post(router, "/recall", response_model=RecallResponse, responses=_ERRORS)
+_RECALL = {**_ERRORS, 200: {"headers": {"Server-Timing": {
+    "description": "recall;dur=<ms>: how long the recall itself took in the gateway",
+    "schema": {"type": "string"}}}}}
+
+
+@json_post(router, "/recall", response_model=RecallResponse, responses=_RECALL)
 async def recall(body: RecallRequest, caller: CallerDep) -> Response:
-    """Hybrid recall with the full query model; each hit carries every score component."""
+    """Hybrid recall with the full query model; each hit carries every score component.
+    ``Server-Timing: recall;dur=<ms>`` says how long the recall itself took (W3C Server
+    Timing): the rest of the caller's wait is the gateway's and the network's."""
+    t0 = time.perf_counter()
     hits = await caller.memory.recall(body, explain=body.explain)
+    took_ms = (time.perf_counter() - t0) * 1e3
     scopes = caller.memory.recall_scopes(body.scopes, body.levels) if body.explain else None
     # Rendered without building the models (RecallResponse.json_of, the same bytes): the
     # schema stays response_model's; FastAPI would also validate the models again.
-    return Response(RecallResponse.json_of(hits, scopes), media_type="application/json")
+    return Response(RecallResponse.json_of(hits, scopes), media_type="application/json",
+                    headers={"Server-Timing": f"recall;dur={took_ms:.3f}"})
 
 
 @router.get("/tags", response_model=TagsOut, responses=_READ)

@@ -46,6 +46,11 @@ def test_rest_recall_reports_its_route_and_refuses_bad_values(client: TestClient
                              "notes": ["dense not asked: bm25 found the words (locate)"],
                              "partial": False, "nodes_visited": 0}
     assert body["hits"][0]["cites"] == [] and body["nodes"] == []
+    # the recall's own time, for a caller to tell it from the gateway's and the network's
+    name, _, dur = r.headers["server-timing"].partition(";dur=")
+    assert name == "recall" and 0 < float(dur) < 60_000, r.headers["server-timing"]
+    doc = client.get("/openapi.json").json()["paths"]["/v1/recall"]["post"]["responses"]
+    assert "Server-Timing" in doc["200"]["headers"]
     for bad, field in (({"intent": "browse"}, "intent"), ({"timeout_ms": 0}, "timeout_ms"),
                        ({"budget_tokens": "9"}, "budget_tokens"),
                        ({"timeout_ms": 10**9}, "timeout_ms")):
