@@ -103,7 +103,7 @@ def create_app(settings: GatewaySettings | None = None, *,
     # The hot routes (JSON bodies on fixed paths: store, recall...) are matched first: a
     # recall was tried against the eight routes before it (~40 µs). Nothing else matches
     # their method and path.
-    app.router.routes.sort(key=lambda r: not (isinstance(r, JsonRoute) and "{" not in r.path))
+    app.router.routes.sort(key=lambda r: not (isinstance(r, JsonRoute) and not r.param_convertors))
     for mount in mounts:
         ctx = mount(app)
         if ctx is not None:

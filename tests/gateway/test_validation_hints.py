@@ -25,8 +25,8 @@ Nobody = Annotated[None, Depends(_nobody)]
 
 @pytest.fixture(scope="module", params=["fastapi", "json_route"])
 def client(request: pytest.FixtureRequest) -> TestClient:
-    """The routes as FastAPI serves them, and as :class:`JsonRoute` (the gateway's recall
-    and store): the same 422s."""
+    """The routes as FastAPI serves them, and as :class:`JsonRoute` (the gateway's
+    JSON-body routes): the same 422s."""
     app = FastAPI()
     install_handlers(app)
     router = APIRouter()
