@@ -48,7 +48,8 @@ class ScoringConfig:
     max_results``). ``speaker_boost``, ``neighbour_weight`` and ``time_boost`` weigh the
     second stage (:mod:`retrieval.rerank`) over the best ``rerank_depth`` hits (0: off); a
     message longer than ``long_message_chars`` (0: no limit) takes no part in the
-    neighbour spread (:data:`retrieval.text.LONG_MESSAGE_CHARS`).
+    neighbour spread, and a text that long gets no first-pass vector while it waits for
+    its own (:data:`retrieval.text.LONG_MESSAGE_CHARS`).
     ``prf_docs`` > 0: pseudo-relevance feedback from that many first-pass hits
     (:mod:`retrieval.prf`: ``prf_terms`` BM25 terms, Rocchio weight ``prf_dense``,
     ``hop_entities`` names for a second hop).

@@ -47,7 +47,9 @@ UNINDEXED_KEYS = frozenset({"evidence"})
 #: long user-assistant conversations (``bench/longchat.py``, answers of 600-3,000
 #: characters) both techniques cost recall on both halves (a short question glued to a long
 #: answer, or lifted by it, outranks the answer), while no LoCoMo turn is this long (the
-#: longest is 434 characters): ``bench/ablate.py``.
+#: longest is 434 characters): ``bench/ablate.py``. A text this long (a message's own, or
+#: a plain entry's main text) also gets no first-pass vector while it waits for its own
+#: (:meth:`retrieval.engine.SearchEngine._rough_fits`).
 LONG_MESSAGE_CHARS = 600
 
 #: Fields holding an observation's main text, most telling first (``entry_text(main=True)``).

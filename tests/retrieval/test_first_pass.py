@@ -98,6 +98,28 @@ def test_engine_ranks_waiting_entries_by_first_pass_until_their_vector() -> None
     assert len(eng._scopes["s:a"]) == 4
 
 
+def test_a_long_text_waits_for_its_vector_without_a_first_pass() -> None:
+    """A text longer than ``long_message_chars`` (a message's own text, or a plain
+    entry's) gets no first-pass row: its pooled static vector meets every query. It ranks
+    by BM25 until its vector arrives; a short one by first pass meanwhile."""
+    long_answer = "tulips in the garden need " + "water and light and care " * 30
+    msg = {"kind": "message", "speaker": "Assistant", "text": long_answer,
+           "session": "s1", "position": 1}
+    entries = [Entry(id="s:a-short", scope="s:a", value="tulips in the garden bloom"),
+               Entry(id="s:a-long", scope="s:a", value=long_answer),
+               Entry(id="s:a-msg", scope="s:a", value=msg)]
+    eng = SearchEngine(WithFirstPass(), inline_embed=0)
+    eng.add(entries, embed_now=False)
+    cat = eng._scopes["s:a"]
+    assert cat.static is not None and len(cat.static) == 1
+    hits = eng.mark_vectors(eng.search(MemoryQuery(query="tulips garden", max_results=3)), True)
+    assert {h.entry.id: h.has_first_pass for h in hits} == {
+        "s:a-short": True, "s:a-long": False, "s:a-msg": False}
+    off = SearchEngine(WithFirstPass(), ScoringConfig(long_message_chars=0), inline_embed=0)
+    off.add(entries, embed_now=False)  # 0: no limit
+    assert len(off._scopes["s:a"].static) == 3  # type: ignore[arg-type]
+
+
 def test_tokens_with_a_digit_carry_no_first_pass_weight() -> None:
     """Numbers mean nothing out of context and sit together in the static table: an id
     such as "zebracorn69f8d1" met every number-heavy text above the floor."""
@@ -105,3 +127,4 @@ def test_tokens_with_a_digit_carry_no_first_pass_weight() -> None:
 
     vocab = {"[PAD]": 0, "cat": 1, "69": 2, "##8": 3, "##f": 4, "2023": 5, "out": 9}
     assert wordless_ids(vocab, 8).tolist() == [2, 3, 5]  # "out" (9) is past the table
+
