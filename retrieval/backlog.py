@@ -147,8 +147,7 @@ class EmbeddingBacklog:
         cat.dense.add(rows, vecs)
         cat.has_vec.a[rows] = True
         if cat.static is not None and cat.has_static.a[rows].any():
-            cat.static.remove(rows)
-            cat.has_static.a[rows] = False
+            cat.drop_first_pass(rows)
 
     @property
     def waiting(self) -> int:

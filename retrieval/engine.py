@@ -136,7 +136,9 @@ class SearchEngine(EmbeddingBacklog):
             bm25 = BM25Index(variant=self.bm25_variant, params=self.bm25_params)
             fp = self.first_pass
             static = DenseIndex(fp.dim, embedder=fp.name) if fp is not None else None
-            cat = self._scopes[scope] = ScopeIndex(scope, dense, bm25, static)
+            floor = (DenseIndex(fp.dim, embedder=f"{fp.name}:floor")
+                     if fp is not None and hasattr(fp, "embed_with_floor") else None)
+            cat = self._scopes[scope] = ScopeIndex(scope, dense, bm25, static, floor)
         return cat
 
     def set_policy(self, scope: str, policy: ScopePolicy) -> None:
@@ -245,9 +247,10 @@ class SearchEngine(EmbeddingBacklog):
         text over ``long_message_chars``), whose mean of static token vectors drifts toward
         every text's and meets every query; it ranks by BM25 until its own vector arrives.
         Issue 31, in-process engine, every turn first-pass only, R@10 (conversations 1-3 /
-        4-6) on the long user-assistant set (``bench/longchat.py``): ``add_messages``
-        0.7160 / 0.7716 -> 0.7407 / 0.8519, one ``store`` a turn 0.5000 / 0.5309 -> 0.5185 /
-        0.5679; LoCoMo, whose longest turn is 434 characters, unchanged."""
+        4-6) on the long user-assistant set (``bench/longchat.py``), the input layer's
+        rows: ``add_messages`` 0.7160 / 0.7716 -> 0.7407 / 0.8519, one ``store`` a turn
+        0.5000 / 0.5309 -> 0.5185 / 0.5679 (README: with the distilled rows); LoCoMo, whose
+        longest turn is 434 characters, unchanged."""
         limit = self.config.long_message_chars
         return not limit or len(entry_text(e, main=True)) <= limit
 
@@ -259,13 +262,15 @@ class SearchEngine(EmbeddingBacklog):
         if fp is None or cat.static is None or not waiting:
             return
         try:
-            vecs = fp.embed([t for _, t in waiting])
+            vecs, floor = _first_pass_vectors(fp, [t for _, t in waiting])
         except Exception as exc:  # e.g. a model file without the table: the model's alone
             log.warning("first-pass vectors off: %s", exc)
             self.first_pass = None
             return
         rows = np.asarray([r for r, _ in waiting], np.int64)
         cat.static.add(rows, vecs)
+        if floor is not None and cat.static_floor is not None:
+            cat.static_floor.add(rows, floor)
         cat.has_static.a[rows] = True
 
     def _kept_vectors(self, batch: list[Entry]) -> dict[str, npt.NDArray[np.float32]]:
@@ -326,7 +331,7 @@ class SearchEngine(EmbeddingBacklog):
             if cat.dense is not None:
                 cat.dense.remove([row])
             if cat.static is not None:
-                cat.static.remove([row])
+                cat.drop_first_pass(np.asarray([row], np.int64))
             n += 1
         return n
 
@@ -356,10 +361,11 @@ class SearchEngine(EmbeddingBacklog):
         with tracing.stage("retrieval.search"), self._lock:
             cats = self._searched_locked(scopes, q.scopes)
             qvec = self._query_vector(q, cats, notes) if dense else None
-            svec = self._first_pass_vector(q, cats) if dense else None
+            svec, sfloor = self._first_pass_vector(q, cats) if dense else (None, None)
             dim = self.embedder.dim if self.embedder is not None else 1
             k = q.max_results if depth is None else depth
-            r = SearchRound(q, cats, qvec, now, self.config, dim, self.text_fn, svec=svec)
+            r = SearchRound(q, cats, qvec, now, self.config, dim, self.text_fn, svec=svec,
+                            sfloor=sfloor)
             try:
                 out = ranked(r, k)
             except Exception as exc:
@@ -421,20 +427,23 @@ class SearchEngine(EmbeddingBacklog):
         self._dense_failed = None
         return qvec
 
-    def _first_pass_vector(self, q: MemoryQuery, cats: list[ScopeIndex]) -> Vec | None:
+    def _first_pass_vector(self, q: MemoryQuery, cats: list[ScopeIndex]
+                           ) -> tuple[Vec | None, Vec | None]:
         """The query's first-pass vector (:mod:`retrieval.embedders.static`), for the
-        searched entries still without their full one; None when none of them has a
-        first-pass row, or the first pass fails (logged: the full vectors and BM25 rank)."""
+        searched entries still without their full one, and its floor vector (None: the
+        same); (None, None) when none of them has a first-pass row, or the first pass
+        fails (logged: the full vectors and BM25 rank)."""
         fp = self.first_pass
         if (q.query is None or fp is None
                 or not any(c.static is not None and len(c.static) for c in cats)):
-            return None
+            return None, None
         try:
             with tracing.stage("retrieval.embed_query_first_pass"):
-                return fp.embed([q.query])[0]
+                vecs, floor = _first_pass_vectors(fp, [q.query])
+                return vecs[0], None if floor is None else floor[0]
         except Exception as exc:
             log.warning("the first-pass embedding failed (%s: %s)", type(exc).__name__, exc)
-            return None
+            return None, None
 
     def unembedded(self, scopes: Iterable[str]) -> dict[str, int]:
         """Per scope of ``scopes``, indexed entries still waiting for a vector (none
@@ -464,3 +473,14 @@ class SearchEngine(EmbeddingBacklog):
         names = scopes if scopes is not None else default or list(self._scopes)
         # an empty scope has nothing to find (and an empty FAISS search still costs)
         return [self._scopes[s] for s in names if s in self._scopes and len(self._scopes[s])]
+
+
+def _first_pass_vectors(fp: Embedder, texts: list[str]) -> tuple[Vec, Vec | None]:
+    """First-pass vectors of ``texts`` and, when ``fp`` has its own space for the
+    relevance floor (:meth:`~retrieval.embedders.static.StaticEmbedder.embed_with_floor`),
+    those."""
+    both = getattr(fp, "embed_with_floor", None)
+    if callable(both):
+        vecs, floor = both(texts)
+        return vecs, floor
+    return fp.embed(texts), None

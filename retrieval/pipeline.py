@@ -48,6 +48,8 @@ class SearchRound:
     #: the query's first-pass vector (:mod:`retrieval.embedders.static`), for the rows
     #: still without their full one
     svec: Vec | None = None
+    #: the query's vector in the first pass's floor space (None: ``svec`` is used)
+    sfloor: Vec | None = None
 
 
 def ranked(r: SearchRound, k: int) -> list[ScoredEntry]:
@@ -93,7 +95,8 @@ def degraded(r: SearchRound, k: int, first: Exception, notes: IndexNotes) -> lis
     errors: dict[str, Exception] = {}
     meaning = r.qvec is not None or r.svec is not None
     if meaning:
-        for left_out, alt, other in (("dense", replace(r, qvec=None, svec=None), "bm25"),
+        no_meaning = replace(r, qvec=None, svec=None, sfloor=None)
+        for left_out, alt, other in (("dense", no_meaning, "bm25"),
                                      ("bm25", replace(r, lexical=False), "dense")):
             try:
                 out = ranked(alt, k)
@@ -112,7 +115,8 @@ def degraded(r: SearchRound, k: int, first: Exception, notes: IndexNotes) -> lis
 def _candidates(r: SearchRound, q: MemoryQuery, qvec: Vec | None, pool: int) -> list[Candidates]:
     """The candidates of each scope index that has any (:func:`scope_candidates`)."""
     with tracing.stage("retrieval.candidates", {"retrieval.scopes": len(r.cats)}):
-        parts = [scope_candidates(c, q, qvec, r.now, pool, r.config, r.lexical, r.svec)
+        parts = [scope_candidates(c, q, qvec, r.now, pool, r.config, r.lexical, r.svec,
+                                  r.sfloor)
                  for c in r.cats]
     return [p for p in parts if len(p.rows)]
 

@@ -38,6 +38,9 @@ class Candidates:
     bm25: F64  # raw BM25, 0: no term match
     #: first-pass cosine of the rows still without a full vector (NaN elsewhere); None: none
     static: F64 | None = None
+    #: those rows' cosines in the first pass's floor space, for the relevance floor
+    #: (:meth:`~retrieval.embedders.static.StaticEmbedder.embed_with_floor`); None: ``static``
+    static_floor: F64 | None = None
 
 
 def scope_candidates(
@@ -49,12 +52,13 @@ def scope_candidates(
     cfg: ScoringConfig,
     lexical: bool = True,
     svec: Vec | None = None,
+    sfloor: Vec | None = None,
 ) -> Candidates:
     """At most ``pool`` rows of ``cat`` allowed by ``q``'s filters at ``now`` (ms; all
     allowed rows, pre-ranked, when ``q`` has no text), with their raw scores; without
     ``lexical``, BM25 is not asked (it failed: the dense hits alone, all scoring 0);
     ``svec`` (the query's first-pass vector) adds the first-pass hits of rows without a
-    vector."""
+    vector; ``sfloor`` (its vector in the floor space) their floor cosines."""
     allowed = cat.allowed_rows(q, now)
     empty = Candidates([cat], np.zeros(0, np.int64), np.zeros(0), np.zeros(0))
     if allowed is not None and not len(allowed):
@@ -102,7 +106,13 @@ def scope_candidates(
         missing = np.isnan(static) & cat.has_static.a[rows]
         if missing.any():
             static[missing] = cat.static.scores_for(svec, rows[missing])
-    return Candidates([cat], rows, dense, bm, static)
+    floor = None
+    if static is not None and sfloor is not None and cat.static_floor is not None:
+        floor = np.full(len(rows), np.nan)
+        has = ~np.isnan(static)
+        if has.any():
+            floor[has] = cat.static_floor.scores_for(sfloor, rows[has])
+    return Candidates([cat], rows, dense, bm, static, floor)
 
 
 def _prior(cat: ScopeIndex, rows: I64, now: int, cfg: ScoringConfig) -> F64:
@@ -127,18 +137,20 @@ def rank(
     cols = [
         (np.full(len(p.rows), i), p.rows, p.dense, p.bm25,
          p.static if p.static is not None else np.full(len(p.rows), np.nan),
+         p.static_floor if p.static_floor is not None else (
+             p.static if p.static is not None else np.full(len(p.rows), np.nan)),
          p.cat[0].current_strength(p.rows, now), p.cat[0].created_at.view[p.rows],
          p.cat[0].importance.view[p.rows])
         for i, p in enumerate(parts)
     ]
-    owner, rows, dense, bm25, static, strength, created, importance = (
+    owner, rows, dense, bm25, static, sfloor, strength, created, importance = (
         c[0] if len(cols) == 1 else np.concatenate(c) for c in zip(*cols, strict=True)
     )
     # a row's first-pass cosine counts only while it has no full one
     static = np.where(np.isnan(dense), static, np.nan)
     if q.query is not None:
         keep = relevance_floor(dense, bm25 > 0, cfg.dense_floor) | (
-            static >= cfg.first_pass_floor)
+            np.isnan(dense) & (sfloor >= cfg.first_pass_floor))
         if not keep.all():
             owner, rows, dense, bm25, static, strength, created, importance = (
                 a[keep] for a in (owner, rows, dense, bm25, static, strength, created,

@@ -41,13 +41,16 @@ class ScopeIndex:
     """
 
     def __init__(self, scope: str, dense: DenseIndex | None, bm25: BM25Index,
-                 static: DenseIndex | None = None) -> None:
+                 static: DenseIndex | None = None,
+                 static_floor: DenseIndex | None = None) -> None:
         self.scope = scope
         self.dense = dense
         self.bm25 = bm25
         #: First-pass vectors (:mod:`retrieval.embedders.static`) of the rows still
-        #: waiting for their full one (``has_static``), dropped when it arrives.
+        #: waiting for their full one (``has_static``), dropped when it arrives; and,
+        #: when the first pass has them, the vectors its relevance floor is taken on.
         self.static = static
+        self.static_floor = static_floor
         self.decay = ScopeDecay()
         self.entries: list[Entry | None] = []
         self.row_of: dict[str, int] = {}
@@ -104,6 +107,14 @@ class ScopeIndex:
         if slot is not None:
             self.slot_rows.setdefault(slot, set()).add(row)
         return row
+
+    def drop_first_pass(self, rows: npt.NDArray[np.int64]) -> None:
+        """Drop the first-pass vectors of ``rows``: their full ones arrived, or they are
+        gone."""
+        for index in (self.static, self.static_floor):
+            if index is not None:
+                index.remove(rows)
+        self.has_static.a[rows] = False
 
     def drop(self, entry_id: str) -> int | None:
         """Retire the row of ``entry_id`` from the columns (indexes: the caller); its row."""

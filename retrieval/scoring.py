@@ -66,7 +66,8 @@ class ScoringConfig:
     #: the same floor for a first-pass cosine (:mod:`retrieval.embedders.static`), whose
     #: scale is lower: a related pair scores ~0.3 there ("when is the bill due" / "Acme
     #: pays its invoices": 0.30), ~0.5 with the model; a nonsense word meets none above
-    #: ~0.17 once numbers are left out of the pooling (``wordless_ids``)
+    #: ~0.17 once numbers are left out of the pooling (``wordless_ids``). Taken in the input
+    #: layer's space even when distilled rows rank (``StaticEmbedder.embed_with_floor``)
     first_pass_floor: float = 0.25
     candidates: int = 50
     candidate_factor: int = 5

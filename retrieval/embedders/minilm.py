@@ -33,6 +33,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+import numpy.typing as npt
 
 from .base import EmbedderUnavailable, Vectors, l2_normalise
 from .static import StaticEmbedder
@@ -324,6 +325,19 @@ class MiniLMEmbedder:
         hidden = self._session.run(None, feeds)[0]  # (batch, tokens, 384)
         w = mask[..., None].astype(np.float32)
         return (hidden * w).sum(axis=1), w.sum(axis=1)
+
+    def token_vectors(self, ids: npt.NDArray[np.int64]) -> Vectors:
+        """Each token id run through the model alone (``[CLS] id [SEP]``): its own output
+        vector, float32 ``(len(ids), 384)``, not normalised (:mod:`.distilled`)."""
+        if self._session is None:
+            self._load()
+        cls, sep = self._tokenizer.token_to_id("[CLS]"), self._tokenizer.token_to_id("[SEP]")
+        windows = np.empty((len(ids), 3), np.int64)
+        windows[:, 0], windows[:, 1], windows[:, 2] = cls, ids, sep
+        feeds = {"input_ids": windows, "attention_mask": np.ones_like(windows)}
+        if "token_type_ids" in self._inputs:
+            feeds["token_type_ids"] = np.zeros_like(windows)
+        return np.asarray(self._session.run(None, feeds)[0][:, 1, :], np.float32)
 
     def embed(self, texts: list[str]) -> Vectors:
         """float32 ``(len(texts), 384)``, rows L2-normalised; a text longer than the

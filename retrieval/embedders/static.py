@@ -1,20 +1,21 @@
-"""A first-pass embedding in microseconds: the static token vectors of MiniLM's own input
-layer, pooled.
+"""A first-pass embedding in microseconds: MiniLM's static token vectors, pooled.
 
-The model's word-embedding table (the ONNX file's ``word_embeddings`` initializer, int8 with
-a scale per row) holds one 384-d vector per WordPiece token. A text's first-pass vector is
-the weighted mean of its tokens' rows, L2-normalised: no model run, so an entry is
-searchable by (rough) meaning the moment it is indexed, while its full vector waits for the
-model. Weights follow Zipf: the vocabulary lists whole words roughly by frequency after its
-single characters, so a token's rank stands in for its frequency and ``log(1 + rank)``
-weighs rare words up and "the", "of" down (characters, punctuation and special tokens: 0).
+One 384-d vector per WordPiece token: the words' rows distilled through the model
+(:mod:`.distilled`, shipped for the model file it was made from), else the model's own
+input layer (the ONNX file's ``word_embeddings`` initializer, int8 with a scale per row).
+A text's first-pass vector is the weighted mean of its tokens' rows, L2-normalised: no
+model run, so an entry is searchable by (rough) meaning the moment it is indexed, while its
+full vector waits for the model. Weights follow Zipf: the vocabulary lists whole words
+roughly by frequency after its single characters, so a token's rank stands in for its
+frequency and ``log(1 + rank)`` weighs rare words up and "the", "of" down (characters,
+punctuation and special tokens: 0).
 
 The first-pass vectors live in their own space (:data:`STATIC_NAME`): their cosines are
 never compared with the full model's. Measured on the LoCoMo dev split (in-process engine,
 every turn with only its first-pass vector, queries likewise; hybrid R@10 against BM25
-alone): conversational entries 0.746 -> 0.772, plain one-turn entries 0.569 -> 0.611, on
-both halves of the split (README, "At once and settled").
-"""
+alone): conversational entries 0.746 -> 0.772 with the input layer's rows, 0.779 distilled;
+plain one-turn entries 0.569 -> 0.611, 0.627 distilled; on both halves of the split
+(README, "At once and settled")."""
 
 from __future__ import annotations
 
@@ -125,7 +126,7 @@ def wordless_ids(vocab: dict[str, int], size: int) -> npt.NDArray[np.int64]:
     return np.asarray(sorted(bad), np.int64)
 
 
-def pooled(token_ids: Sequence[Sequence[int]], table: npt.NDArray[np.float32],
+def pooled(token_ids: Sequence[Sequence[int]], table: npt.NDArray[np.floating[Any]],
            weights: npt.NDArray[np.float32]) -> Vectors:
     """Per text (its token ids), the ``weights``-weighted sum of its ``table`` rows,
     L2-normalised, float32 ``(len(token_ids), dim)``; a text of weightless tokens gets a
@@ -152,16 +153,32 @@ class StaticEmbedder:
         self._table: npt.NDArray[np.float32] | None = None
         self._weights: npt.NDArray[np.float32] | None = None
         self._tokenizer: Any = None
+        #: whether the table is :mod:`.distilled`'s (else the input layer's); set on load
+        self.distilled = False
+        #: the input layer's rows when the table is distilled: the relevance floor's space
+        self._floor_table: npt.NDArray[np.float16] | None = None
 
     def _load(self) -> None:
         with self._lock:
             if self._table is not None:
                 return
+            # imported here: .distilled takes FIRST_WORD from this module
+            from .distilled import DISTILLED, load_distilled, model_digest
+
             model, tokenizer = self._source()
-            got = onnx_initializers(Path(model).read_bytes(), {TABLE, SCALE})
+            data = Path(model).read_bytes()
+            got = onnx_initializers(data, {TABLE, SCALE})
             if TABLE not in got or SCALE not in got:
                 raise EmbedderUnavailable(f"{model}: no int8 word-embedding table found")
             table = got[TABLE].astype(np.float32) * got[SCALE].astype(np.float32)
+            # The words' rows distilled through this very model when shipped for it
+            # (below FIRST_WORD every weight is 0, so those rows never count).
+            distilled = load_distilled(DISTILLED, model_digest(data), len(table))
+            if distilled is not None:
+                first, rows = distilled
+                self._floor_table = table.astype(np.float16)  # half the memory: a floor
+                table[first:] = rows
+            self.distilled = distilled is not None
             weights = zipf_weights(len(table))
             weights[wordless_ids(tokenizer.get_vocab(), len(table))] = 0.0
             self._weights = weights
@@ -170,10 +187,28 @@ class StaticEmbedder:
 
     def embed(self, texts: list[str]) -> Vectors:
         """float32 ``(len(texts), 384)``, unit rows (zero for a text of no word)."""
+        return self.embed_with_floor(texts)[0]
+
+    def embed_with_floor(self, texts: list[str]) -> tuple[Vectors, Vectors | None]:
+        """The first-pass vectors of ``texts`` (:meth:`embed`), and those the relevance
+        floor is taken on: the input layer's when the table is distilled, else None (the
+        same vectors).
+
+        Why two: a transformer's outputs share a direction, so in the distilled space any
+        two texts meet at cosine 0.3 - 0.5 and a nonsense word ("zebracorn69f8d1") met
+        every LoCoMo turn above a real query's best (0.51 against 0.32 for "payment
+        terms"); with the shared direction taken out, a word that means something to the
+        model ("zebra") still met a text as closely as weakly related pairs do (0.22 - 0.29
+        against 0.25 - 0.30). The input layer's rows keep them apart (nonsense 0.09 - 0.17,
+        "when is the bill due" / "Acme pays its invoices" 0.30): they decide what may
+        count as a match, the distilled rows how it ranks."""
         if self._table is None:
             self._load()
         assert self._table is not None and self._weights is not None
         if not texts:
-            return np.zeros((0, self.dim), np.float32)
+            empty = np.zeros((0, self.dim), np.float32)
+            return empty, (empty if self._floor_table is not None else None)
         ids = [enc.ids[1:-1] for enc in self._tokenizer.encode_batch(texts)]  # no CLS/SEP
-        return pooled(ids, self._table, self._weights)
+        floor = (pooled(ids, self._floor_table, self._weights)
+                 if self._floor_table is not None else None)
+        return pooled(ids, self._table, self._weights), floor

@@ -4,6 +4,8 @@ in their own index, replaced when the full vector arrives."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import numpy as np
 import numpy.typing as npt
 import pytest
@@ -11,7 +13,7 @@ from recall_support import CountingEmbedder
 
 from blackboard import Entry
 from retrieval import MemoryQuery, ScoringConfig, SearchEngine
-from retrieval.embedders import HashingEmbedder
+from retrieval.embedders import HashingEmbedder, minilm_available
 from retrieval.embedders.static import onnx_initializers, pooled, zipf_weights
 from retrieval.ranking import _fused
 
@@ -128,3 +130,69 @@ def test_tokens_with_a_digit_carry_no_first_pass_weight() -> None:
     vocab = {"[PAD]": 0, "cat": 1, "69": 2, "##8": 3, "##f": 4, "2023": 5, "out": 9}
     assert wordless_ids(vocab, 8).tolist() == [2, 3, 5]  # "out" (9) is past the table
 
+def test_a_distilled_table_round_trips_and_only_for_its_own_model(tmp_path: Path) -> None:
+    from retrieval.embedders.distilled import load_distilled, save_distilled
+
+    rows = np.random.default_rng(7).normal(size=(10, 8)).astype(np.float32)
+    path = tmp_path / "t.npz"
+    save_distilled(path, rows, "abc", first=5)
+    first, got = load_distilled(path, "abc", 15) or (None, None)
+    assert first == 5 and got is not None and got.shape == rows.shape
+    step = np.abs(rows).max(axis=1, keepdims=True) / 127.0
+    assert np.all(np.abs(got - rows) <= step / 2 + 1e-7)  # int8 with a scale per row
+    assert load_distilled(path, "xyz", 15) is None  # another model's file
+    assert load_distilled(path, "abc", 16) is None  # another vocabulary
+    assert load_distilled(tmp_path / "none.npz", "abc", 15) is None
+    (tmp_path / "bad.npz").write_bytes(b"not a table")
+    assert load_distilled(tmp_path / "bad.npz", "abc", 15) is None
+
+
+@pytest.mark.skipif(minilm_available() is not None, reason="MiniLM not installed")
+def test_the_shipped_table_is_the_installed_models_own_distillation() -> None:
+    """The package's table was made from the model file installed (its sha256), and its
+    rows are what the model makes of each token now (int8 aside); the first pass uses it."""
+    from retrieval.embedders import MiniLMEmbedder
+    from retrieval.embedders.distilled import DISTILLED, load_distilled, model_digest
+    from retrieval.embedders.minilm import _model_file
+    from retrieval.embedders.static import FIRST_WORD
+
+    model_file = _model_file()
+    assert model_file is not None
+    model = MiniLMEmbedder()
+    fp = model.first_pass()
+    fp.embed(["load"])
+    assert fp.distilled
+    vocab = len(fp._table)  # type: ignore[arg-type]
+    got = load_distilled(DISTILLED, model_digest(model_file.read_bytes()), vocab)
+    assert got is not None and got[0] == FIRST_WORD
+    ids = np.linspace(FIRST_WORD, vocab - 1, 64).astype(np.int64)
+    now = model.token_vectors(ids)
+    shipped = got[1][ids - FIRST_WORD]
+    cos = (now * shipped).sum(1) / np.linalg.norm(now, axis=1) / np.linalg.norm(shipped, axis=1)
+    assert cos.min() > 0.999, cos.min()
+
+
+@pytest.mark.skipif(minilm_available() is not None, reason="MiniLM not installed")
+def test_a_nonsense_word_meets_nothing_while_the_distilled_rows_rank() -> None:
+    """The distilled rows rank, the input layer's decide what may count as a match: in the
+    distilled space alone "zebracorn…" met every text above a real question's best."""
+    from retrieval.embedders import MiniLMEmbedder
+
+    notes = ["Acme pays its invoices net-30", "the office plants need water on Mondays",
+             "the quarterly report is due in March", "we moved to Porto last spring",
+             "the zoo opens at nine on weekdays"]
+    eng = SearchEngine(MiniLMEmbedder(), inline_embed=0)
+    assert eng.first_pass is not None
+    eng.add([Entry(id=f"s:a-{i}", scope="s:a", value=t) for i, t in enumerate(notes)],
+            embed_now=False)
+    assert eng.first_pass.distilled  # type: ignore[attr-defined]
+    cat = eng._scopes["s:a"]
+    assert cat.static_floor is not None and len(cat.static_floor) == len(notes)
+    for word in ("zebracorn69f8d1", "zebracornd9e88c", "zebracornffeedd"):
+        assert eng.search(MemoryQuery(query=word, max_results=5)) == [], word
+    # no word in common with the invoices: found by its first-pass meaning alone
+    hits = eng.search(MemoryQuery(query="when is the bill due", max_results=5))
+    acme = [h for h in hits if h.entry.id == "s:a-0"]
+    assert acme and acme[0].has_first_pass and not acme[0].bm25, hits
+    eng.flush_embeddings()  # the full vectors arrive: both first-pass indexes let go
+    assert len(cat.static) == 0 and len(cat.static_floor) == 0  # type: ignore[arg-type]
