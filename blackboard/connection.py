@@ -13,6 +13,7 @@ from redis import exceptions as rexc
 from redis.asyncio.retry import Retry
 from redis.backoff import ExponentialBackoff
 
+from . import retries
 from .errors import AccessDenied, LoginRefused, ServerError, ServerUnavailable
 from .packing import with_fast_packing
 from .redact import mask_url
@@ -25,12 +26,28 @@ if TYPE_CHECKING:
 __all__ = ["Connect", "open_client", "warn_on_unsafe_server", "without_credentials"]
 
 
+class AbandoningRetry(Retry):
+    """redis-py's retry, but for a command whose reply may carry what a retry would lose
+    (:mod:`blackboard.retries`): after the connection is closed, that one raises."""
+
+    async def call_with_retry(self, do: Any, fail: Any, is_retryable: Any = None,
+                              with_failure_count: bool = False) -> Any:
+        async def closed_then_maybe_abandoned(error: Exception, *count: int) -> Any:
+            out = await fail(error, *count)
+            retries.failed(error)
+            return out
+
+        # types-redis 4.6's stub predates the last two parameters (redis 8.1 has them)
+        return await super().call_with_retry(  # type: ignore[call-arg,unused-ignore]
+            do, closed_then_maybe_abandoned, is_retryable, with_failure_count)
+
+
 def _client_kwargs(s: ClientSettings) -> dict[str, Any]:
     return {
         "decode_responses": False,
         "socket_timeout": s.socket_timeout,
         "socket_connect_timeout": s.connect_timeout,
-        "retry": Retry(ExponentialBackoff(cap=2.0, base=0.05), s.retries),
+        "retry": AbandoningRetry(ExponentialBackoff(cap=2.0, base=0.05), s.retries),
         "retry_on_error": [rexc.ConnectionError, rexc.TimeoutError],
     }
 

@@ -23,6 +23,7 @@ import time
 from collections.abc import AsyncIterator, Iterable
 from typing import TYPE_CHECKING, Any
 
+from . import retries
 from .batch import (
     Batch,
     BatchSink,
@@ -232,8 +233,9 @@ class _Reader:
             await self.bb.bus(self.partition).ensure_group(self.role)
             if self.opts.claim_window_ms is not None:
                 self._claims_until = time.monotonic() + self.opts.claim_window_ms / 1000
-            # Own pending events exist only at start, after a claim and after a batch that
-            # was not fully acked; skipping XPENDING otherwise saves a round trip per batch
+            # Own pending events exist only at start, after a claim, after a batch that was
+            # not fully acked and after a read whose reply a failed connection may have lost
+            # (blackboard.retries); skipping XPENDING otherwise saves a round trip per batch
             # (it sat between every ack and the next XREADGROUP, delaying delivery).
             check_pending = True
             while not self.retired:
@@ -253,13 +255,19 @@ class _Reader:
                         await self._after(await self._deliver(pending))
                         continue
                     check_pending = False
-                reply = await self.bb.client.xreadgroup(
-                    self.role,
-                    self.consumer,
-                    {self.bus: ">"},
-                    count=self.opts.count,
-                    block=self._block_ms(time.monotonic()),
-                )
+                try:
+                    with retries.unretried():
+                        reply = await self.bb.client.xreadgroup(
+                            self.role,
+                            self.consumer,
+                            {self.bus: ">"},
+                            count=self.opts.count,
+                            block=self._block_ms(time.monotonic()),
+                        )
+                except retries.ReplyMaybeLost:
+                    # Its events, if Redis handed any out, wait in our pending list.
+                    check_pending = True
+                    continue
                 self.progress.moved(self.bb.now_ms())
                 for _stream, items in reply or ():
                     evs = self._events(items)

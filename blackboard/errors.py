@@ -30,7 +30,8 @@ The whole tree (``pkg.module:`` marks classes defined above this package)::
     ├── AccessDenied (PermissionError)   Redis: NOPERM, "ACL failure in script"
     │   └── blackboard.acl_check: DefaultUserOpen
     ├── ServerUnavailable (ConnectionError)   Redis: connection, timeout, LOADING, READONLY
-    │   └── LoginRefused             Redis: a refused AUTH
+    │   ├── LoginRefused             Redis: a refused AUTH
+    │   └── blackboard.retries: ReplyMaybeLost   a lost connection, not retried
     ├── OutOfMemory                  Redis: OOM (maxmemory reached under noeviction)
     ├── QuotaExceeded                a scope's or owner's quota (entries, bytes) is full
     ├── ScriptMissing                Redis: NOSCRIPT (the scripts reload it themselves)

@@ -31,6 +31,7 @@ from redis import exceptions as rexc
 from redis.asyncio.client import Pipeline
 from redis.asyncio.cluster import ClusterPipeline, RedisCluster
 
+from . import retries
 from .errors import (
     AccessDenied,
     BlackboardError,
@@ -240,6 +241,19 @@ class TranslatingClusterPipeline(ClusterPipeline):
 
 class TranslatingCluster(RedisCluster):
     """The cluster client: every command and pipeline raises the library's errors."""
+
+    async def initialize(self, *args: Any, **kwargs: Any) -> Any:
+        # Past the first time, the client reads the layout again because a command failed
+        # (a lost connection, CLUSTERDOWN, a moved slot) and is about to run it again; a
+        # command whose lost reply a retry would lose raises instead (blackboard.retries).
+        again = self._initialized_once
+        self._initialized_once = True
+        out = await super().initialize(*args, **kwargs)
+        if again:
+            retries.failed()
+        return out
+
+    _initialized_once = False
 
     async def execute_command(self, *args: Any, **kwargs: Any) -> Any:
         return await _translated(super().execute_command(*args, **kwargs))

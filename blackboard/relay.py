@@ -9,10 +9,11 @@ anything but the entry's own current content, and at most once per content versi
 :class:`Relays` keeps one relay loop per partition per process, for as long as any consumer
 of this process reads that partition's bus (:mod:`blackboard.consumer` acquires and releases
 them): whoever consumes a bus also fills it, and six roles reading one partition share one
-loop. A loop relays what is there, then blocks on the inbox (``BLMOVE`` into ``relaying``,
-so an item taken by a relay that dies is relayed by the next); idle, it costs one command
-per ``block_s``. A failed round is logged, counted and retried after a backoff; one that Redis
-refused for want of memory (over ``maxmemory``) leaves every item where it was.
+loop. A loop relays what is there, then blocks on the inbox (a ``BLMOVE`` of the inbox onto
+itself, which leaves every item in place, so a wait whose reply is lost loses nothing);
+idle, it costs one command per ``block_s``. A failed round is logged, counted and retried
+after a backoff; one that Redis refused for want of memory (over ``maxmemory``) leaves
+every item where it was.
 """
 
 from __future__ import annotations
@@ -85,9 +86,16 @@ class Inbox:
         return RelayResult(*(int(x) for x in reply[:4]))
 
     async def wait(self, timeout_s: float) -> bool:
-        """Block until an item arrives (True) or ``timeout_s`` passes (False)."""
+        """Block until an item arrives (True) or ``timeout_s`` passes (False); the item
+        stays in the inbox.
+
+        ``BLMOVE inbox inbox RIGHT RIGHT`` takes the last item and puts it back where it
+        was: a wait that changes nothing. It used to move the item into ``relaying``; when
+        the connection died after Redis moved it but before the reply came, redis-py ran
+        the wait again, which blocked on an empty inbox, and the item sat in ``relaying``
+        until the partition's next write came (or forever, if none did)."""
         k = self.keys
-        got = await self.bb.client.blmove(k.inbox, k.relaying, timeout_s, "LEFT", "RIGHT")
+        got = await self.bb.client.blmove(k.inbox, k.inbox, timeout_s, "RIGHT", "RIGHT")
         return got is not None
 
     async def pending(self) -> int:
