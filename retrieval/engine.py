@@ -15,14 +15,16 @@ import numpy.typing as npt
 
 from blackboard import Entry, ScopePolicy, tracing
 
-from .backlog import EmbeddingBacklog, Pending, Vec
+from .backlog import Pending, Vec
 from .bm25 import BM25Index
 from .bm25_variants import BM25Params
-from .completeness import IndexNotes, mark_vectors, scope_unembedded, unembedded
+from .completeness import IndexNotes, mark_vectors, unembedded
 from .dense import DenseIndex
 from .embedders.base import Embedder, default_embedder
+from .first_pass import add_rows, first_pass_indexes, rough_fits
 from .pipeline import SearchRound, degraded, ranked
 from .query import MemoryQuery
+from .query_embedding import QueryEmbedding
 from .scope_index import ScopeDecay, ScopeIndex
 from .scoring import ScoredEntry, ScoringConfig
 from .text import entry_text, event_time_ms
@@ -30,11 +32,6 @@ from .text import entry_text, event_time_ms
 __all__ = ["EngineStats", "SearchEngine"]
 
 log = logging.getLogger(__name__)
-
-#: After the embedder failed in a search, searches rank without it this long (s), then
-#: ask it again.
-DENSE_RETRY_S = 5.0
-
 
 @dataclass(frozen=True, slots=True)
 class EngineStats:
@@ -51,7 +48,7 @@ class EngineStats:
     adopted_vectors: int = 0
 
 
-class SearchEngine(EmbeddingBacklog):
+class SearchEngine(QueryEmbedding):
     """Hybrid recall over entries of many scopes, in memory.
 
     ``embedder="default"`` uses :func:`default_embedder` (MiniLM if installed); ``None``
@@ -134,10 +131,7 @@ class SearchEngine(EmbeddingBacklog):
                 else None
             )
             bm25 = BM25Index(variant=self.bm25_variant, params=self.bm25_params)
-            fp = self.first_pass
-            static = DenseIndex(fp.dim, embedder=fp.name) if fp is not None else None
-            floor = (DenseIndex(fp.dim, embedder=f"{fp.name}:floor")
-                     if fp is not None and hasattr(fp, "embed_with_floor") else None)
+            static, floor = first_pass_indexes(self.first_pass)
             cat = self._scopes[scope] = ScopeIndex(scope, dense, bm25, static, floor)
         return cat
 
@@ -229,7 +223,7 @@ class SearchEngine(EmbeddingBacklog):
                         vecs.append(np.frombuffer(e.embedding, dtype=np.float32))
                     else:
                         self._pending.append((cat, row, text))
-                        if self._rough_fits(e):
+                        if rough_fits(e, self.config.long_message_chars):
                             waiting.append((row, text))
                 cat.bm25.add(rows, texts)
                 self._first_pass_locked(cat, waiting)
@@ -242,36 +236,20 @@ class SearchEngine(EmbeddingBacklog):
                 if cat.dense is not None and cat.dense.needs_rebuild:
                     cat.dense.rebuild()
 
-    def _rough_fits(self, e: Entry) -> bool:
-        """Whether ``e`` gets a first-pass vector while it waits: not a long text (its main
-        text over ``long_message_chars``), whose mean of static token vectors drifts toward
-        every text's and meets every query; it ranks by BM25 until its own vector arrives.
-        Issue 31, in-process engine, every turn first-pass only, R@10 (conversations 1-3 /
-        4-6) on the long user-assistant set (``bench/longchat.py``), the input layer's
-        rows: ``add_messages`` 0.7160 / 0.7716 -> 0.7407 / 0.8519, one ``store`` a turn
-        0.5000 / 0.5309 -> 0.5185 / 0.5679 (README: with the distilled rows); LoCoMo, whose
-        longest turn is 434 characters, unchanged."""
-        limit = self.config.long_message_chars
-        return not limit or len(entry_text(e, main=True)) <= limit
-
     def _first_pass_locked(self, cat: ScopeIndex, waiting: list[tuple[int, str]]) -> None:
-        """First-pass vectors for ``waiting`` rows of ``cat`` (row, text): computed here,
-        in microseconds a text, so an entry ranks by rough meaning as soon as it is
-        indexed. A first pass that cannot load is logged once and turned off."""
+        """First-pass rows for ``waiting`` rows of ``cat`` (row, text), so an entry ranks
+        by rough meaning as soon as it is indexed. A first pass that cannot load is logged
+        once and turned off."""
         fp = self.first_pass
         if fp is None or cat.static is None or not waiting:
             return
         try:
-            vecs, floor = _first_pass_vectors(fp, [t for _, t in waiting])
+            add_rows(fp, cat.static, cat.static_floor, waiting)
         except Exception as exc:  # e.g. a model file without the table: the model's alone
             log.warning("first-pass vectors off: %s", exc)
             self.first_pass = None
             return
-        rows = np.asarray([r for r, _ in waiting], np.int64)
-        cat.static.add(rows, vecs)
-        if floor is not None and cat.static_floor is not None:
-            cat.static_floor.add(rows, floor)
-        cat.has_static.a[rows] = True
+        cat.has_static.a[[r for r, _ in waiting]] = True
 
     def _kept_vectors(self, batch: list[Entry]) -> dict[str, npt.NDArray[np.float32]]:
         """Vectors of already indexed entries whose text is unchanged in ``batch`` (a
@@ -376,75 +354,6 @@ class SearchEngine(EmbeddingBacklog):
                     notes.ok("dense")
             return out
 
-    def _query_vector(self, q: MemoryQuery, cats: list[ScopeIndex],
-                      notes: IndexNotes) -> Vec | None:
-        """The query's vector (lock held), the searched entries still waiting for theirs
-        embedded first (within ``inline_embed``); None, with the reason in ``notes``, when
-        there is none to compare: no text, no embedder, no searched vector, or the
-        embedder failed (then it is not asked again for :data:`DENSE_RETRY_S`: a model
-        that fails slowly must not hold every search)."""
-        emb = self.embedder
-        if emb is None:
-            if q.query is not None:
-                notes.missed("dense", "dense unavailable: no embedder")
-            return None
-        failed = self._dense_failed
-        if failed is not None:
-            ago = time.monotonic() - failed[0]
-            if ago < DENSE_RETRY_S:
-                if q.query is not None:
-                    notes.missed("dense", f"dense failed: {failed[1]} ({ago:.1f} s ago; "
-                                          f"asked again {DENSE_RETRY_S:g} s after)")
-                return None
-        try:
-            if self._pending or self._out:
-                # counted from the columns first: a backlog is not walked on every search
-                if sum(scope_unembedded(c) for c in cats) <= self.inline_embed:
-                    with tracing.stage("retrieval.embed_pending"):
-                        self._flush_locked(self.inline_embed, cats)
-                self._heat(cats)
-            # No searched entry has a vector: the query's would meet none, so the model is
-            # not loaded for it (a one-shot `blackboard recall` of a fresh memory).
-            if q.query is None:
-                return None
-            if not cats:  # nothing indexed to search: not a failure of the model
-                notes.missed("dense", "dense not asked: nothing to search", broken=False)
-                return None
-            if not any(c.dense is not None and len(c.dense) for c in cats):
-                # Not broken: the vectors are on their way (``dense_pending`` says how many),
-                # so no fallback route is fused in; BM25 answers until they arrive.
-                notes.missed("dense", "dense not asked: no searched entry has a vector yet",
-                             broken=False)
-                return None
-            with tracing.stage("retrieval.embed_query"):
-                qvec: Vec = emb.embed([q.query])[0]
-        except Exception as exc:
-            self._dense_failed = (time.monotonic(), type(exc).__name__)
-            log.warning("the embedder failed (%s: %s); searching without it for %g s",
-                        type(exc).__name__, exc, DENSE_RETRY_S)
-            notes.missed("dense", f"dense failed: {type(exc).__name__}")
-            return None
-        self._dense_failed = None
-        return qvec
-
-    def _first_pass_vector(self, q: MemoryQuery, cats: list[ScopeIndex]
-                           ) -> tuple[Vec | None, Vec | None]:
-        """The query's first-pass vector (:mod:`retrieval.embedders.static`), for the
-        searched entries still without their full one, and its floor vector (None: the
-        same); (None, None) when none of them has a first-pass row, or the first pass
-        fails (logged: the full vectors and BM25 rank)."""
-        fp = self.first_pass
-        if (q.query is None or fp is None
-                or not any(c.static is not None and len(c.static) for c in cats)):
-            return None, None
-        try:
-            with tracing.stage("retrieval.embed_query_first_pass"):
-                vecs, floor = _first_pass_vectors(fp, [q.query])
-                return vecs[0], None if floor is None else floor[0]
-        except Exception as exc:
-            log.warning("the first-pass embedding failed (%s: %s)", type(exc).__name__, exc)
-            return None, None
-
     def unembedded(self, scopes: Iterable[str]) -> dict[str, int]:
         """Per scope of ``scopes``, indexed entries still waiting for a vector (none
         listed: every one has its vector, or there is no embedder)."""
@@ -458,14 +367,6 @@ class SearchEngine(EmbeddingBacklog):
         with self._lock:
             return mark_vectors(hits, self._scopes, text and self.embedder is not None)
 
-    def _heat(self, cats: list[ScopeIndex]) -> None:
-        # the most recently searched scopes last; a bounded memory of them
-        for c in cats:
-            self._hot.pop(c.scope, None)
-            self._hot[c.scope] = None
-        while len(self._hot) > 64:
-            del self._hot[next(iter(self._hot))]
-
     def _searched_locked(
         self, scopes: list[str] | None, default: list[str] | None
     ) -> list[ScopeIndex]:
@@ -474,13 +375,3 @@ class SearchEngine(EmbeddingBacklog):
         # an empty scope has nothing to find (and an empty FAISS search still costs)
         return [self._scopes[s] for s in names if s in self._scopes and len(self._scopes[s])]
 
-
-def _first_pass_vectors(fp: Embedder, texts: list[str]) -> tuple[Vec, Vec | None]:
-    """First-pass vectors of ``texts`` and, when ``fp`` has its own space for the
-    relevance floor (:meth:`~retrieval.embedders.static.StaticEmbedder.embed_with_floor`),
-    those."""
-    both = getattr(fp, "embed_with_floor", None)
-    if callable(both):
-        vecs, floor = both(texts)
-        return vecs, floor
-    return fp.embed(texts), None
