@@ -17,7 +17,8 @@ state. Then (:mod:`bench.cq_metrics`):
   and strictly (one belief, both);
 * long-term-only evidence R@5 / R@10: each question of categories 1-4 with evidence is
   asked by recall over stm, ltm:episodic, ltm:semantic and ltm:procedural without the raw
-  turns (stm's identity copies of the messages); an evidence turn is found when the
+  turns (stm's identity copies of the messages, deleted first, as their expiry would, so
+  the consolidated entries rank among themselves); an evidence turn is found when the
   provenance of a top-k hit reaches it. Also per category and per half of the dev split
   (conversations 1-3 and 4-5 by position in the file).
 

@@ -44,7 +44,8 @@ SESSION_GAP_S = 1.0
 FAST = WorkerSettings(heartbeat_ms=200, lease_ttl_ms=1000, block_ms=200, claim_idle_ms=500,
                       trigger_check_ms=100, edges_refresh_ms=300)
 K = 10
-#: How deep a long-term-only question is asked before the raw turns are dropped.
+#: How deep a long-term-only question is asked (the raw turns, once cut from the answer
+#: after it, are now deleted before: see _without_raw_turns).
 DEPTH = 300
 
 
@@ -125,9 +126,31 @@ def raw_turn(e: Entry) -> bool:
     return isinstance(e.value, dict) and e.value.get("kind") == MESSAGE_KIND
 
 
+async def _without_raw_turns(bb: Blackboard, retr: Any, stored: list[Stored]) -> None:
+    """Delete stm's copies of the messages, as their expiry would, and wait until recall no
+    longer holds them: long-term-only recall ranks the consolidated entries among
+    themselves. (Asked with the copies still indexed and only cut from the answer, the
+    2,760 copies of the dev split took the top of every ranking, and what recall returned
+    depended on how deep it was asked: long-term-only R@10 0.363 at 300 deep.) ``levels``
+    keeps them: provenance chains reach the turns through them."""
+    gone: list[str] = []
+    for s in stored:
+        stm = bb.scope(agent_scope(s.agent, MemoryLevel.STM))
+        for e in s.levels[MemoryLevel.STM]:
+            if raw_turn(e):
+                await stm.delete(e.id)
+                gone.append(e.id)
+    deadline = time.monotonic() + 120
+    while any(retr.engine.get(i) is not None for i in gone):
+        if time.monotonic() > deadline:
+            raise RuntimeError("recall still holds deleted copies after 120 s")
+        await asyncio.sleep(0.2)
+
+
 async def _ask(mem: AgentMemory, question: str) -> list[Entry]:
-    """The top-K of the consolidated levels with the raw turns left out (long-term only):
-    asked :data:`DEPTH` deep, as no query filter tells a copy from a summary. Uncollapsed:
+    """The top-K of the consolidated levels (long-term only: the raw turns deleted before,
+    :func:`_without_raw_turns`; any still found is left out), asked :data:`DEPTH` deep as
+    before they were deleted. Uncollapsed:
     this code folds a summary or episode holding a turn's words into that turn's hit
     (retrieval.collapse), which would drop it with the turn; the landed code folded only
     copies of one origin, and has no such option."""
@@ -163,6 +186,8 @@ async def run(url: str, data: list[dict[str, Any]], settings: WorkerSettings = F
                         for lv in LEVELS}
         say("  embedding the consolidated entries")
         await _settle_vectors(retr, mems)
+        say("  leaving the raw turns out (stm's copies of the messages, as once they expire)")
+        await _without_raw_turns(bb, retr, stored)
         say("  asking the questions")
         for s in stored:
             s.hits = [await _ask(mems[s.agent], qa["question"]) if scored(qa) else []
