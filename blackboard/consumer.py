@@ -233,10 +233,9 @@ class _Reader:
             await self.bb.bus(self.partition).ensure_group(self.role)
             if self.opts.claim_window_ms is not None:
                 self._claims_until = time.monotonic() + self.opts.claim_window_ms / 1000
-            # Own pending events exist only at start, after a claim, after a batch that was
-            # not fully acked and after a read whose reply a failed connection may have lost
-            # (blackboard.retries); skipping XPENDING otherwise saves a round trip per batch
-            # (it sat between every ack and the next XREADGROUP, delaying delivery).
+            # Own pending events exist only at start, after a claim, after a batch not fully
+            # acked and after a read whose reply a failed connection may have lost
+            # (blackboard.retries); skipping XPENDING otherwise saves a round trip a batch.
             check_pending = True
             while not self.retired:
                 now = time.monotonic()

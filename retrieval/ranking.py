@@ -39,7 +39,8 @@ class Candidates:
     #: first-pass cosine of the rows still without a full vector (NaN elsewhere); None: none
     static: F64 | None = None
     #: those rows' cosines in the first pass's floor space, for the relevance floor
-    #: (:meth:`~retrieval.embedders.static.StaticEmbedder.embed_with_floor`); None: ``static``
+    #: (:meth:`~retrieval.embedders.static.StaticEmbedder.embed_with_floor`; ``static``
+    #: itself when it has none); None: no first pass
     static_floor: F64 | None = None
 
 
@@ -106,7 +107,7 @@ def scope_candidates(
         missing = np.isnan(static) & cat.has_static.a[rows]
         if missing.any():
             static[missing] = cat.static.scores_for(svec, rows[missing])
-    floor = None
+    floor = static  # no floor space of its own: the first pass's cosines are the floor's
     if static is not None and sfloor is not None and cat.static_floor is not None:
         floor = np.full(len(rows), np.nan)
         has = ~np.isnan(static)
@@ -136,9 +137,8 @@ def rank(
     # Every column over every candidate, part after part; one filter keeps them in step.
     cols = [
         (np.full(len(p.rows), i), p.rows, p.dense, p.bm25,
-         p.static if p.static is not None else np.full(len(p.rows), np.nan),
-         p.static_floor if p.static_floor is not None else (
-             p.static if p.static is not None else np.full(len(p.rows), np.nan)),
+         *((c if c is not None else np.full(len(p.rows), np.nan))
+           for c in (p.static, p.static_floor)),
          p.cat[0].current_strength(p.rows, now), p.cat[0].created_at.view[p.rows],
          p.cat[0].importance.view[p.rows])
         for i, p in enumerate(parts)
