@@ -138,7 +138,7 @@ async def _without_raw_turns(bb: Blackboard, retr: Any, stored: list[Stored]) ->
         stm = bb.scope(agent_scope(s.agent, MemoryLevel.STM))
         for e in s.levels[MemoryLevel.STM]:
             if raw_turn(e):
-                await stm.delete(e.id)
+                await stm.delete(e.id)  # one by one: the landed tree has no delete_many
                 gone.append(e.id)
     deadline = time.monotonic() + 120
     while any(retr.engine.get(i) is not None for i in gone):

@@ -164,7 +164,8 @@ class PartitionKeys:
 
     @property
     def relaying(self) -> str:
-        """List: inbox items the relay has taken (BLMOVE) and not yet moved to the bus."""
+        """List: inbox items a relay of an earlier version took (BLMOVE) and did not move to
+        the bus; relays now wait without taking any (:meth:`blackboard.relay.Inbox.wait`)."""
         return f"{self.base}:relaying"
 
     @property

@@ -107,9 +107,7 @@ class SearchEngine(QueryEmbedding):
         #: being searched gains meaning soonest while the model is behind the writes).
         self._hot: dict[str, None] = {}
         self._out = []  # batches taken, being embedded outside the lock
-        #: When a search's embedder call last failed, and the error's class (None: it
-        #: worked since): searches skip the model for DENSE_RETRY_S after.
-        self._dense_failed: tuple[float, str] | None = None
+        self._dense_failed = None  # QueryEmbedding's: the embedder's last failure
         self._counts_lock = threading.Lock()  # the embed counters, kept from any thread
         self._embed_calls = 0
         self._embedded_texts = 0
@@ -241,15 +239,13 @@ class SearchEngine(QueryEmbedding):
         by rough meaning as soon as it is indexed. A first pass that cannot load is logged
         once and turned off."""
         fp = self.first_pass
-        if fp is None or cat.static is None or not waiting:
+        if fp is None:
             return
         try:
-            add_rows(fp, cat.static, cat.static_floor, waiting)
+            add_rows(fp, cat, waiting)
         except Exception as exc:  # e.g. a model file without the table: the model's alone
             log.warning("first-pass vectors off: %s", exc)
             self.first_pass = None
-            return
-        cat.has_static.a[[r for r, _ in waiting]] = True
 
     def _kept_vectors(self, batch: list[Entry]) -> dict[str, npt.NDArray[np.float32]]:
         """Vectors of already indexed entries whose text is unchanged in ``batch`` (a

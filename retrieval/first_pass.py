@@ -17,6 +17,7 @@ from blackboard import Entry
 from .backlog import Vec
 from .dense import DenseIndex
 from .embedders.base import Embedder
+from .scope_index import ScopeIndex
 from .text import entry_text
 
 __all__ = ["add_rows", "first_pass_indexes", "query_vectors", "rough_fits"]
@@ -54,15 +55,18 @@ def vectors(fp: Embedder, texts: list[str]) -> tuple[Vec, Vec | None]:
     return fp.embed(texts), None
 
 
-def add_rows(fp: Embedder, static: DenseIndex, floor: DenseIndex | None,
-             waiting: list[tuple[int, str]]) -> None:
-    """First-pass rows for ``waiting`` (row, text), in microseconds a text; raises what
-    the first pass raises (one that cannot load: the engine turns it off)."""
+def add_rows(fp: Embedder, cat: ScopeIndex, waiting: list[tuple[int, str]]) -> None:
+    """First-pass rows in ``cat`` for ``waiting`` (row, text), in microseconds a text
+    (none: ``cat`` has no first-pass index); raises what the first pass raises (one that
+    cannot load: the engine turns it off), with nothing added."""
+    if cat.static is None or not waiting:
+        return
     vecs, floors = vectors(fp, [t for _, t in waiting])
     rows = np.asarray([r for r, _ in waiting], np.int64)
-    static.add(rows, vecs)
-    if floors is not None and floor is not None:
-        floor.add(rows, floors)
+    cat.static.add(rows, vecs)
+    if floors is not None and cat.static_floor is not None:
+        cat.static_floor.add(rows, floors)
+    cat.has_static.a[rows] = True
 
 
 def query_vectors(fp: Embedder, query: str) -> tuple[Vec, Vec | None]:

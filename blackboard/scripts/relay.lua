@@ -4,8 +4,8 @@
 --
 -- KEYS: [1] inbox (list of '<scope>|<entry id>|<version>', RPUSHed by the mutation scripts),
 --   [2] relaying (list: items a relay of an earlier version took with BLMOVE and did not
---   move; they are older than the inbox's; relays now wait without taking any), [3] bus. Derived from KEYS[3] (same slot): entry hashes
---   'bb:{pN}:s:<scope>:e:<entry id>'.
+--   move; they are older than the inbox's; relays now wait without taking any), [3] bus.
+--   Derived from KEYS[3] (same slot): entry hashes 'bb:{pN}:s:<scope>:e:<entry id>'.
 -- ARGV: [1] at most this many items from the inbox.
 -- Returns: {relayed, stale, invalid, items left in the inbox, traceparents}. Stale: a version
 --   already relayed (an update collapsed into a newer one, or a replay). Invalid: no such
