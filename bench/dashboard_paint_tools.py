@@ -12,8 +12,9 @@ page: milliseconds from navigation to the view's data shown (``body[data-ready]`
 the view's own part (from its route starting). Prints the median and worst per view, its
 ratio to the map's median, the CPU seconds the gateway process used during the view's
 loads (its own work, whatever else loads the machine: the first view, the map, is loaded
-while the gateway's index may still be embedding what the demo wrote), and the load
-average; progress goes to stderr.
+while the gateway's index may still be embedding what the demo wrote), the CPU seconds the
+worker used meanwhile (how busy it was: the index role embeds the demo's backlog, which
+shares the cores with the page), and the load average; progress goes to stderr.
 """
 
 from __future__ import annotations
@@ -99,7 +100,7 @@ def main() -> None:
         try:
             say("seeding the demo's data (2 agents x 60 steps, one worker consolidating)…")
             t0 = time.perf_counter()
-            with worker(gw):
+            with worker(gw) as wp:
                 seed(gw)
                 op, a1 = gw.operator_token(), gw.token("agent1", ["ops"])
                 say(f"seeded in {time.perf_counter() - t0:.0f} s; warming each token's recall…")
@@ -117,13 +118,13 @@ def main() -> None:
                     browser = p.chromium.launch(executable_path=chromium, args=["--no-sandbox"])
                     for view, route, token in views:
                         who = "operator" if token == op else "agent1"
-                        c0 = cpu_s(gw.proc.pid)
+                        c0, w0 = cpu_s(gw.proc.pid), cpu_s(wp.pid)
                         total, own = measure(gw.url, token, route, view, args.runs, browser)
-                        cpu = cpu_s(gw.proc.pid) - c0
+                        cpu, wcpu = cpu_s(gw.proc.pid) - c0, cpu_s(wp.pid) - w0
                         rows.append({"view": view, "route": route, "token": who,
                                      "median_ms": statistics.median(total),
                                      "max_ms": max(total), "own_ms": statistics.median(own),
-                                     "gateway_cpu_s": cpu})
+                                     "gateway_cpu_s": cpu, "worker_cpu_s": wcpu})
                         say(f"  {route} ({who}): {statistics.median(total):.0f} ms")
                     browser.close()
         finally:
@@ -135,13 +136,13 @@ def main() -> None:
         return
     print(f"first paint over {args.runs} fresh loads each (load average {load[0]:.1f}, "
           f"{load[1]:.1f}, {load[2]:.1f}; shared machine):")
-    print(f"{'view':<44} {'median':>7} {'worst':>7} {'in view':>8} {'x map':>6} "
-          f"{'gw cpu':>7}")
+    print(f"{'view':<34} {'median':>7} {'worst':>7} {'in view':>7} {'x map':>5} "
+          f"{'gw cpu':>6} {'wk cpu':>6}")
     for r in rows:
-        name = f"{r['route'][:34]} ({r['token']})"
-        print(f"{name:<44} {r['median_ms']:>5.0f}ms {r['max_ms']:>5.0f}ms "
-              f"{r['own_ms']:>6.0f}ms {r['median_ms'] / base:>6.2f} "
-              f"{r['gateway_cpu_s']:>6.2f}s")
+        name = f"{r['route'][:23]} ({r['token']})"
+        print(f"{name:<34} {r['median_ms']:>5.0f}ms {r['max_ms']:>5.0f}ms "
+              f"{r['own_ms']:>5.0f}ms {r['median_ms'] / base:>5.2f} "
+              f"{r['gateway_cpu_s']:>5.2f}s {r['worker_cpu_s']:>5.2f}s")
 
 
 if __name__ == "__main__":

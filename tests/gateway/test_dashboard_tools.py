@@ -117,6 +117,12 @@ def test_the_search_box_finds_across_scopes_and_leads_to_the_entry(page: Page, e
     login(page, env.a1)
     open_view(page, env, "search", f"search?q={quote('invoice')}")
     assert page.locator("li.search-hit").count() > 0
+    # A row above a higher score says why (a fact ranks by its best form; the newest
+    # statement first), and only such a row does.
+    rows = page.eval_on_selector_all("li.search-hit", "els => els.map(e => "
+                                     "[Number(e.dataset.score), !!e.querySelector('.hit-moved')])")
+    for i, (score, noted) in enumerate(rows):
+        assert noted == any(s > score for s, _ in rows[i + 1:]), (i, rows)
     page.fill("#global-search", "deploy customer 3")
     page.press("#global-search", "Enter")
     page.wait_for_function("location.hash.includes('deploy')", timeout=10_000)

@@ -205,6 +205,9 @@ def test_search_finds_across_the_callers_scopes_only(gateway: GatewayProc) -> No
     assert {mine["id"], team["id"]} <= {h["id"] for h in d["hits"]}
     hit = next(h for h in d["hits"] if h["id"] == mine["id"])
     assert hit["scope"] == mine["scope"] and "quokka" in hit["text"]
+    # why a row may sit above a higher score: its other forms' scopes, the statement it
+    # took the place of (none here: one form each, no update)
+    assert hit["also_in"] == [] and hit["newer_than"] is None
     assert not [h for h in d["hits"] if h["scope"].startswith("agent:b:")]
     d = _get(gateway, gateway.operator_token(), "/v1/dashboard/search", q="quokka").json()
     assert {h["scope"].split(":")[1] for h in d["hits"]} >= {"a", "b"}

@@ -23,12 +23,25 @@ export function searchBox() {
   return form;
 }
 
-function hitRow(x) {
-  return h('li.hit.search-hit', {dataset: {id: x.id, scope: x.scope}},
+// Why a row sits above a higher score (gateway/dash/search.py): the newest statement on a
+// thing ranks first, and a fact ranks by its best-ranked form while it shows as written.
+function placed(x, i, hits) {
+  if (!hits.slice(i + 1).some((y) => y.score > x.score)) return null;
+  if (x.newer_than) return h('div.hit-moved', null, '↑ the newest statement on this thing ranks first');
+  if ((x.also_in || []).length) {
+    return h('div.hit-moved', null, `↑ placed by a higher-scoring form of it (in ${x.also_in.join(', ')}); ` +
+      'the score is this entry\'s own');
+  }
+  return null;
+}
+
+function hitRow(x, i, hits) {
+  return h('li.hit.search-hit', {dataset: {id: x.id, scope: x.scope, score: x.score}},
     h('div.hit-head', null, entryLink(x.scope, x.id, clip(x.text || x.id, 160)),
-      h('span.score', {title: 'recall score'}, fmtNum(x.score, 2))),
+      h('span.score', {title: 'recall score of the entry shown'}, fmtNum(x.score, 2))),
     h('div.hit-scope', null, h('span.level', null, levelOf(x.scope)), ' · ', x.scope, ' · ',
       h('span.when', null, fmtTime(x.created_at))),
+    placed(x, i, hits),
     x.tags.length ? h('div.tags', null, x.tags.map((t) => h('span.tag', null, t))) : null);
 }
 
