@@ -100,7 +100,9 @@ async def test_delete_and_update_leave_both_indexes(bb: Blackboard) -> None:
 
 async def test_ttl_expiry_and_reinforce_events(bb: Blackboard) -> None:
     sc = bb.scope(S)
-    e = await sc.write("short lived memo", ttl=0.3)
+    # long enough to outlive the first recall on a loaded machine (0.3 s did not, under
+    # the quick tier's parallel load); then waited out to the millisecond
+    e = await sc.write("short lived memo", ttl=2.0)
     f = await sc.write("durable memo")
     emb = CountingEmbedder()
     async with Retriever(bb, embedder=emb) as r:
@@ -109,7 +111,7 @@ async def test_ttl_expiry_and_reinforce_events(bb: Blackboard) -> None:
         hits = await r.recall("durable", [S])
         assert hits[0].entry.reinforcements == 1
         assert r.engine.stats().embedded_texts == 2  # a reinforcement costs no model call
-        await asyncio.sleep(0.4)
+        await asyncio.sleep(max(0.0, (e.expires_at - bb.now_ms()) / 1000) + 0.1)
         await bb.sweep()
         hits = await r.recall("memo", [S])
         assert [h.entry.id for h in hits] == [f.id]
