@@ -38,7 +38,7 @@ from blackboard import (
 )
 from blackboard.errors import LoginRefused, OutOfMemory, QuotaExceeded
 from memory.errors import InvalidClaim, NotABelief
-from memory.wire import ErrorBody
+from memory.response_bodies import ErrorBody
 
 from .logs import mark_logged
 from .refusals import (

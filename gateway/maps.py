@@ -14,7 +14,7 @@ from __future__ import annotations
 from blackboard import Blackboard
 from memory.memory_map import build_memory_map
 from memory.registry import Registry
-from memory.wire import MapOut
+from memory.response_bodies import MapOut
 
 from .caller import Caller
 from .operator import operator_map

@@ -19,7 +19,7 @@ from mcp.server.mcpserver import MCPServer
 from mcp.types import CallToolResult, TextContent, ToolAnnotations
 from pydantic import BaseModel, Field
 
-from memory.wire import EntryRefOut, Hit, MapOut, RecallResponse, RouteOut
+from memory.response_bodies import EntryRefOut, Hit, MapOut, RecallResponse, RouteOut
 
 __all__ = ["Found", "MapSummary", "Recalled", "Route", "answer", "edge_line", "flat", "found",
            "map_summary", "scope_line", "score", "tool"]
@@ -74,7 +74,7 @@ class Found(BaseModel):
 
 
 class Route(BaseModel):
-    """How the recall was answered, in short (``memory.wire.RouteOut`` in full)."""
+    """How the recall was answered, in short (``memory.response_bodies.RouteOut`` in full)."""
 
     intent: str | None = Field(None, description="The intent asked, when not answer.")
     route: str = Field(description="hybrid, bm25, explore, filters or newest.")

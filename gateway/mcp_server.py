@@ -31,7 +31,7 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 from blackboard import Blackboard
 from memory import MemoryLevel, MemoryQuery, TagFilter
 from memory.aliases import logged_alias
-from memory.wire import RecallResponse, TagsOut
+from memory.response_bodies import RecallResponse, TagsOut
 from retrieval.lens import known_lenses
 from retrieval.query import MAX_BUDGET_TOKENS, MAX_TIMEOUT_MS, Intent
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import replace
-from typing import Any, Protocol
+from typing import Any
 
 from blackboard import (
     AccessDenied,
@@ -17,26 +17,19 @@ from blackboard import (
     NotFound,
     deterministic_id,
 )
-from retrieval.completeness import RecallHits
-from retrieval.goal import RetrievalContext, with_context
-from retrieval.query import MemoryQuery, as_query
-from retrieval.reconcile import team_beliefs_first
-from retrieval.scoring import ScoredEntry
 from retrieval.structured import StructuredRetriever
 from retrieval.toc_tree import TocTree
 
 from . import feedback, toc, utility
 from .access import AccessPolicy
-from .aliases import deprecated_keyword
-from .context import Context, assemble, validate_budget
 from .conversation import ConversationConfig, Message, Sessions, message_requests
-from .errors import SemanticRecallUnavailable
 from .hierarchy import Hierarchy, install_default_hierarchy
 from .levels import MemoryLevel
 from .memory_map import MemoryMap, build_memory_map
-from .naming import agent_scope, agent_scopes, parse_scope, team_scope
+from .naming import agent_scope, agent_scopes, team_scope
 from .observers import ChangeHandle, Handler
 from .producers import Producers
+from .recall import Recall, Retriever
 from .registry import Registry
 from .stats import ScopeStats
 from .subscriptions import TagMatch, pattern_matches
@@ -47,17 +40,7 @@ __all__ = ["AgentMemory", "Retriever"]
 log = logging.getLogger(__name__)
 
 
-class Retriever(Protocol):
-    """Answers a recall: (query, scopes resolved and checked by memory) -> at most
-    ``q.max_results`` hits in the query's order (retrieval's ``Retriever``: hybrid, best
-    first; its ``StructuredRetriever``: newest first)."""
-
-    async def recall(self, q: MemoryQuery, scopes: Sequence[str], /) -> list[ScoredEntry]: ...
-
-    async def aclose(self) -> None: ...
-
-
-class AgentMemory:
+class AgentMemory(Recall):
     """Memory of agent ``agent_id`` (member of ``teams``) on ``bb``.
 
     Every method checks access first (:mod:`memory.access`). Close with :meth:`aclose`
@@ -212,86 +195,6 @@ class AgentMemory:
     ) -> None:
         """How messages written to this level's scope (or the team's) are indexed."""
         self._sessions.configs[self.access.check_write(self.scope_for(level, team))] = config
-
-    async def recall(self, query: str | MemoryQuery, *, max_results: int | None = None,
-                     explain: bool = False, limit: int | None = None,
-                     context: RetrievalContext | None = None) -> RecallHits:
-        """Recall -> ``list[ScoredEntry]`` (a :class:`~retrieval.completeness.RecallHits`:
-        with ``dense_pending``, the searched entries still waiting for a vector, and
-        ``route``, which route and indexes answered and why others did not; each hit's
-        ``has_vector`` and ``cites``), in the query's order.
-
-        Text or a :class:`MemoryQuery`, over the readable scopes, narrowed by the query's
-        ``scopes`` (each checked) and ``levels`` (``"working"``, ``"semantic"`` or
-        ``"ltm:semantic"``...: those levels of the agent's and its teams' scopes).
-        ``order="relevance"`` (the default): hybrid recall (dense + BM25 + hard filters),
-        best first; with ``default_retriever=False`` and no retriever it raises
-        :class:`SemanticRecallUnavailable`. ``order="newest"``: the entries matching the
-        tag, time and key filters, newest first, read from the scopes' indexes.
-        ``max_results`` overrides the query's; ``explain`` logs each hit's score breakdown.
-        ``limit`` is the deprecated name of ``max_results`` (:mod:`memory.aliases`).
-        ``context``: what the recall is for; its ``goal`` biases the ranking toward it
-        (:mod:`retrieval.goal`; as the query's ``context``)."""
-        n = deprecated_keyword(max_results, limit, "limit", "AgentMemory.recall()")
-        q = with_context(as_query(query, n, explain), context)
-        scopes = self.recall_scopes(q.scopes, q.levels)
-        found = await self._retriever_for(q).recall(q, scopes)
-        # a team's reconciled belief before a member's own
-        hits = team_beliefs_first(found) if q.order != "newest" else found
-        # RecallHits: the hits with how many searched entries still wait for a vector and
-        # how the recall was answered (route, indexes, notes)
-        return RecallHits.like(found, hits[: q.max_results])
-
-    async def context(self, query: str, *, budget_tokens: int = 1500,
-                      levels: Sequence[str] | None = None,
-                      scopes: Sequence[str] | None = None) -> Context:
-        """What memory holds on ``query`` as prompt-ready text within ``budget_tokens``
-        (:mod:`memory.context`): current beliefs first (confidence, last supported,
-        evidence count), then the memories, each with a citation id; an entry and its
-        derived copies once. InvalidArgument for an empty query or a budget outside
-        ``[1, MAX_BUDGET_TOKENS]``."""
-        budget = validate_budget(budget_tokens)
-        if not isinstance(query, str) or not query.strip():
-            raise InvalidArgument("query must be a non-empty string")
-        # a memory's line takes 15 tokens or more: no more hits than the budget can hold
-        depth = max(10, min(200, budget // 15))
-        hits = await self.recall(MemoryQuery(
-            query=query, levels=list(levels) if levels else None,
-            scopes=list(scopes) if scopes else None, max_results=depth))
-        return assemble(hits, budget)
-
-    def _retriever_for(self, q: MemoryQuery) -> Retriever:
-        if q.order == "newest":
-            return self._newest
-        if self.retriever is None and self._default_retriever:
-            from retrieval.recall import Retriever as HybridRetriever
-
-            self.retriever = HybridRetriever(self.bb)
-            self._owns_retriever = True
-        if self.retriever is None:
-            raise SemanticRecallUnavailable(
-                "recall by relevance needs a retriever (AgentMemory(..., retriever=...)); "
-                "MemoryQuery(order='newest') serves tag, time and key queries without one"
-            )
-        return self.retriever
-
-    def recall_scopes(self, scopes: Sequence[str] | None = None,
-                      levels: Sequence[str] | None = None) -> list[str]:
-        """The scopes a query searches: ``scopes`` (each checked) or every readable one,
-        kept to the given ``levels`` (level names or scope suffixes, e.g. ``ltm:semantic``)."""
-        names = [self.access.check_read(s) for s in scopes] if scopes else self.readable_scopes()
-        if not levels:
-            return names
-        want = {_level(x) for x in levels}
-        out = []
-        for s in names:
-            try:
-                lvl = parse_scope(s).level
-            except InvalidArgument:
-                continue
-            if lvl in want:
-                out.append(s)
-        return out
 
     async def locate(self, entry_id: str, scope: str | None = None) -> str:
         """The writable scope holding ``entry_id`` (checked if given); NotFound otherwise.
@@ -453,17 +356,3 @@ class AgentMemory:
                          block_ms=block_ms)
         self._handles.append(h)
         return h
-
-
-def _level(name: str) -> MemoryLevel:
-    """A level from its name (``semantic``) or scope suffix (``ltm:semantic``)."""
-    lvl = MemoryLevel.from_segment(name)
-    if lvl is not None:
-        return lvl
-    try:
-        return MemoryLevel(name)
-    except ValueError:
-        raise InvalidArgument(
-            f"unknown memory level {name!r}; levels: {', '.join(m.value for m in MemoryLevel)}"
-        ) from None
-

@@ -7,8 +7,9 @@ changing the constructor::
         for h in await mem.recall("payment terms"):
             print(h.explain())
 
-Needs only httpx (and pydantic, for :mod:`memory.wire`): results are the library's own
-types (:class:`~blackboard.Entry`, :class:`~retrieval.scoring.ScoredEntry`,
+Needs only httpx (and pydantic, for :mod:`memory.request_bodies` and
+:mod:`memory.response_bodies`): results are the library's own types
+(:class:`~blackboard.Entry`, :class:`~retrieval.scoring.ScoredEntry`,
 :class:`~memory.MemoryMap`...), and every failure the gateway answers is raised as the
 library exception it names (:class:`~blackboard.AccessDenied`, :class:`~blackboard.NotFound`,
 :class:`~blackboard.VersionConflict`...) with the server's detail. :meth:`RemoteMemory.sync`
@@ -41,18 +42,11 @@ from .levels import MemoryLevel
 from .memory_map import MemoryMap
 from .remote_decode import map_of, raise_for, stats_of
 from .remote_events import RemoteChangeHandle, RemoteHandler
+from .request_bodies import MessageIn
+from .response_bodies import BatchOut, EntryOut, MapOut, RecallResponse, StatsOut, TagsOut
 from .stats import ScopeStats
 from .subscriptions import TagMatch
 from .utility import FeedbackResult, check_ids, feedback_result
-from .wire import (
-    BatchOut,
-    EntryOut,
-    MapOut,
-    MessageIn,
-    RecallResponse,
-    StatsOut,
-    TagsOut,
-)
 
 if TYPE_CHECKING:
     from .conversation import Message

@@ -26,8 +26,8 @@ from .config import LevelConfig, ScopeConfig
 from .levels import MemoryLevel
 from .memory_map import EdgeView, MemoryMap, ScopeView
 from .naming import OwnerKind
+from .response_bodies import ErrorBody, MapOut, StatsOut
 from .stats import PoolStats, ScopeStats, StrengthHistogram
-from .wire import ErrorBody, MapOut, StatsOut
 
 __all__ = ["RateLimited", "map_of", "raise_for", "stats_of"]
 

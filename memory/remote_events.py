@@ -21,8 +21,8 @@ from blackboard import BlackboardError, Event, EventType
 
 from .observers import call_handler
 from .remote_decode import raise_for
+from .response_bodies import EventOut
 from .subscriptions import TagMatch
-from .wire import EventOut
 
 __all__ = ["RemoteChangeHandle", "RemoteHandler"]
 

@@ -155,7 +155,7 @@ async def feedback(mem: AgentMemory, entry_ids: Sequence[str] | str,
 
 def feedback_result(body: dict[str, Any]) -> FeedbackResult:
     """A :class:`FeedbackResult` from the JSON ``POST /v1/feedback`` answers."""
-    from .wire import EntryOut
+    from .response_bodies import EntryOut
 
     return FeedbackResult(
         helpful=bool(body["helpful"]),

@@ -7,7 +7,7 @@ from typing import Any
 
 from blackboard import Entry
 from blackboard.decay import evict_time, strength_at
-from memory.wire import EntryOut
+from memory.response_bodies import EntryOut
 
 from ..caller import Caller
 from .scopes import check_read, edges, find_entries, owner_first, visible_scopes

@@ -10,7 +10,7 @@ from typing import Any
 
 from blackboard import AccessDenied, Entry, Event
 from blackboard.entry import TEXT_KEYS
-from memory.wire import EventOut
+from memory.response_bodies import EventOut
 
 from ..caller import Caller
 from .scopes import check_read, visible_scopes

@@ -15,7 +15,7 @@ import re
 from typing import Any
 
 from blackboard import Entry
-from memory.wire import EntryOut
+from memory.response_bodies import EntryOut
 
 from ..caller import Caller
 from ..refusals import InvalidParameter

@@ -12,7 +12,7 @@ from fastapi import FastAPI
 
 from blackboard import BlackboardError, InvalidArgument
 from memory import MemoryLevel, MemoryQuery, ScoredEntry, parse_scope
-from memory.wire import Hit
+from memory.response_bodies import Hit
 from retrieval import Retriever
 
 from ..caller import Caller

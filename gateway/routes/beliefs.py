@@ -14,7 +14,8 @@ from fastapi import APIRouter, Path
 from pydantic import BaseModel, ConfigDict, Field
 
 from memory.feedback import MAX_CLAIM
-from memory.wire import ENTRY_ID_SCHEMA, SCOPE_SCHEMA, EntryOut
+from memory.request_bodies import ENTRY_ID_SCHEMA, SCOPE_SCHEMA
+from memory.response_bodies import EntryOut
 
 from .deps import CallerDep
 from .json_route import json_post

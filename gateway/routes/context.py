@@ -8,7 +8,8 @@ from fastapi import APIRouter
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from memory.context import MAX_BUDGET_TOKENS
-from memory.wire import LEVEL_NAMES, SCOPE_SCHEMA, EntryOut, check_level
+from memory.request_bodies import LEVEL_NAMES, SCOPE_SCHEMA, check_level
+from memory.response_bodies import EntryOut
 
 from .deps import CallerDep
 from .json_route import json_post

@@ -11,7 +11,7 @@ from typing import Annotated, Any
 from fastapi import APIRouter, Query
 
 from blackboard import InvalidArgument
-from memory.wire import EntryOut
+from memory.response_bodies import EntryOut
 
 from ..dash import timeline as timeline_mod
 from .deps import CallerDep

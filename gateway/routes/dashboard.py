@@ -20,7 +20,7 @@ from fastapi.responses import FileResponse
 from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field
 
 from memory import MemoryLevel
-from memory.wire import RecallRequest
+from memory.request_bodies import RecallRequest
 from retrieval.query import instant_input, past_instant
 
 from ..dash import beliefs as beliefs_mod

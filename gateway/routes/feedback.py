@@ -14,7 +14,8 @@ from pydantic import BaseModel, ConfigDict, Field, StrictBool
 
 from blackboard import InvalidArgument, NotFound
 from blackboard.feedback import MAX_FEEDBACK_IDS
-from memory.wire import ENTRY_ID_SCHEMA, EntryOut
+from memory.request_bodies import ENTRY_ID_SCHEMA
+from memory.response_bodies import EntryOut
 
 from ..refusals import GatewayError
 from .deps import CallerDep

@@ -12,7 +12,7 @@ from prometheus_client import CONTENT_TYPE_LATEST
 
 from blackboard import AccessDenied, Blackboard
 from blackboard.acl import AclAdmin
-from memory.wire import ErrorBody
+from memory.response_bodies import ErrorBody
 
 router = APIRouter(tags=["health"])
 

@@ -12,23 +12,25 @@ from pydantic import BaseModel
 from blackboard import Entry, WriteRequest
 from blackboard.batch_write import write_batch
 from memory import MemoryLevel
-from memory.wire import (
+from memory.request_bodies import (
     ENTRY_ID_SCHEMA,
     LEVEL_SCHEMA,
     SCOPE_SCHEMA,
     TAG_SCHEMA,
-    BatchOut,
     BatchStore,
+    MessagesIn,
+    RecallRequest,
+    StoreRequest,
+    UpdateRequest,
+)
+from memory.response_bodies import (
+    BatchOut,
     EntryOut,
     MapOut,
-    MessagesIn,
     MessagesOut,
-    RecallRequest,
     RecallResponse,
     StatsOut,
-    StoreRequest,
     TagsOut,
-    UpdateRequest,
 )
 
 from ..caller import Caller

@@ -9,7 +9,7 @@ from pydantic import AfterValidator
 
 from blackboard import InvalidArgument
 from blackboard.validation import NAME_PATTERN, validate_name
-from memory.wire import NAME_SCHEMA
+from memory.request_bodies import NAME_SCHEMA
 
 __all__ = ["AgentQuery", "NameQuery"]
 

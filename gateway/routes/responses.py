@@ -1,12 +1,12 @@
 """The failures each route declares in the OpenAPI schema, all with the one error body
-(:class:`memory.wire.ErrorBody`), so a client (or a fuzzer) finds every status it can get
-described: ``tests/gateway/test_openapi_fuzz.py`` checks the answers against it."""
+(:class:`memory.response_bodies.ErrorBody`), so a client (or a fuzzer) finds every status it
+can get described: ``tests/gateway/test_openapi_fuzz.py`` checks the answers against it."""
 
 from __future__ import annotations
 
 from typing import Any
 
-from memory.wire import ErrorBody
+from memory.response_bodies import ErrorBody
 
 __all__ = ["BODY_ERRORS", "READ_ERRORS", "errors"]
 

@@ -24,8 +24,8 @@ from fastapi.responses import StreamingResponse
 
 from blackboard import AccessDenied, Event, EventType, InvalidArgument
 from memory import ChangeHandle, TagMatch
+from memory.response_bodies import EventOut
 from memory.subscriptions import pattern_matches
-from memory.wire import EventOut
 
 from ..caller import Caller
 from ..errors import status_of

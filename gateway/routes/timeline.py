@@ -12,7 +12,7 @@ from fastapi import APIRouter, Query
 from pydantic import BaseModel, Field
 
 from blackboard import InvalidArgument
-from memory.wire import EntryOut
+from memory.response_bodies import EntryOut
 
 from ..refusals import InvalidParameter
 from .deps import CallerDep

@@ -442,7 +442,7 @@ def test_one_name_rule_for_agents_teams_edges_and_the_schema() -> None:
 
     from blackboard import InvalidArgument
     from blackboard.validation import NAME_PATTERN, is_name, validate_name
-    from memory.wire import NAME_SCHEMA
+    from memory.request_bodies import NAME_SCHEMA
 
     documented = re.compile(NAME_SCHEMA["pattern"])
     for ok in ["ana", "a.b-c_9", "E", "tags", "n" * 64]:

@@ -18,7 +18,7 @@ import pytest
 from cli.demo import install_agents, run_agent
 from cli.demo_report import TEAM
 from memory import AgentMemory
-from memory.wire import MapOut
+from memory.response_bodies import MapOut
 from tests.gateway.dashboard_support import worker
 from tests.gateway.gateway_support import GatewayProc, run_async
 from tests.gateway.test_mcp import mcp_client, ok

@@ -6,7 +6,7 @@ import asyncio
 import time
 
 from memory import AgentMemory
-from memory.wire import EntryOut, Hit, RecallResponse
+from memory.response_bodies import EntryOut, Hit, RecallResponse
 from tests.gateway.gateway_support import run_async
 
 

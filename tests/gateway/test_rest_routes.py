@@ -21,7 +21,7 @@ from gateway.app import create_app
 from gateway.mcp_render import Recalled
 from gateway.mcp_server import build_mcp
 from gateway.settings import GatewaySettings
-from memory.wire import RecallResponse
+from memory.response_bodies import RecallResponse
 from retrieval.completeness import RecallHits, RouteReport
 from retrieval.scoring import ScoredEntry
 

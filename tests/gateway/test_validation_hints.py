@@ -13,7 +13,7 @@ from fastapi.testclient import TestClient
 
 from gateway.errors import install_handlers
 from gateway.routes.json_route import JsonRoute, json_post
-from memory.wire import BatchStore, RecallRequest, StoreRequest
+from memory.request_bodies import BatchStore, RecallRequest, StoreRequest
 
 
 async def _nobody(request: Request) -> None:

@@ -9,7 +9,7 @@ from pydantic import ValidationError
 from blackboard import InvalidArgument
 from memory import aliases
 from memory.aliases import ALIASES, canonical_name, cli_flag, deprecated_keyword
-from memory.wire import RecallRequest, StoreRequest
+from memory.request_bodies import RecallRequest, StoreRequest
 
 
 def test_the_table_is_pinned() -> None:

@@ -14,7 +14,7 @@ from support_attack import AttackEnv, Tally, attack_base, attack_env
 from blackboard import WriteRequest
 from consolidation.team import team
 from consolidation.transformer import TransformContext
-from memory.wire import EntryOut
+from memory.response_bodies import EntryOut
 
 __all__ = ["attack_base", "attack_env"]  # fixtures
 

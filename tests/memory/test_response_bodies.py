@@ -1,4 +1,4 @@
-"""The REST shapes of :mod:`memory.wire` (pure: no Redis)."""
+"""The REST response shapes of :mod:`memory.response_bodies` (pure: no Redis)."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import json
 import numpy as np
 
 from blackboard import Entry, EntryRef
-from memory.wire import Hit, RecallResponse
+from memory.response_bodies import Hit, RecallResponse
 from retrieval.completeness import RecallHits, RouteReport
 from retrieval.scoring import ScoredEntry
 
