@@ -73,7 +73,7 @@ def _check_query(lens: str | None, levels: list[str] | None,
     """Reject an unknown lens, level or consistency by name before connecting (exit 2)."""
     from typing import get_args
 
-    from memory import MemoryLevel
+    from memory.levels import MemoryLevel, unknown_level
     from retrieval.lens import known_lenses, resolve_lens
     from retrieval.query import Consistency
 
@@ -86,8 +86,8 @@ def _check_query(lens: str | None, levels: list[str] | None,
             usage(f"{exc} (known lenses: {', '.join(known_lenses())})"
                   if "known lenses" not in str(exc) else str(exc))
     for lv in levels or ():
-        if lv not in {m.value for m in MemoryLevel}:
-            usage(f"unknown level {lv!r}: use one of {', '.join(m.value for m in MemoryLevel)}")
+        if MemoryLevel.named(lv) is None:
+            usage(unknown_level(lv))
     if consistency not in get_args(Consistency):
         usage(f"unknown consistency {consistency!r}: use one of "
               f"{', '.join(get_args(Consistency))}")

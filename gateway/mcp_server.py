@@ -31,6 +31,7 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 from blackboard import Blackboard
 from memory import MemoryLevel, MemoryQuery, TagFilter
 from memory.aliases import logged_alias
+from memory.levels import unknown_level
 from memory.response_bodies import RecallResponse, TagsOut
 from retrieval.lens import known_lenses
 from retrieval.query import MAX_BUDGET_TOKENS, MAX_TIMEOUT_MS, Intent
@@ -66,8 +67,8 @@ INSTRUCTIONS = (
 
 
 def _known_level(v: str) -> str:
-    if MemoryLevel.from_segment(v) is None and v not in _LEVELS:
-        raise ValueError(f"unknown memory level {v!r}; levels: {', '.join(map(str, _LEVELS))}")
+    if MemoryLevel.named(v) is None:
+        raise ValueError(unknown_level(v))
     return v
 
 

@@ -21,7 +21,7 @@ from .access import AccessPolicy
 from .aliases import deprecated_keyword
 from .context import Context, assemble, validate_budget
 from .errors import SemanticRecallUnavailable
-from .levels import MemoryLevel
+from .levels import level_named
 from .naming import parse_scope
 
 __all__ = ["Recall", "Retriever"]
@@ -120,7 +120,7 @@ class Recall:
         names = [self.access.check_read(s) for s in scopes] if scopes else self.readable_scopes()
         if not levels:
             return names
-        want = {_level(x) for x in levels}
+        want = {level_named(x) for x in levels}
         out = []
         for s in names:
             try:
@@ -130,17 +130,4 @@ class Recall:
             if lvl in want:
                 out.append(s)
         return out
-
-
-def _level(name: str) -> MemoryLevel:
-    """A level from its name (``semantic``) or scope suffix (``ltm:semantic``)."""
-    lvl = MemoryLevel.from_segment(name)
-    if lvl is not None:
-        return lvl
-    try:
-        return MemoryLevel(name)
-    except ValueError:
-        raise InvalidArgument(
-            f"unknown memory level {name!r}; levels: {', '.join(m.value for m in MemoryLevel)}"
-        ) from None
 

@@ -26,7 +26,7 @@ from blackboard.validation import (
 from retrieval.query import MemoryQuery, TagFilter, json_number
 
 from .aliases import rename_aliases
-from .levels import MemoryLevel
+from .levels import LEVEL_LIST, LEVEL_NAMES, MemoryLevel, unknown_level
 
 if TYPE_CHECKING:
     from .conversation import Message
@@ -56,15 +56,9 @@ __all__ = [
 BATCH_MAX = 1000
 
 
-_NAMES = frozenset(m.value for m in MemoryLevel)
-_LEVELS = ", ".join(m.value for m in MemoryLevel)
-
-
 # What the schema says of the fields the library validates (its errors stay the ones a
 # request gets): a client, or a fuzzer, then knows what the gateway accepts. Lone
 # surrogates in strings are left to the library's 422.
-#: Level names and segments the routes accept (``episodic`` or ``ltm:episodic``).
-LEVEL_NAMES = tuple(sorted(_NAMES | {m.segment for m in MemoryLevel}))
 #: One segment of a scope id: an agent, team or session name.
 _SEGMENT = f"(?!({'|'.join(sorted(RESERVED_SEGMENTS))})(:|$)){SEGMENT_CHARS}+"
 NAME_SCHEMA: dict[str, Any] = {"pattern": f"^{_SEGMENT}$", "maxLength": MAX_NAME_LEN}
@@ -92,8 +86,8 @@ class RecallRequest(MemoryQuery):
 
 def check_level(v: str | None) -> str | None:
     """``v`` when it names a memory level (or is None), else ValueError listing them."""
-    if v is not None and MemoryLevel.from_segment(v) is None and v not in _NAMES:
-        raise ValueError(f"unknown memory level {v!r}; levels: {_LEVELS}")
+    if v is not None and MemoryLevel.named(v) is None:
+        raise ValueError(unknown_level(v))
     return v
 
 
@@ -109,8 +103,9 @@ class StoreRequest(_In):
 
     value: Any = Field(description="The memory: a string or any JSON value.",
                        json_schema_extra={"not": {"type": "null"}})
-    level: str | None = Field(default="working", description=f"Memory level: {_LEVELS} (null: the "
-                              "team's root scope, with a team).", json_schema_extra=LEVEL_SCHEMA)
+    level: str | None = Field(default="working", description=f"Memory level: {LEVEL_LIST} "
+                              "(null: the team's root scope, with a team).",
+                              json_schema_extra=LEVEL_SCHEMA)
     team: str | None = Field(default=None, description="Write to this team's scope of the level.",
                              json_schema_extra=NAME_SCHEMA)
     tags: list[str] = Field(default_factory=list, max_length=MAX_TAGS,

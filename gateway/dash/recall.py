@@ -10,8 +10,9 @@ from typing import Any
 
 from fastapi import FastAPI
 
-from blackboard import BlackboardError, InvalidArgument
+from blackboard import BlackboardError
 from memory import MemoryLevel, MemoryQuery, ScoredEntry, parse_scope
+from memory.levels import level_named
 from memory.response_bodies import Hit
 from retrieval import Retriever
 
@@ -64,20 +65,8 @@ async def _scopes(caller: Caller, q: MemoryQuery) -> list[str]:
     names = [check_read(caller, s) for s in q.scopes] if q.scopes else await visible_scopes(caller)
     if not q.levels:
         return names
-    want = {_named_level(x) for x in q.levels}
+    want = {level_named(x) for x in q.levels}
     return [s for s in names if _level_of(s) in want]
-
-
-def _named_level(name: str) -> MemoryLevel:
-    """A level by name (``semantic``) or scope suffix (``ltm:semantic``), as
-    ``AgentMemory.recall_scopes`` reads an agent's ``levels``."""
-    lvl = MemoryLevel.from_segment(name)
-    if lvl is None and name in {m.value for m in MemoryLevel}:
-        lvl = MemoryLevel(name)
-    if lvl is None:
-        raise InvalidArgument(f"unknown memory level {name!r}; levels: "
-                              f"{', '.join(m.value for m in MemoryLevel)}")
-    return lvl
 
 
 def _exclusions(q: MemoryQuery, cands: list[ScoredEntry]) -> dict[str, int]:

@@ -12,6 +12,7 @@ from pydantic import BaseModel
 from blackboard import Entry, WriteRequest
 from blackboard.batch_write import write_batch
 from memory import MemoryLevel
+from memory.levels import unknown_level
 from memory.request_bodies import (
     ENTRY_ID_SCHEMA,
     LEVEL_SCHEMA,
@@ -60,15 +61,10 @@ SessionPath = Annotated[str, Path(json_schema_extra={
 def _level(v: str | None) -> MemoryLevel | None:
     if v is None:
         return None
-    got = MemoryLevel.from_segment(v)
-    if got is not None:
-        return got
-    try:
-        return MemoryLevel(v)
-    except ValueError:
-        raise InvalidParameter(
-            f"level: unknown memory level {v[:80]!r}; levels: "
-            f"{', '.join(m.value for m in MemoryLevel)}", field="level") from None
+    got = MemoryLevel.named(v)
+    if got is None:
+        raise InvalidParameter(f"level: {unknown_level(v[:80])}", field="level")
+    return got
 
 
 @json_post(router, "/memories", status_code=201, response_model=EntryOut, responses=_ERRORS)

@@ -81,7 +81,7 @@ def test_unknown_lens_and_level_are_usage(seeded: str) -> None:
     line = cli("recall", "x", "--agent", "a1", "--lens", "bogus", url=seeded).one_line_error(2)
     assert "unknown lens 'bogus'" in line and "failures" in line
     line = cli("recall", "x", "--agent", "a1", "--level", "ltm", url=seeded).one_line_error(2)
-    assert "unknown level 'ltm'" in line and "working" in line
+    assert "unknown memory level 'ltm'" in line and "working" in line
     line = cli("recall", "x", "--agent", "a1", "--consistency", "eventual",
                url=seeded).one_line_error(2)
     assert "unknown consistency 'eventual'" in line and "semantic" in line

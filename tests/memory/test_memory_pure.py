@@ -51,6 +51,18 @@ def test_level_scopes_and_parse_round_trip() -> None:
         agent_scope("a:1", MemoryLevel.STM)
 
 
+def test_a_level_is_read_by_name_or_suffix_everywhere_in_one_wording() -> None:
+    from memory.levels import LEVEL_NAMES, level_named
+
+    for lvl in MemoryLevel:
+        assert MemoryLevel.named(lvl.value) is lvl and MemoryLevel.named(lvl.segment) is lvl
+        assert level_named(lvl.segment) is lvl
+        assert {lvl.value, lvl.segment} <= set(LEVEL_NAMES)
+    assert MemoryLevel.named("ltm") is None and MemoryLevel.named("ltm:stm") is None
+    with pytest.raises(InvalidArgument, match=r"unknown memory level 'ltm'; levels: sensory, "):
+        level_named("ltm")
+
+
 def test_default_configs_per_level_and_overrides() -> None:
     sens = default_config("agent:a1:sensory")
     assert sens.limits.ttl == 300.0 and sens.level is MemoryLevel.SENSORY
