@@ -13,32 +13,25 @@ from dataclasses import replace
 from typing import Any
 
 from . import keys as K
-from . import tracing
 from .backlog import Progress
 from .bus import Bus
 from .check import CheckReport, check_scopes
 from .clock import ServerClock
-from .connection import Connect, open_client, warn_on_unsafe_server, without_credentials
+from .connection import Connect, without_credentials
 from .consumer import Batch, ConsumeCounters, ConsumeOptions, PartitionSource, consume
 from .dead_letters import DeadLetters
-from .durability import Wait, check_waitaof_supported
+from .durability import Wait
 from .edges_version import EdgesVersions
-from .errors import (
-    AccessDenied,
-    ConfigMismatch,
-    InvalidArgument,
-    LoginRefused,
-    ServerUnavailable,
-)
+from .errors import InvalidArgument
 from .handler_loop import BatchHandler, handle_batches
 from .keys import ScopeKeys
 from .lease import Lease, LeaseTable
+from .opening import open_blackboard
 from .pending import PendingBuffer
 from .presence import Presence
 from .probe import FeedProbe
 from .reads import Reads
 from .records import Records
-from .redact import mask_url
 from .relay import Relays
 from .scope import Scope
 from .scripts import SCRIPTS
@@ -50,11 +43,10 @@ from .vector_queue import VectorQueue
 
 __all__ = ["Blackboard", "SweepReport", "TrimReport"]
 
-SCHEMA_VERSION = "1"
-
 
 class Blackboard:
-    """A connected blackboard. Create it with :meth:`connect`."""
+    """A connected blackboard. Create it with :meth:`connect` (:mod:`blackboard.opening`
+    opens it)."""
 
     def __init__(self, client: Any, settings: ClientSettings, cluster: bool) -> None:
         self.client = client
@@ -111,73 +103,8 @@ class Blackboard:
             # handed the operator's URL would silently connect as the operator.
             s = replace(s, redis_url=without_credentials(s.redis_url))
 
-        async def _open() -> Blackboard:
-            if s.tracing and not tracing.ENABLED:
-                try:
-                    tracing.enable()
-                except ImportError as exc:  # one line naming the extra, as any bad setting
-                    raise InvalidArgument(f"BLACKBOARD_TRACING is on but {exc}") from None
-            if not s.redis_url:
-                raise InvalidArgument(
-                    "no Redis URL: pass one or set BLACKBOARD_REDIS_URL "
-                    "(`blackboard server` starts an embedded one)"
-                )
-            if "://" not in s.redis_url:
-                raise InvalidArgument(
-                    f"Redis URL {mask_url(s.redis_url)!r} has no scheme: write it as "
-                    f"redis://{mask_url(s.redis_url)}/0 (or rediss://, unix://)"
-                )
-            auth: dict[str, Any] = {}
-            if username is not None:
-                auth["username"] = username
-            if password is not None:
-                auth["password"] = password
-            client, is_cluster = await open_client(s.redis_url, s, auth)
-            bb = cls_(client, s, bool(is_cluster))
-            bb.auth = dict(auth)
-            try:
-                await check_waitaof_supported(client, s)
-                await bb._pin_config(explicit_partitions)
-            except BaseException:
-                await bb.close()
-                raise
-            return bb
-
-        cls_ = Blackboard
-        return Connect(_open)
-
-    async def _pin_config(self, explicit: bool) -> None:
-        try:
-            got = await self.client.hget(K.CONFIG, "partitions")
-            if got is None:
-                await self.client.hsetnx(K.CONFIG, "partitions", self.partitions)
-                await self.client.hsetnx(K.CONFIG, "schema", SCHEMA_VERSION)
-                got = await self.client.hget(K.CONFIG, "partitions")
-            await self.clock.sync(self.client)
-        except (ServerUnavailable, OSError) as exc:
-            # A refused login (LoginRefused) stays one: the caller tells it apart.
-            typ = LoginRefused if isinstance(exc, LoginRefused) else ServerUnavailable
-            err = typ(f"cannot reach Redis: {exc}")
-            if isinstance(exc, LoginRefused):
-                err.redis_message = exc.redis_message
-            raise err from exc
-        pinned = int(got)
-        if pinned != self.partitions:
-            if explicit:
-                raise ConfigMismatch(
-                    f"this Redis is pinned to {pinned} partitions; the client asked for "
-                    f"{self.partitions}"
-                )
-            self.partitions = pinned  # follow the pinned value when the caller did not ask
-        await self._load_scripts()
-        await warn_on_unsafe_server(self.client)
-
-    async def _load_scripts(self) -> None:
-        for script in SCRIPTS.all():
-            try:
-                await self.client.script_load(script.source)
-            except AccessDenied:
-                return  # a confined user may not SCRIPT LOAD; EVALSHA falls back lazily
+        return Connect(functools.partial(
+            open_blackboard, Blackboard, s, username, password, explicit_partitions))
 
     @functools.cached_property
     def relays(self) -> Relays:

@@ -26,9 +26,14 @@ and then by creation; ``filter`` takes equality and ``$eq``/``$ne``/``$gt``/
 (minutes) expires items through the blackboard's own TTL and a read refreshes it
 (``refresh_on_read``). ``index`` of a put is ignored: every item's strings are indexed.
 Unlike ``InMemoryStore``, a namespace whose items are all deleted is no longer listed.
+The store's parts: :mod:`integrations.langgraph_bridge` (its event loop),
+:mod:`integrations.langgraph_namespaces` (which namespaces a scope holds) and
+:mod:`integrations.langgraph_items` (entries as LangGraph items).
 """
 
 from __future__ import annotations
+
+from .langgraph_bridge import MISSING_LANGGRAPH, LoopBridge
 
 try:
     from langgraph.store.base import (
@@ -46,69 +51,26 @@ try:
         validate_op_namespace,
     )
 except ImportError as _exc:  # pragma: no cover - exercised by simulating the absence
-    raise ImportError("integrations.langgraph needs LangGraph: "
-                      "pip install 'reactive-blackboard[langgraph]'") from _exc
+    raise ImportError(MISSING_LANGGRAPH) from _exc
 
 import asyncio
 import json
-from collections.abc import Coroutine, Iterable, Sequence
-from concurrent.futures import Future
-from datetime import UTC, datetime
-from typing import Any, TypeVar
+from collections.abc import Iterable, Sequence
+from typing import Any
 
 from blackboard import Entry, InvalidArgument, NotFound
-from blackboard.ids import new_ulid
 from memory import AgentMemory, MemoryLevel, MemoryQuery, TagFilter
 from memory.sync import SyncMemory
 
 from . import store_paths as paths
+from .langgraph_items import item, search_item
+from .langgraph_namespaces import NamespaceIndex
 
 __all__ = ["BlackboardStore"]
 
-T = TypeVar("T")
 _ItemId = tuple[tuple[str, ...], str]  # (namespace, key)
 #: A query ranks at most this many candidates by meaning; the rest follow unscored.
 MAX_RANKED = 1000
-
-
-def _when(ms: int) -> datetime:
-    return datetime.fromtimestamp(ms / 1000, tz=UTC)
-
-
-class _Loop:
-    """Runs the store's coroutines on the event loop its memory's connection lives on."""
-
-    def __init__(self, loop: asyncio.AbstractEventLoop | None) -> None:
-        self.loop = loop
-
-    def _bound(self) -> asyncio.AbstractEventLoop:
-        if self.loop is None:
-            raise RuntimeError(
-                "this BlackboardStore's AgentMemory has not been used on an event loop yet: "
-                "make the store inside that loop, or use BlackboardStore.connect(...) "
-                "in code without one")
-        return self.loop
-
-    def run(self, coro: Coroutine[Any, Any, T]) -> T:
-        loop = self._bound()
-        try:
-            running = asyncio.get_running_loop()
-        except RuntimeError:
-            running = None
-        if running is loop:
-            coro.close()
-            raise RuntimeError("a blocking BlackboardStore method was called on its own "
-                               "event loop: await the a-methods (aput, aget, asearch...)")
-        fut: Future[T] = asyncio.run_coroutine_threadsafe(coro, loop)
-        return fut.result()
-
-    async def arun(self, coro: Coroutine[Any, Any, T]) -> T:
-        running = asyncio.get_running_loop()
-        if self.loop is None:
-            self.loop = running
-        if self.loop is running:
-            return await coro
-        return await asyncio.wrap_future(asyncio.run_coroutine_threadsafe(coro, self.loop))
 
 
 class BlackboardStore(BaseStore):
@@ -132,13 +94,10 @@ class BlackboardStore(BaseStore):
                 loop = asyncio.get_running_loop()
             except RuntimeError:
                 loop = None
-        self._loop = _Loop(loop)
+        self._loop = LoopBridge(loop)
         self.level = MemoryLevel(level)
         self.ttl_config = ttl
-        #: namespace tag -> namespace (a tag is a hash of its namespace: never stale)
-        self._namespaces: dict[str, paths.Namespace] = {}
-        #: namespace tag -> when it got its first item (see _since)
-        self._since_of: dict[str, str] = {}
+        self._index = NamespaceIndex(self.memory)
 
     @classmethod
     def connect(cls, url: str | None, agent_id: str, teams: Iterable[str] = (), *,
@@ -263,7 +222,7 @@ class BlackboardStore(BaseStore):
             return None
         if op.refresh_ttl:
             e = await self._refresh(e)
-        return _item(e, found)
+        return item(e, found)
 
     async def _put(self, op: PutOp, sid: str) -> None:
         lkey = self._key_of(op.namespace, op.key)
@@ -275,7 +234,7 @@ class BlackboardStore(BaseStore):
             await self.memory.forget(e.id, scope=sid)
             return
         team = sid.split(":")[1] if sid.startswith("team:") else None
-        meta: dict[str, Any] = {"ns_since": await self._since(sid, op.namespace)}
+        meta: dict[str, Any] = {"ns_since": await self._index.since(sid, op.namespace)}
         if op.ttl:
             meta["ttl_minutes"] = op.ttl
         await self.memory.store(
@@ -284,19 +243,6 @@ class BlackboardStore(BaseStore):
             tags={paths.ITEM_TAG, paths.namespace_tag(op.namespace)},
             ttl=op.ttl * 60 if op.ttl else None,
         )
-
-    async def _since(self, sid: str, namespace: paths.Namespace) -> str:
-        """When the namespace got its first item (a ULID: sorts by time, then by order of
-        the calls in this process), kept with each item: a search lists namespaces in
-        that order, as InMemoryStore (whose dict keeps each namespace where it came)."""
-        tag = paths.namespace_tag(namespace)
-        since = self._since_of.get(tag)
-        if since is None:
-            held = [e.metadata.get("ns_since") for e in
-                    await self.memory.bb.scope(sid).entries(all_of=[tag], limit=5)]
-            since = min((x for x in held if isinstance(x, str)), default=None) or new_ulid()
-            self._since_of[tag] = since
-        return since
 
     async def _refresh(self, e: Entry) -> Entry:
         """Restart an item's TTL (if it has one and the agent may write its scope); the
@@ -315,7 +261,7 @@ class BlackboardStore(BaseStore):
         """The live items under ``prefix`` with their namespaces, from the tag indexes."""
         out = []
         for sid in self._scopes_for(prefix):
-            wanted = [tag for tag, ns in (await self._scope_namespaces(sid)).items()
+            wanted = [tag for tag, ns in (await self._index.of_scope(sid)).items()
                       if ns[: len(prefix)] == prefix]  # exact: search has no wildcards
             if not wanted:
                 continue
@@ -323,25 +269,6 @@ class BlackboardStore(BaseStore):
                 found = paths.unwrap(e.key, e.value)
                 if found is not None and found[0][: len(prefix)] == prefix:
                     out.append((e, found[0]))
-        return out
-
-    async def _scope_namespaces(self, sid: str) -> dict[str, paths.Namespace]:
-        """{namespace tag: namespace} of the namespaces with live items in scope ``sid``
-        (O(tags) from the counter hash; one read per namespace never seen before)."""
-        scope = self.memory.bb.scope(sid)
-        out = {}
-        for tag in await scope.tags():
-            if not tag.startswith(paths.NS_TAG_PREFIX):
-                continue
-            ns = self._namespaces.get(tag)
-            if ns is None:
-                for e in await scope.entries(all_of=[tag], limit=5):
-                    found = paths.unwrap(e.key, e.value)
-                    if found is not None and paths.namespace_tag(found[0]) == tag:
-                        ns = self._namespaces[tag] = found[0]
-                        break
-            if ns is not None:
-                out[tag] = ns
         return out
 
     async def _search(self, op: SearchOp) -> list[SearchItem]:
@@ -365,7 +292,7 @@ class BlackboardStore(BaseStore):
                 e = await self._refresh(e)
             found = paths.unwrap(e.key, e.value)
             if found is not None:
-                out.append(_search_item(e, found, scores.get(e.id)))
+                out.append(search_item(e, found, scores.get(e.id)))
         return out
 
     async def _rank(self, query: str, cands: list[tuple[Entry, paths.Namespace]]
@@ -384,7 +311,7 @@ class BlackboardStore(BaseStore):
     async def _list_namespaces(self, op: ListNamespacesOp) -> list[tuple[str, ...]]:
         seen: set[paths.Namespace] = set()
         for sid in self._scopes_for(_list_prefix(op)):
-            seen.update((await self._scope_namespaces(sid)).values())
+            seen.update((await self._index.of_scope(sid)).values())
         found = [ns for ns in seen if all(
             paths.namespace_matches(ns, tuple(c.path), c.match_type)
             for c in op.match_conditions or ())]
@@ -400,22 +327,3 @@ def _list_prefix(op: ListNamespacesOp) -> paths.Namespace:
         if cond.match_type == "prefix":
             prefix = tuple(cond.path)
     return prefix
-
-
-def _item(e: Entry, found: tuple[paths.Namespace, str, dict[str, Any]]) -> Item:
-    ns, key, value = found
-    return Item(namespace=ns, key=key, value=value, created_at=_when(e.created_at),
-                updated_at=_when(_updated(e)))
-
-
-def _search_item(e: Entry, found: tuple[paths.Namespace, str, dict[str, Any]],
-                 score: float | None) -> SearchItem:
-    ns, key, value = found
-    return SearchItem(namespace=ns, key=key, value=value, created_at=_when(e.created_at),
-                      updated_at=_when(_updated(e)), score=score)
-
-
-def _updated(e: Entry) -> int:
-    """The item's last put (a TTL refresh moves the entry's ``updated_at``, not this)."""
-    kept = e.metadata.get("updated_at")
-    return kept if isinstance(kept, int) else e.updated_at
