@@ -4,7 +4,11 @@ The client sends the schema as ``response_format`` (``json_schema``); llama.cpp,
 Ollama compile it into a grammar the sampler must follow. Bounds in the schema (entry
 indexes within the batch, at most so many items, strings of at most so many characters)
 therefore bind the model while it writes, so even a small model's output is valid and
-ends, and the same bounds reject an out-of-range reply of a server that ignores them.
+ends -- provided the server's reply cap (``max_tokens``, or its own ``n_predict``) is
+above the schema's worst case, which for a ~22-entry batch it may not be: a looping model
+fills every item and character the schema allows, and a reply cut at the cap is invalid
+(README, "With the small real model"). The same bounds reject an out-of-range reply of a
+server that ignores them.
 """
 
 from __future__ import annotations
