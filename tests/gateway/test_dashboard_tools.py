@@ -126,6 +126,11 @@ def test_the_search_box_finds_across_scopes_and_leads_to_the_entry(page: Page, e
     page.fill("#global-search", "deploy customer 3")
     page.press("#global-search", "Enter")
     page.wait_for_function("location.hash.includes('deploy')", timeout=10_000)
+    # The view was already "search" (the invoice query): wait for this query's answer, not
+    # for the ready flag, which stays set until the hash change reaches the router.
+    page.wait_for_function(
+        "(document.getElementById('search-summary') || {}).textContent"
+        "?.includes('deploy customer 3')", timeout=20_000)
     page.wait_for_selector("body[data-ready='search']", timeout=20_000)
     ids = page.eval_on_selector_all("li.search-hit", "els => els.map(e => e.dataset.id)")
     assert ids == [h["id"] for h in api["hits"]]
